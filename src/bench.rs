@@ -1,0 +1,107 @@
+//! `schedlab bench`: the simulator's own speed. Each case runs in a child
+//! process so that its peak RSS (VmHWM) is its own.
+
+use crate::run::run;
+use crate::scenario::{Scenario, Source};
+use clap::Args;
+
+/// (name, machine, workload, simulated duration)
+pub const CASES: &[(&str, &str, &str, Option<&str>)] = &[
+    (
+        "periodic-64 on smp:cpus=16",
+        "smp:cpus=16",
+        "periodic:tasks=64,run=1ms,sleep=1ms",
+        Some("10s"),
+    ),
+    (
+        "periodic-256 on smp:cpus=64",
+        "smp:cpus=64",
+        "periodic:tasks=256,run=1ms,sleep=1ms",
+        Some("10s"),
+    ),
+    (
+        "hackbench g10 l1000 on xeon-8269cy",
+        "xeon-8269cy",
+        "hackbench:groups=10,loops=1000",
+        None,
+    ),
+];
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Run only case N (used internally to measure each case's RSS)
+    #[arg(long, hide = true)]
+    case: Option<usize>,
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn run_case(i: usize) -> i32 {
+    let (name, machine, workload, duration) = CASES[i];
+    let mut text = format!("[machine]\npreset = \"{machine}\"\n");
+    if let Some(d) = duration {
+        text += &format!("[sim]\nduration = \"{d}\"\n");
+    }
+    let (src, mut t) = Source::parse(None, text).expect("bench scenario");
+    t.insert(
+        "workload".into(),
+        toml::Value::Array(vec![
+            crate::scenario::workload_table(workload).expect("bench workload")
+        ]),
+    );
+    let sc = Scenario::resolve(&src, &t).expect("bench scenario");
+    let out = match run(&src, &sc) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return 1;
+        }
+    };
+    let k = &out.kernel;
+    let wall = out.wall_ns as f64 / 1e9;
+    println!(
+        "{name:<36} {:>8.3} {:>10.2} {:>10.2} {:>9.1} {:>8}",
+        wall,
+        k.stats.context_switches as f64 / wall / 1e6,
+        k.events.popped as f64 / wall / 1e6,
+        k.now as f64 / 1e9 / wall,
+        peak_rss_kib() / 1024
+    );
+    0
+}
+
+pub fn main(args: &BenchArgs) -> i32 {
+    if let Some(i) = args.case {
+        return if i < CASES.len() { run_case(i) } else { 2 };
+    }
+    println!(
+        "{:<36} {:>8} {:>10} {:>10} {:>9} {:>8}",
+        "case", "wall s", "M csw/s", "M ev/s", "sim/wall", "RSS MiB"
+    );
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("schedlab bench: {e}");
+            return 1;
+        }
+    };
+    let mut rc = 0;
+    for i in 0..CASES.len() {
+        let status = std::process::Command::new(&exe)
+            .args(["bench", "--case", &i.to_string()])
+            .status();
+        if !status.is_ok_and(|s| s.success()) {
+            rc = 1;
+        }
+    }
+    rc
+}

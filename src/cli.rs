@@ -1,0 +1,218 @@
+//! The command line: parse, call the library, print. Exit 0 on success,
+//! 2 on bad input (with file, line and key), 3 when --check finds a bug.
+
+use crate::report::{json::to_json, summary::summary, write_atomic};
+use crate::run::{run, RunError};
+use crate::scenario::{
+    feature_lines, parse_set_value, set_key, workload_table, InputError, Scenario, Source, DEMO,
+};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use toml::Value;
+
+#[derive(Parser)]
+#[command(
+    name = "schedlab",
+    version,
+    about = "A fast, deterministic simulator of the Linux kernel's CPU scheduler",
+    long_about = "A fast, deterministic simulator of the Linux kernel's CPU scheduler.\n\
+        With no command it runs a built-in demo scenario.",
+    after_help = "Examples:\n  schedlab run --machine xeon-8269cy --workload hackbench:groups=1,loops=1000 --seed 1\n  \
+        schedlab run scenarios/hackbench.toml --set kernel.hz=1000 --json out.json\n  schedlab machines"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one simulation and print the benchmark's output and a perf-stat-like summary
+    #[command(
+        after_help = "Examples:\n  schedlab run --machine vm-2 --workload pipe:loops=100000 --json out.json\n  \
+        schedlab run scenarios/hackbench.toml --set kernel.hz=1000 --set kernel.features.PLACE_LAG=false\n  \
+        schedlab run --machine host --workload periodic:tasks=4,run=8ms,sleep=8ms --duration 3s"
+    )]
+    Run(RunArgs),
+    /// Run the built-in demo scenario
+    Demo(OutArgs),
+    /// List machine presets (one line each)
+    #[command(after_help = "Example:\n  schedlab machines")]
+    Machines,
+    /// List workloads with their parameters and defaults
+    #[command(after_help = "Example:\n  schedlab workloads")]
+    Workloads,
+    /// List scheduler features with their defaults
+    #[command(
+        after_help = "Example:\n  schedlab features\n  schedlab run ... --set kernel.features.RUN_TO_PARITY=false"
+    )]
+    Features,
+    /// Measure simulator speed: events and context switches per wall second, peak RSS
+    #[command(after_help = "Example:\n  schedlab bench")]
+    Bench(crate::bench::BenchArgs),
+}
+
+#[derive(Args)]
+struct OutArgs {
+    /// Write results as JSON to this file (written atomically)
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Print only the benchmark's own output lines
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Scenario file (TOML); flags below override its keys
+    scenario: Option<PathBuf>,
+    /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]` or `host` [machine.preset]
+    #[arg(long)]
+    machine: Option<String>,
+    /// Workload spec `name:key=value,...` (`schedlab workloads`); repeat for several [[workload]]
+    #[arg(long = "workload", short = 'w')]
+    workloads: Vec<String>,
+    /// Random seed [sim.seed]
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Stop after this much simulated time, e.g. 3s [sim.duration]
+    #[arg(long)]
+    duration: Option<String>,
+    /// Verify the scheduler's invariants after every event [sim.check]
+    #[arg(long)]
+    check: bool,
+    /// Override any scenario key, e.g. kernel.hz=1000 (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    #[command(flatten)]
+    out: OutArgs,
+}
+
+/// Load and merge a scenario from a file (or the demo) and flags.
+fn load(args: &RunArgs) -> Result<(Source, Scenario), InputError> {
+    let (file, text) = match &args.scenario {
+        Some(p) => {
+            let name = p.display().to_string();
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| InputError::new(format!("{name}: cannot read scenario: {e}")))?;
+            (Some(name), text)
+        }
+        None => (None, String::new()),
+    };
+    let (src, mut t) = Source::parse(file, text)?;
+    if let Some(m) = &args.machine {
+        set_key(&mut t, "machine.preset", Value::String(m.clone()))?;
+    }
+    if !args.workloads.is_empty() {
+        let list = args
+            .workloads
+            .iter()
+            .map(|w| workload_table(w))
+            .collect::<Result<Vec<_>, _>>()?;
+        t.insert("workload".into(), Value::Array(list));
+    }
+    if let Some(s) = args.seed {
+        set_key(&mut t, "sim.seed", Value::Integer(s as i64))?;
+    }
+    if let Some(d) = &args.duration {
+        set_key(&mut t, "sim.duration", Value::String(d.clone()))?;
+    }
+    if args.check {
+        set_key(&mut t, "sim.check", Value::Boolean(true))?;
+    }
+    for kv in &args.sets {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| InputError::new(format!("--set `{kv}`: expected KEY=VALUE")))?;
+        set_key(&mut t, k.trim(), parse_set_value(v.trim()))?;
+    }
+    let sc = Scenario::resolve(&src, &t)?;
+    Ok((src, sc))
+}
+
+fn run_and_report(src: &Source, sc: &Scenario, out: &OutArgs) -> i32 {
+    let result = match run(src, sc) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("schedlab: error: {e}");
+            return match e {
+                RunError::Input(_) => 2,
+                RunError::Invariant(_) => 3,
+            };
+        }
+    };
+    if out.quiet {
+        for (w, tasks) in &result.workloads {
+            for l in w.report(&result.kernel, tasks).lines {
+                println!("{l}");
+            }
+        }
+    } else {
+        print!("{}", summary(&result));
+    }
+    if let Some(path) = &out.json {
+        let text = serde_json::to_string_pretty(&to_json(&result)).unwrap_or_default() + "\n";
+        if let Err(e) = write_atomic(path, text.as_bytes()) {
+            eprintln!("schedlab: error: cannot write {}: {e}", path.display());
+            return 2;
+        }
+    }
+    0
+}
+
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    match cli.cmd {
+        None => demo(&OutArgs {
+            json: None,
+            quiet: false,
+        }),
+        Some(Cmd::Demo(out)) => demo(&out),
+        Some(Cmd::Run(args)) => match load(&args) {
+            Ok((src, sc)) => run_and_report(&src, &sc, &args.out),
+            Err(e) => {
+                eprintln!("schedlab: error: {e}");
+                2
+            }
+        },
+        Some(Cmd::Machines) => {
+            for (name, desc) in crate::machine::presets() {
+                println!("{name:<14} {desc}");
+            }
+            0
+        }
+        Some(Cmd::Workloads) => {
+            for (name, params, what) in crate::workload::WORKLOADS {
+                println!("{name:<10} {what}\n{:<10} {name}:{params}", "");
+            }
+            0
+        }
+        Some(Cmd::Features) => {
+            for l in feature_lines() {
+                println!("{l}");
+            }
+            0
+        }
+        Some(Cmd::Bench(args)) => crate::bench::main(&args),
+    }
+}
+
+fn demo(out: &OutArgs) -> i32 {
+    println!(
+        "schedlab demo: hackbench -pipe, 4 groups × 40 tasks, on a simulated 104-CPU Xeon 8269CY\n"
+    );
+    let (src, t) = match Source::parse(Some("<built-in demo>".into()), DEMO.into()) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("schedlab: error: {e}");
+            return 2;
+        }
+    };
+    match Scenario::resolve(&src, &t) {
+        Ok(sc) => run_and_report(&src, &sc, out),
+        Err(e) => {
+            eprintln!("schedlab: error: {e}");
+            2
+        }
+    }
+}

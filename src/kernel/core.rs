@@ -1,0 +1,648 @@
+//! The per-CPU run queue and the core scheduler (kernel/sched/core.c):
+//! __schedule, try_to_wake_up, wakeup_preempt, resched_curr, sched_tick,
+//! wake_up_new_task, and the CPU's execution of task segments.
+
+use super::fair::{
+    CfsRq, FairEnv, DEQUEUE_DELAYED, DEQUEUE_MIGRATING, DEQUEUE_SLEEP, ENQUEUE_INITIAL,
+    ENQUEUE_MIGRATED, ENQUEUE_WAKEUP,
+};
+use super::pelt;
+use super::task::{Pid, TaskState};
+use super::Kernel;
+use crate::engine::{EventKind, Time};
+use crate::workload::program::Action;
+
+/// Wake flags (WF_*).
+pub const WF_FORK: u32 = 0x04;
+pub const WF_TTWU: u32 = 0x08;
+pub const WF_SYNC: u32 = 0x10;
+pub const WF_MIGRATED: u32 = 0x20;
+
+/// What a CPU is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    /// Running the idle loop since `since`.
+    Idle { since: Time },
+    /// In the middle of a context switch to rq.curr.
+    Switching,
+    /// Executing rq.curr's current segment, started at `start` at `speed`
+    /// (work-ns per 1024 ns of wall time).
+    Running { start: Time, speed: u64 },
+    /// In the scheduler between two of the above (never seen by events).
+    Kernel,
+}
+
+/// Why __schedule was entered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedMode {
+    /// SM_NONE: the task blocks, exits or yields.
+    Voluntary,
+    /// SM_PREEMPT: a need-resched request was honoured.
+    Preempt,
+}
+
+/// Per-CPU schedstat counters (/proc/schedstat cpu lines) and time split.
+#[derive(Clone, Debug, Default)]
+pub struct RqStats {
+    pub sched_count: u64,
+    pub sched_goidle: u64,
+    pub ttwu_count: u64,
+    pub ttwu_local: u64,
+    pub nr_switches: u64,
+    pub busy_ns: u64,
+    pub idle_ns: u64,
+    pub ipis_received: u64,
+}
+
+/// struct rq
+pub struct Rq {
+    pub cpu: usize,
+    pub curr: Option<Pid>,
+    /// rq->nr_running: queued tasks, delayed ones included.
+    pub nr_running: usize,
+    pub cfs: CfsRq,
+    /// TIF_NEED_RESCHED of curr (or of the idle task).
+    pub need_resched: bool,
+    pub act: Activity,
+    /// Generation of this CPU's CpuDone event.
+    pub gen: u32,
+    pub tick_gen: u32,
+    pub tick_on: bool,
+    /// When the rq lock is next free (remote wakers queue up behind it).
+    pub lock_free_at: Time,
+    /// The address space currently loaded (switch_mm is skipped when equal).
+    pub loaded_mm: u32,
+    /// When the CPU last stopped being idle (for busy time).
+    pub busy_since: Time,
+    /// When the CPU started waiting next to a migratable task (for --check).
+    pub starved_since: Option<Time>,
+    pub stats: RqStats,
+}
+
+impl Rq {
+    pub fn new(cpu: usize) -> Self {
+        Rq {
+            cpu,
+            curr: None,
+            nr_running: 0,
+            cfs: CfsRq::default(),
+            need_resched: false,
+            act: Activity::Idle { since: 0 },
+            gen: 0,
+            tick_gen: 0,
+            tick_on: false,
+            lock_free_at: 0,
+            loaded_mm: u32::MAX,
+            busy_since: 0,
+            starved_since: None,
+            stats: RqStats::default(),
+        }
+    }
+
+    pub fn is_idle(&self) -> bool {
+        matches!(self.act, Activity::Idle { .. })
+    }
+}
+
+/// Build the FairEnv for the current instant without borrowing all of self.
+macro_rules! env {
+    ($k:expr) => {
+        FairEnv {
+            now: $k.now,
+            base_slice: $k.base_slice,
+            tick_ns: $k.tick_ns,
+            feat: &$k.cfg.features,
+        }
+    };
+}
+
+impl Kernel {
+    /// idle_cpu / available_idle_cpu: nothing running or queued.
+    pub fn idle_cpu(&self, cpu: usize) -> bool {
+        let rq = &self.rqs[cpu];
+        rq.curr.is_none() && rq.nr_running == 0
+    }
+
+    /// CPU speed in work-ns per 1024 ns: capacity, slowed when an SMT
+    /// sibling is busy.
+    fn speed(&self, cpu: usize) -> u64 {
+        let cap = self.machine.cpus[cpu].capacity as u64;
+        let sibling_busy = self
+            .machine
+            .smt_siblings(cpu)
+            .iter()
+            .any(|&s| s != cpu && !self.rqs[s].is_idle());
+        let pct = if sibling_busy {
+            self.machine.cost.smt_speed_pct as u64
+        } else {
+            100
+        };
+        (cap * pct / 100).max(1)
+    }
+
+    fn start_segment(&mut self, cpu: usize, p: Pid) {
+        let speed = self.speed(cpu);
+        let work = self.tasks[p].work_left;
+        let dur = (work * 1024).div_ceil(speed);
+        let rq = &mut self.rqs[cpu];
+        rq.act = Activity::Running {
+            start: self.now,
+            speed,
+        };
+        rq.gen = rq.gen.wrapping_add(1);
+        self.events
+            .push(self.now + dur, EventKind::CpuDone, cpu, rq.gen);
+    }
+
+    /// Stop the running segment, keeping the work not yet done.
+    fn stop_segment(&mut self, cpu: usize) {
+        let rq = &mut self.rqs[cpu];
+        if let Activity::Running { start, speed } = rq.act {
+            let done = (self.now - start) * speed / 1024;
+            if let Some(p) = rq.curr {
+                let t = &mut self.tasks[p];
+                t.work_left -= done.min(t.work_left);
+            }
+            rq.gen = rq.gen.wrapping_add(1);
+            rq.act = Activity::Kernel;
+        }
+    }
+
+    /// An SMT sibling of `cpu` changed between idle and busy: re-time the
+    /// segments running on the other siblings at their new speed.
+    fn smt_changed(&mut self, cpu: usize) {
+        if self.machine.cost.smt_speed_pct >= 100 || self.machine.smt_width() < 2 {
+            return;
+        }
+        for i in 0..self.machine.smt_siblings(cpu).len() {
+            let s = self.machine.smt_siblings(cpu)[i];
+            if s != cpu {
+                if let (Activity::Running { .. }, Some(p)) = (self.rqs[s].act, self.rqs[s].curr) {
+                    self.stop_segment(s);
+                    self.start_segment(s, p);
+                }
+            }
+        }
+    }
+
+    fn enter_idle(&mut self, cpu: usize) {
+        let rq = &mut self.rqs[cpu];
+        rq.stats.busy_ns += self.now - rq.busy_since;
+        rq.act = Activity::Idle { since: self.now };
+        rq.stats.sched_goidle += 1;
+        rq.tick_on = false;
+        rq.tick_gen = rq.tick_gen.wrapping_add(1);
+        self.smt_changed(cpu);
+    }
+
+    fn leave_idle(&mut self, cpu: usize) {
+        let rq = &mut self.rqs[cpu];
+        if let Activity::Idle { since } = rq.act {
+            rq.stats.idle_ns += self.now - since;
+            rq.busy_since = self.now;
+            rq.act = Activity::Kernel;
+            self.start_tick(cpu);
+            self.smt_changed(cpu);
+        }
+    }
+
+    fn start_tick(&mut self, cpu: usize) {
+        let rq = &mut self.rqs[cpu];
+        if rq.tick_on {
+            return;
+        }
+        rq.tick_on = true;
+        rq.tick_gen = rq.tick_gen.wrapping_add(1);
+        let next = (self.now / self.tick_ns + 1) * self.tick_ns;
+        self.events.push(next, EventKind::Tick, cpu, rq.tick_gen);
+    }
+
+    /// resched_curr: set need-resched on `cpu`. The running CPU notices it at
+    /// its next preemption point; a remote CPU gets a reschedule IPI unless
+    /// it is polling in idle; an idle CPU pays its idle-state exit latency.
+    pub fn resched_curr(&mut self, cpu: usize, from: Option<usize>) {
+        let rq = &mut self.rqs[cpu];
+        if rq.need_resched {
+            return;
+        }
+        rq.need_resched = true;
+        let local = from == Some(cpu);
+        let delay = match rq.act {
+            Activity::Idle { since } => {
+                let st = self.idle_state_at(self.now - since);
+                let exit = st.exit_latency_ns;
+                if local {
+                    exit
+                } else if st.polling {
+                    self.stats.ipis_avoided_polling += 1;
+                    exit
+                } else {
+                    self.stats.ipis_sent += 1;
+                    self.rqs[cpu].stats.ipis_received += 1;
+                    self.machine.cost.ipi_latency_ns + exit
+                }
+            }
+            _ if local => 0,
+            _ => {
+                self.stats.ipis_sent += 1;
+                rq.stats.ipis_received += 1;
+                self.machine.cost.ipi_latency_ns
+            }
+        };
+        self.events
+            .push(self.now + delay, EventKind::Resched, cpu, 0);
+    }
+
+    /// The reschedule request (IPI, or idle exit) takes effect on `cpu`.
+    pub fn on_resched(&mut self, cpu: usize) {
+        if !self.rqs[cpu].need_resched {
+            return;
+        }
+        match self.rqs[cpu].act {
+            Activity::Idle { .. } => {
+                self.leave_idle(cpu);
+                self.schedule(cpu, SchedMode::Voluntary);
+                self.dispatch(cpu);
+            }
+            Activity::Running { .. } => {
+                self.stop_segment(cpu);
+                self.dispatch(cpu);
+            }
+            Activity::Switching | Activity::Kernel => {}
+        }
+    }
+
+    /// The CPU's current activity ended: a segment completed or a context
+    /// switch finished.
+    pub fn on_cpu_done(&mut self, cpu: usize) {
+        let rq = &mut self.rqs[cpu];
+        if let (Activity::Running { .. }, Some(p)) = (rq.act, rq.curr) {
+            self.tasks[p].work_left = 0;
+        }
+        rq.act = Activity::Kernel;
+        self.dispatch(cpu);
+    }
+
+    /// Run rq.curr's program until it starts a segment, or schedule when it
+    /// blocks, exits, yields or must be preempted.
+    pub fn dispatch(&mut self, cpu: usize) {
+        loop {
+            let Some(p) = self.rqs[cpu].curr else {
+                return;
+            };
+            if self.rqs[cpu].need_resched {
+                if !self.schedule(cpu, SchedMode::Preempt) {
+                    return;
+                }
+                continue;
+            }
+            match self.step(p, cpu) {
+                Action::Run => {
+                    self.start_segment(cpu, p);
+                    return;
+                }
+                Action::Block => {
+                    if !self.schedule(cpu, SchedMode::Voluntary) {
+                        return;
+                    }
+                }
+                Action::Yield => {
+                    let env = env!(self);
+                    self.rqs[cpu].cfs.yield_task(&mut self.tasks, &env);
+                    self.rqs[cpu].cfs.resched_req = false;
+                    if !self.schedule(cpu, SchedMode::Preempt) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// __schedule. Returns true when the same task keeps running without a
+    /// context switch (the caller continues it), false when the CPU is now
+    /// switching or idle.
+    pub fn schedule(&mut self, cpu: usize, mode: SchedMode) -> bool {
+        let now = self.now;
+        let prev = self.rqs[cpu].curr;
+        self.rqs[cpu].stats.sched_count += 1;
+        let mut voluntary = false;
+        if let Some(p) = prev {
+            if mode == SchedMode::Voluntary && self.tasks[p].state != TaskState::Running {
+                voluntary = true;
+                self.block_task(cpu, p);
+            }
+        }
+        let next = self.pick_next_task(cpu, prev);
+        let rq = &mut self.rqs[cpu];
+        rq.need_resched = false;
+        rq.cfs.resched_req = false;
+        if next == prev {
+            return next.is_some();
+        }
+        rq.curr = next;
+        rq.stats.nr_switches += 1;
+        self.stats.context_switches += 1;
+        if let Some(p) = prev {
+            let t = &mut self.tasks[p];
+            t.stats.nr_switches += 1;
+            if voluntary {
+                t.stats.nvcsw += 1;
+            } else {
+                t.stats.nivcsw += 1;
+            }
+            if t.se.on_rq && !t.se.sched_delayed {
+                t.stats.wait_start = now;
+            }
+        }
+        let Some(n) = next else {
+            self.enter_idle(cpu);
+            return false;
+        };
+        self.account_wait_end(n);
+        let cost = self.switch_cost(cpu, n);
+        let rq = &mut self.rqs[cpu];
+        rq.act = Activity::Switching;
+        rq.gen = rq.gen.wrapping_add(1);
+        self.events
+            .push(now + cost, EventKind::CpuDone, cpu, rq.gen);
+        false
+    }
+
+    fn account_wait_end(&mut self, p: Pid) {
+        let t = &mut self.tasks[p];
+        if t.stats.wait_start != 0 {
+            let w = self.now - t.stats.wait_start;
+            t.stats.wait_sum += w;
+            t.stats.wait_max = t.stats.wait_max.max(w);
+            t.stats.wait_count += 1;
+            t.stats.wait_start = 0;
+        }
+    }
+
+    /// context_switch cost: register/stack switch, switch_mm when the
+    /// address space changes, and refilling caches after a migration.
+    fn switch_cost(&mut self, cpu: usize, next: Pid) -> u64 {
+        let c = &self.machine.cost;
+        let t = &mut self.tasks[next];
+        let mut cost = c.context_switch_ns;
+        if self.rqs[cpu].loaded_mm != t.mm {
+            cost += c.mm_switch_ns;
+            self.rqs[cpu].loaded_mm = t.mm;
+        }
+        if let Some(from) = t.last_ran_cpu {
+            cost += self.machine.cache_refill_ns(from, cpu);
+        }
+        t.last_ran_cpu = Some(cpu);
+        cost
+    }
+
+    /// try_to_block_task: dequeue a task that is going to sleep (possibly
+    /// delayed by DELAY_DEQUEUE).
+    fn block_task(&mut self, cpu: usize, p: Pid) {
+        let env = env!(self);
+        let rq = &mut self.rqs[cpu];
+        if rq.cfs.dequeue_task(&mut self.tasks, p, DEQUEUE_SLEEP, &env) {
+            rq.nr_running -= 1;
+            self.tasks[p].on_rq = false;
+        }
+    }
+
+    /// pick_next_task → pick_next_task_fair: update curr, pick the EEVDF
+    /// winner (finishing the dequeue of delayed tasks it meets), swap prev
+    /// and next; with nothing queued, try a newidle pull, else go idle.
+    fn pick_next_task(&mut self, cpu: usize, prev: Option<Pid>) -> Option<Pid> {
+        loop {
+            let env = env!(self);
+            let rq = &mut self.rqs[cpu];
+            if rq.cfs.nr_queued == 0 {
+                if let Some(p) = prev.filter(|_| rq.cfs.curr.is_some()) {
+                    rq.cfs.put_prev_entity(&mut self.tasks, p, &env);
+                }
+                if self.newidle_balance(cpu) {
+                    continue;
+                }
+                return None;
+            }
+            if rq.cfs.curr.is_some_and(|c| self.tasks[c].se.on_rq) {
+                rq.cfs.update_curr(&mut self.tasks, &env);
+            }
+            let se = rq.cfs.pick_eevdf(&self.tasks, &env)?;
+            if self.tasks[se].se.sched_delayed {
+                rq.cfs
+                    .dequeue_task(&mut self.tasks, se, DEQUEUE_SLEEP | DEQUEUE_DELAYED, &env);
+                rq.nr_running -= 1;
+                self.tasks[se].on_rq = false;
+                continue;
+            }
+            if Some(se) != prev {
+                if let Some(p) = prev.filter(|_| rq.cfs.curr.is_some()) {
+                    rq.cfs.put_prev_entity(&mut self.tasks, p, &env);
+                }
+                rq.cfs.set_next_entity(&mut self.tasks, se, &env);
+            }
+            return Some(se);
+        }
+    }
+
+    /// activate_task on `cpu` and check whether the new arrival preempts.
+    fn activate_task(&mut self, cpu: usize, p: Pid, flags: u32) {
+        let env = env!(self);
+        let rq = &mut self.rqs[cpu];
+        rq.cfs.enqueue_task(&mut self.tasks, p, flags, &env);
+        rq.nr_running += 1;
+        let t = &mut self.tasks[p];
+        t.on_rq = true;
+        t.cpu = cpu;
+        t.stats.wait_start = self.now;
+    }
+
+    /// wakeup_preempt: the idle task always yields; a running fair task is
+    /// checked by check_preempt_wakeup_fair.
+    fn wakeup_preempt(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
+        let env = env!(self);
+        let rq = &mut self.rqs[cpu];
+        let preempt = match rq.curr {
+            None => true,
+            Some(_) => rq.cfs.check_preempt_wakeup(&mut self.tasks, p, &env),
+        };
+        let requested = std::mem::take(&mut rq.cfs.resched_req);
+        if preempt || requested {
+            self.resched_curr(cpu, from);
+        }
+    }
+
+    /// try_to_wake_up. `from` is the waking CPU and `waker` the task doing
+    /// it (None for a timer interrupt). Returns whether `p` was woken.
+    pub fn try_to_wake_up(
+        &mut self,
+        p: Pid,
+        wake_flags: u32,
+        from: usize,
+        waker: Option<Pid>,
+    ) -> bool {
+        if self.tasks[p].state != TaskState::Interruptible {
+            return false;
+        }
+        let mut wake_flags = wake_flags | WF_TTWU;
+        self.stats.wakeups += 1;
+        let t = &mut self.tasks[p];
+        t.state = TaskState::Running;
+        t.prog.wake();
+        t.stats.nr_wakeups += 1;
+        if wake_flags & WF_SYNC != 0 {
+            t.stats.nr_wakeups_sync += 1;
+        }
+        if t.on_rq {
+            // ttwu_runnable: a delayed task is requeued where it sits.
+            let cpu = t.cpu;
+            self.count_ttwu(p, cpu, from);
+            let env = env!(self);
+            self.rqs[cpu].cfs.requeue_delayed(&mut self.tasks, p, &env);
+            self.tasks[p].stats.wait_start = self.now;
+            if self.rqs[cpu].curr != Some(p) {
+                self.wakeup_preempt(cpu, p, Some(from));
+            }
+            return true;
+        }
+        let prev = self.tasks[p].cpu;
+        let cpu = self.select_task_rq(p, prev, wake_flags, from, waker);
+        if cpu != prev {
+            wake_flags |= WF_MIGRATED;
+            self.set_task_cpu(p, cpu);
+        }
+        self.count_ttwu(p, cpu, from);
+        self.ttwu_queue(p, cpu, wake_flags, from, waker);
+        true
+    }
+
+    fn count_ttwu(&mut self, p: Pid, cpu: usize, from: usize) {
+        let rq = &mut self.rqs[cpu];
+        rq.stats.ttwu_count += 1;
+        if cpu == from {
+            rq.stats.ttwu_local += 1;
+            self.tasks[p].stats.nr_wakeups_local += 1;
+        } else {
+            self.tasks[p].stats.nr_wakeups_remote += 1;
+        }
+    }
+
+    /// set_task_cpu for a task that is not queued (wakeup migration):
+    /// migrate_task_rq_fair removes its load from the old CPU.
+    fn set_task_cpu(&mut self, p: Pid, cpu: usize) {
+        let old = self.tasks[p].cpu;
+        let t = &mut self.tasks[p];
+        let w = t.se.load.unscaled();
+        self.rqs[old].cfs.remove_entity_load_avg(&mut t.se.avg, w);
+        t.cpu = cpu;
+        t.stats.nr_migrations += 1;
+        self.stats.cpu_migrations += 1;
+    }
+
+    /// Move a queued, not running task between run queues (detach_task +
+    /// attach_task of the load balancer).
+    pub fn move_queued_task(&mut self, p: Pid, src: usize, dst: usize) {
+        let env = env!(self);
+        self.rqs[src]
+            .cfs
+            .dequeue_task(&mut self.tasks, p, DEQUEUE_MIGRATING, &env);
+        self.rqs[src].nr_running -= 1;
+        self.rqs[src].cfs.resched_req = false;
+        let t = &mut self.tasks[p];
+        t.se.avg.last_update_time = 0;
+        t.cpu = dst;
+        t.stats.nr_migrations += 1;
+        self.stats.cpu_migrations += 1;
+        let wait_start = t.stats.wait_start;
+        self.activate_task(dst, p, ENQUEUE_MIGRATED);
+        self.tasks[p].stats.wait_start = wait_start;
+        self.rqs[dst].cfs.resched_req = false;
+    }
+
+    /// ttwu_queue → ttwu_do_activate: take the target's rq lock (waiting
+    /// behind other remote wakers), enqueue, and check preemption. The
+    /// waker pays for the lock and the enqueue. The wakelist path
+    /// (TTWU_QUEUE, ttwu_queue_wakelist) plugs in here.
+    fn ttwu_queue(&mut self, p: Pid, cpu: usize, wake_flags: u32, from: usize, waker: Option<Pid>) {
+        let c = &self.machine.cost;
+        let cost = if cpu == from {
+            c.wakeup_local_ns
+        } else {
+            let rq = &mut self.rqs[cpu];
+            let wait = rq.lock_free_at.saturating_sub(self.now);
+            rq.lock_free_at = self.now + wait + c.remote_rq_lock_ns;
+            self.stats.rq_lock_wait_ns += wait;
+            wait + c.remote_rq_lock_ns
+        };
+        if let Some(w) = waker {
+            self.tasks[w].overhead += cost;
+        }
+        let mut flags = ENQUEUE_WAKEUP;
+        if wake_flags & WF_MIGRATED != 0 {
+            flags |= ENQUEUE_MIGRATED;
+        }
+        self.activate_task(cpu, p, flags);
+        self.wakeup_preempt(cpu, p, Some(from));
+    }
+
+    /// wake_up_new_task: initialise the child's load, place it with
+    /// WF_FORK, enqueue it with ENQUEUE_INITIAL and check preemption.
+    pub fn wake_up_new_task(&mut self, p: Pid, parent_cpu: usize) {
+        let w = self.tasks[p].se.load.unscaled();
+        pelt::init_entity_runnable_average(&mut self.tasks[p].se.avg, w);
+        self.tasks[p].state = TaskState::Running;
+        let cpu = self.select_task_rq_fork(p, parent_cpu);
+        self.tasks[p].cpu = cpu;
+        let cap = self.machine.cpus[cpu].capacity as u64;
+        let cfs = &mut self.rqs[cpu].cfs;
+        cfs.update_cfs_rq_load_avg(self.now);
+        let (util, load) = (cfs.avg.util_avg, cfs.avg.load_avg);
+        pelt::post_init_entity_util_avg(&mut self.tasks[p].se.avg, cap, util, load, w);
+        self.tasks[p].se.avg.last_update_time = 0;
+        self.activate_task(cpu, p, ENQUEUE_INITIAL);
+        self.stats.forks += 1;
+        self.wakeup_preempt(cpu, p, Some(parent_cpu));
+    }
+
+    /// sched_tick: charge curr, age its load, request a resched when its
+    /// slice is used up, and kick an idle sibling CPU to pull waiting tasks.
+    pub fn on_tick(&mut self, cpu: usize) {
+        let env = env!(self);
+        let rq = &mut self.rqs[cpu];
+        if rq.curr.is_some() {
+            rq.cfs.entity_tick(&mut self.tasks, &env);
+        }
+        let resched = std::mem::take(&mut rq.cfs.resched_req);
+        let gen = rq.tick_gen;
+        self.events
+            .push(self.now + self.tick_ns, EventKind::Tick, cpu, gen);
+        if resched {
+            self.resched_curr(cpu, Some(cpu));
+        }
+        self.nohz_balancer_kick(cpu);
+        if let (Activity::Running { .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr) {
+            self.stop_segment(cpu);
+            self.tasks[p].overhead += self.machine.cost.tick_ns;
+            self.dispatch(cpu);
+        }
+    }
+
+    /// A task's sleep timer fired on the CPU that armed it.
+    pub fn on_timer(&mut self, p: Pid) {
+        let cpu = self.tasks[p].timer_cpu;
+        self.try_to_wake_up(p, 0, cpu, None);
+    }
+
+    /// do_exit: the task is gone; its parent is told.
+    pub fn exit_task(&mut self, p: Pid) {
+        self.tasks[p].state = TaskState::Dead;
+        self.alive -= 1;
+        let cpu = self.tasks[p].cpu;
+        let t = &mut self.tasks[p];
+        let w = t.se.load.unscaled();
+        self.rqs[cpu].cfs.remove_entity_load_avg(&mut t.se.avg, w);
+        if let Some(parent) = self.tasks[p].parent {
+            self.tasks[parent].zombies += 1;
+            self.child_exited(parent, cpu, p);
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Scheduler features (kernel/sched/features.h) and the kernel configuration
+//! of a run: HZ, the fair class, the preemption model and the sysctls.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A `sched_feat` this model consults, with the kernel's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feature {
+    PlaceLag,
+    PlaceDeadlineInitial,
+    PlaceRelDeadline,
+    RunToParity,
+    PreemptShort,
+    WakeupPreemption,
+    DelayDequeue,
+    DelayZero,
+    WaIdle,
+    WaWeight,
+    WaBias,
+    UtilEst,
+}
+
+/// (feature, kernel name, default in v6.15, what it does)
+pub const FEATURES: &[(Feature, &str, bool, &str)] = &[
+    (
+        Feature::PlaceLag,
+        "PLACE_LAG",
+        true,
+        "keep an entity's lag across sleep and re-place it with it",
+    ),
+    (
+        Feature::PlaceDeadlineInitial,
+        "PLACE_DEADLINE_INITIAL",
+        true,
+        "new tasks start with half a virtual slice",
+    ),
+    (
+        Feature::PlaceRelDeadline,
+        "PLACE_REL_DEADLINE",
+        true,
+        "keep the deadline relative across a non-sleep dequeue",
+    ),
+    (
+        Feature::RunToParity,
+        "RUN_TO_PARITY",
+        true,
+        "curr keeps the CPU until its deadline unless a wakeup cancels protection",
+    ),
+    (
+        Feature::PreemptShort,
+        "PREEMPT_SHORT",
+        true,
+        "a waking task with a shorter slice may cancel curr's protection",
+    ),
+    (
+        Feature::WakeupPreemption,
+        "WAKEUP_PREEMPTION",
+        true,
+        "a wakeup may preempt the running task",
+    ),
+    (
+        Feature::DelayDequeue,
+        "DELAY_DEQUEUE",
+        true,
+        "a sleeping task with negative lag stays queued until eligible",
+    ),
+    (
+        Feature::DelayZero,
+        "DELAY_ZERO",
+        true,
+        "clamp the positive lag of a delayed task to zero",
+    ),
+    (
+        Feature::WaIdle,
+        "WA_IDLE",
+        true,
+        "wake_affine prefers an idle waker or previous CPU",
+    ),
+    (
+        Feature::WaWeight,
+        "WA_WEIGHT",
+        true,
+        "wake_affine compares the waker's and previous CPU's load",
+    ),
+    (
+        Feature::WaBias,
+        "WA_BIAS",
+        true,
+        "wake_affine_weight biases towards the previous CPU",
+    ),
+    (
+        Feature::UtilEst,
+        "UTIL_EST",
+        true,
+        "keep util_est, the utilization estimate of sleeping tasks",
+    ),
+];
+
+/// The set of enabled features, indexed by `Feature as usize`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Features {
+    on: u32,
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        let mut on = 0;
+        for (f, _, def, _) in FEATURES {
+            if *def {
+                on |= 1 << *f as u32;
+            }
+        }
+        Features { on }
+    }
+}
+
+impl Features {
+    pub fn enabled(&self, f: Feature) -> bool {
+        self.on & (1 << f as u32) != 0
+    }
+
+    pub fn set(&mut self, name: &str, value: bool) -> Result<(), String> {
+        let (f, ..) = FEATURES
+            .iter()
+            .find(|(_, n, ..)| *n == name)
+            .ok_or_else(|| format!("unknown feature `{name}` (see `schedlab features`)"))?;
+        if value {
+            self.on |= 1 << *f as u32;
+        } else {
+            self.on &= !(1 << *f as u32);
+        }
+        Ok(())
+    }
+
+    /// Every feature with its value, in the table's order.
+    pub fn to_map(&self) -> BTreeMap<String, bool> {
+        FEATURES
+            .iter()
+            .map(|(f, n, ..)| (n.to_string(), self.enabled(*f)))
+            .collect()
+    }
+}
+
+/// The fair-class policy. Only EEVDF exists in this version; legacy CFS is a
+/// later switch, so the key already exists and rejects anything else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FairClass {
+    Eevdf,
+}
+
+/// Preemption model (CONFIG_PREEMPT_*). `full`: a need-resched request
+/// preempts the running task at once (locally) or on IPI arrival (remotely).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PreemptModel {
+    Full,
+}
+
+/// Everything the kernel model is configured with.
+#[derive(Clone, Debug)]
+pub struct KernelConfig {
+    pub hz: u32,
+    pub fair: FairClass,
+    pub preempt: PreemptModel,
+    /// sysctl_sched_base_slice before boot scaling (normalized), ns.
+    pub base_slice_ns: u64,
+    /// sysctl_sched_tunable_scaling: 0 none, 1 log (default), 2 linear.
+    pub tunable_scaling: u32,
+    pub migration_cost_ns: u64,
+    /// Timer slack of a normal task (current->timer_slack_ns, 50 µs).
+    pub timer_slack_ns: u64,
+    pub features: Features,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            hz: 250,
+            fair: FairClass::Eevdf,
+            preempt: PreemptModel::Full,
+            base_slice_ns: 700_000,
+            tunable_scaling: 1,
+            migration_cost_ns: 500_000,
+            timer_slack_ns: 50_000,
+            features: Features::default(),
+        }
+    }
+}
+
+impl KernelConfig {
+    /// TICK_NSEC for the configured HZ.
+    pub fn tick_ns(&self) -> u64 {
+        (1_000_000_000 + self.hz as u64 / 2) / self.hz as u64
+    }
+
+    /// get_update_sysctl_factor: 1 + ilog2(min(ncpus, 8)) for log scaling.
+    pub fn sysctl_factor(&self, ncpus: usize) -> u64 {
+        let cpus = ncpus.clamp(1, 8) as u64;
+        match self.tunable_scaling {
+            0 => 1,
+            2 => cpus,
+            _ => 1 + cpus.ilog2() as u64,
+        }
+    }
+
+    /// sysctl_sched_base_slice after boot-time scaling (update_sysctl).
+    pub fn scaled_base_slice(&self, ncpus: usize) -> u64 {
+        self.base_slice_ns * self.sysctl_factor(ncpus)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_slice_scales_like_the_kernel() {
+        let k = KernelConfig::default();
+        assert_eq!(k.scaled_base_slice(1), 700_000);
+        assert_eq!(k.scaled_base_slice(2), 1_400_000);
+        assert_eq!(k.scaled_base_slice(4), 2_100_000);
+        assert_eq!(k.scaled_base_slice(104), 2_800_000);
+        assert_eq!(k.tick_ns(), 4_000_000);
+    }
+
+    #[test]
+    fn features_toggle_by_kernel_name() {
+        let mut f = Features::default();
+        assert!(f.enabled(Feature::PlaceLag));
+        f.set("PLACE_LAG", false).unwrap();
+        assert!(!f.enabled(Feature::PlaceLag));
+        assert!(f.set("NO_SUCH", true).is_err());
+        assert_eq!(f.to_map().len(), FEATURES.len());
+    }
+}

@@ -1,0 +1,163 @@
+//! The kernel model: run queues, tasks and the scheduler classes, driven by
+//! the engine's events. Submodules mirror kernel/sched/.
+
+pub mod balance;
+pub mod core;
+pub mod fair;
+pub mod features;
+pub mod idle;
+pub mod pelt;
+pub mod pipe;
+pub mod prio;
+pub mod select;
+pub mod task;
+pub mod unix_sock;
+pub mod wait;
+
+use self::core::Rq;
+use crate::engine::{EventKind, EventQueue, Time};
+use crate::machine::Machine;
+use features::KernelConfig;
+use pipe::Pipe;
+use task::{Task, TaskState};
+use unix_sock::UnixSock;
+
+/// Machine-wide counters (perf's software events and schedstat totals).
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    pub context_switches: u64,
+    pub cpu_migrations: u64,
+    pub wakeups: u64,
+    pub forks: u64,
+    pub ipis_sent: u64,
+    pub ipis_avoided_polling: u64,
+    pub rq_lock_wait_ns: u64,
+    pub ttwu_move_affine: u64,
+    pub sis_scanned: u64,
+    pub newidle_pulls: u64,
+    pub idle_balance_pulls: u64,
+}
+
+/// Why a run stopped early.
+#[derive(Debug)]
+pub enum SimError {
+    /// Every live task is blocked and nothing can wake one.
+    Deadlock(String),
+    /// A --check invariant failed.
+    Invariant(String),
+}
+
+pub struct Kernel {
+    pub machine: Machine,
+    pub cfg: KernelConfig,
+    /// sysctl_sched_base_slice after boot scaling.
+    pub base_slice: u64,
+    pub tick_ns: u64,
+    pub now: Time,
+    pub events: EventQueue,
+    pub rqs: Vec<Rq>,
+    pub tasks: Vec<Task>,
+    pub pipes: Vec<Pipe>,
+    pub socks: Vec<UnixSock>,
+    pub stats: Counters,
+    /// Tasks forked or to be forked that have not exited.
+    pub alive: usize,
+    pub check: bool,
+}
+
+impl Kernel {
+    pub fn new(machine: Machine, cfg: KernelConfig) -> Self {
+        let n = machine.nr_cpus();
+        Kernel {
+            base_slice: cfg.scaled_base_slice(n),
+            tick_ns: cfg.tick_ns(),
+            rqs: (0..n).map(Rq::new).collect(),
+            machine,
+            cfg,
+            now: 0,
+            events: EventQueue::default(),
+            tasks: Vec::new(),
+            pipes: Vec::new(),
+            socks: Vec::new(),
+            stats: Counters::default(),
+            alive: 0,
+            check: false,
+        }
+    }
+
+    /// Run until every task has exited or `end` is reached.
+    pub fn run(&mut self, end: Option<Time>) -> Result<(), SimError> {
+        if let Some(e) = end {
+            self.events.push(e, EventKind::End, 0, 0);
+        }
+        while self.alive > 0 {
+            let Some(ev) = self.events.pop() else {
+                return Err(SimError::Deadlock(self.describe_blocked()));
+            };
+            self.now = ev.time;
+            let i = ev.idx as usize;
+            match ev.kind {
+                EventKind::End => break,
+                EventKind::CpuDone if ev.gen == self.rqs[i].gen => self.on_cpu_done(i),
+                EventKind::Tick if ev.gen == self.rqs[i].tick_gen && self.rqs[i].tick_on => {
+                    self.on_tick(i)
+                }
+                EventKind::Timer if ev.gen == self.tasks[i].timer_gen => self.on_timer(i),
+                EventKind::Resched => self.on_resched(i),
+                EventKind::IdleBalance => self.on_idle_balance(i),
+                _ => continue,
+            }
+            if self.check {
+                self.check_invariants().map_err(SimError::Invariant)?;
+            }
+        }
+        self.finish();
+        Ok(())
+    }
+
+    /// Close the books at the end: busy/idle time and PELT aged to now.
+    fn finish(&mut self) {
+        for cpu in 0..self.rqs.len() {
+            let rq = &mut self.rqs[cpu];
+            match rq.act {
+                self::core::Activity::Idle { since } => rq.stats.idle_ns += self.now - since,
+                _ => rq.stats.busy_ns += self.now - rq.busy_since,
+            }
+            rq.cfs.update_cfs_rq_load_avg(self.now);
+        }
+        for (pid, t) in self.tasks.iter_mut().enumerate() {
+            if t.state == TaskState::Dead || t.state == TaskState::New {
+                continue;
+            }
+            let w = prio::scale_load_down(t.se.load.weight);
+            let running = self.rqs[t.cpu].curr == Some(pid);
+            if t.se.avg.last_update_time != 0 {
+                let on_rq = t.se.on_rq;
+                pelt::update_se(
+                    self.now,
+                    &mut t.se.avg,
+                    w,
+                    on_rq,
+                    on_rq && !t.se.sched_delayed,
+                    running,
+                );
+            }
+        }
+    }
+
+    fn describe_blocked(&self) -> String {
+        let blocked: Vec<String> = self
+            .tasks
+            .iter()
+            .filter(|t| t.state != TaskState::Dead)
+            .take(8)
+            .map(|t| format!("{}-{} ({})", t.comm, t.pid, t.prog.blocked_on()))
+            .collect();
+        format!(
+            "deadlock at {:.6}s: {} task(s) blocked with no timer pending, e.g. {}",
+            self.now as f64 / 1e9,
+            self.alive,
+            blocked.join(", ")
+        )
+    }
+}

@@ -1,0 +1,213 @@
+//! Pipes (fs/pipe.c): a ring of 16 page-sized buffers, small writes merged
+//! into the last page, exclusive waiters, and sync wakeups only on the
+//! empty→non-empty (readers) and full→not-full (writers) transitions.
+
+use super::core::WF_SYNC;
+use super::task::Pid;
+use super::wait::WaitQueue;
+use super::Kernel;
+use crate::workload::program::Blocked;
+use std::collections::VecDeque;
+
+/// PIPE_DEF_BUFFERS
+pub const PIPE_DEF_BUFFERS: usize = 16;
+/// PAGE_SIZE, and PIPE_BUF: writes up to this size are atomic.
+pub const PAGE_SIZE: u32 = 4096;
+
+/// One pipe_buffer: unread bytes start at `offset` and run for `len`.
+#[derive(Clone, Copy, Debug)]
+struct PipeBuf {
+    offset: u32,
+    len: u32,
+}
+
+/// struct pipe_inode_info
+#[derive(Clone, Debug, Default)]
+pub struct Pipe {
+    bufs: VecDeque<PipeBuf>,
+    pub rd_wait: WaitQueue,
+    pub wr_wait: WaitQueue,
+    /// Someone poll()ed this pipe: writers then wake readers on every write.
+    pub poll_usage: bool,
+}
+
+impl Pipe {
+    pub fn is_empty(&self) -> bool {
+        self.bufs.is_empty()
+    }
+
+    fn is_full(&self) -> bool {
+        self.bufs.len() >= PIPE_DEF_BUFFERS
+    }
+
+    /// Bytes `n` can be added now without blocking (all or nothing for a
+    /// write of at most PIPE_BUF).
+    fn room_for(&self, n: u32) -> bool {
+        let merge = self
+            .bufs
+            .back()
+            .is_some_and(|b| b.offset + b.len + n <= PAGE_SIZE);
+        merge || (!self.is_full() && n <= PAGE_SIZE)
+    }
+
+    fn push(&mut self, n: u32) {
+        match self.bufs.back_mut() {
+            Some(b) if b.offset + b.len + n <= PAGE_SIZE => b.len += n,
+            _ => self.bufs.push_back(PipeBuf { offset: 0, len: n }),
+        }
+    }
+
+    /// Take up to `n` bytes; returns (bytes, whether a slot was freed).
+    fn pop(&mut self, n: u32) -> (u32, bool) {
+        let mut got = 0;
+        let mut freed = false;
+        while got < n {
+            let Some(b) = self.bufs.front_mut() else {
+                break;
+            };
+            let take = b.len.min(n - got);
+            b.offset += take;
+            b.len -= take;
+            got += take;
+            if b.len == 0 {
+                self.bufs.pop_front();
+                freed = true;
+            }
+        }
+        (got, freed)
+    }
+}
+
+/// The outcome of a pipe or socket operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Io {
+    /// Transferred this many bytes.
+    Done(u32),
+    /// The task was queued on a wait queue and must sleep.
+    Block,
+}
+
+impl Kernel {
+    /// Wake up to one exclusive waiter (and every non-exclusive one) of a
+    /// wait queue, with WF_SYNC when `sync`.
+    pub fn wake_up(
+        &mut self,
+        wq: WaitQueueRef,
+        nr_exclusive: usize,
+        sync: bool,
+        cpu: usize,
+        waker: Pid,
+    ) {
+        let mut q = std::mem::take(self.wait_queue(wq));
+        let flags = if sync { WF_SYNC } else { 0 };
+        q.wake_up(nr_exclusive, |t| {
+            self.try_to_wake_up(t, flags, cpu, Some(waker))
+        });
+        *self.wait_queue(wq) = q;
+    }
+
+    fn wait_queue(&mut self, wq: WaitQueueRef) -> &mut WaitQueue {
+        match wq {
+            WaitQueueRef::PipeRead(i) => &mut self.pipes[i].rd_wait,
+            WaitQueueRef::PipeWrite(i) => &mut self.pipes[i].wr_wait,
+            WaitQueueRef::SockRead(i) => &mut self.socks[i].rd_wait,
+            WaitQueueRef::SockWrite(i) => &mut self.socks[i].wr_wait,
+        }
+    }
+
+    /// Queue `p` on a wait queue before it sleeps.
+    pub fn prepare_to_wait(&mut self, wq: WaitQueueRef, p: Pid, exclusive: bool) {
+        self.wait_queue(wq).add(p, exclusive);
+        self.tasks[p].state = super::task::TaskState::Interruptible;
+        self.tasks[p].prog.blocked = Blocked::Queue(wq);
+    }
+
+    /// Whether `p` sits on the wait queue `wq` (for the lost-wakeup check).
+    pub fn is_waiting_on(&mut self, wq: WaitQueueRef, p: Pid) -> bool {
+        self.wait_queue(wq).contains(p)
+    }
+
+    /// pipe_write of `n` ≤ PIPE_BUF bytes.
+    pub fn pipe_write(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        let pipe = &mut self.pipes[i];
+        if !pipe.room_for(n) {
+            self.prepare_to_wait(WaitQueueRef::PipeWrite(i), p, true);
+            return Io::Block;
+        }
+        let was_empty = pipe.is_empty();
+        pipe.push(n);
+        let more_room = pipe.room_for(1);
+        if was_empty || pipe.poll_usage {
+            self.wake_up(WaitQueueRef::PipeRead(i), 1, true, cpu, p);
+        }
+        if more_room && !self.pipes[i].wr_wait.is_empty() {
+            self.wake_up(WaitQueueRef::PipeWrite(i), 1, true, cpu, p);
+        }
+        Io::Done(n)
+    }
+
+    /// pipe_read of up to `n` bytes.
+    pub fn pipe_read(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        let pipe = &mut self.pipes[i];
+        if pipe.is_empty() {
+            self.prepare_to_wait(WaitQueueRef::PipeRead(i), p, true);
+            return Io::Block;
+        }
+        let was_full = pipe.is_full();
+        let (got, freed) = pipe.pop(n);
+        let more_data = !pipe.is_empty();
+        if was_full && freed {
+            self.wake_up(WaitQueueRef::PipeWrite(i), 1, true, cpu, p);
+        }
+        if more_data && !self.pipes[i].rd_wait.is_empty() {
+            self.wake_up(WaitQueueRef::PipeRead(i), 1, true, cpu, p);
+        }
+        Io::Done(got)
+    }
+
+    /// poll() for POLLIN: returns at once if data is there, else waits
+    /// (non-exclusively) for the next write.
+    pub fn pipe_poll_in(&mut self, p: Pid, i: usize) -> Io {
+        self.pipes[i].poll_usage = true;
+        if !self.pipes[i].is_empty() {
+            return Io::Done(0);
+        }
+        self.prepare_to_wait(WaitQueueRef::PipeRead(i), p, false);
+        Io::Block
+    }
+}
+
+/// Names one wait queue of a pipe or socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitQueueRef {
+    PipeRead(usize),
+    PipeWrite(usize),
+    SockRead(usize),
+    SockWrite(usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hundred_byte_writes_pack_forty_per_page_and_fill_at_640() {
+        let mut pipe = Pipe::default();
+        let mut n = 0;
+        while pipe.room_for(100) {
+            pipe.push(100);
+            n += 1;
+        }
+        assert_eq!(n, 640);
+        assert!(pipe.is_full());
+        // Reading 40 messages frees exactly one page.
+        let mut freed = 0;
+        for _ in 0..40 {
+            let (got, f) = pipe.pop(100);
+            assert_eq!(got, 100);
+            freed += f as u32;
+        }
+        assert_eq!(freed, 1);
+        assert!(pipe.room_for(100));
+    }
+}

@@ -1,0 +1,128 @@
+//! struct task_struct and struct sched_entity, reduced to what the model uses.
+
+use super::pelt::SchedAvg;
+use super::prio::LoadWeight;
+use crate::engine::Rng;
+use crate::workload::program::ProgState;
+
+/// Index of a task in the kernel's task table.
+pub type Pid = usize;
+
+/// p->__state, plus the two states around a task's life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// Created by the workload, not yet forked by its parent.
+    New,
+    /// TASK_RUNNING: runnable or running.
+    Running,
+    /// TASK_INTERRUPTIBLE: blocked on a wait queue or a timer.
+    Interruptible,
+    /// EXIT_DEAD after do_exit.
+    Dead,
+}
+
+/// struct sched_entity (fair class).
+#[derive(Clone, Debug)]
+pub struct Entity {
+    pub load: LoadWeight,
+    pub vruntime: i64,
+    pub deadline: i64,
+    pub vlag: i64,
+    pub slice: u64,
+    pub exec_start: u64,
+    pub sum_exec_runtime: u64,
+    pub prev_sum_exec_runtime: u64,
+    pub on_rq: bool,
+    pub sched_delayed: bool,
+    pub rel_deadline: bool,
+    pub avg: SchedAvg,
+}
+
+impl Entity {
+    pub fn new(nice: i32) -> Self {
+        Entity {
+            load: LoadWeight::from_nice(nice),
+            vruntime: 0,
+            deadline: 0,
+            vlag: 0,
+            slice: 0,
+            exec_start: 0,
+            sum_exec_runtime: 0,
+            prev_sum_exec_runtime: 0,
+            on_rq: false,
+            sched_delayed: false,
+            rel_deadline: false,
+            avg: SchedAvg::default(),
+        }
+    }
+}
+
+/// Per-task statistics, named as in /proc/PID/sched and /proc/PID/status.
+#[derive(Clone, Debug, Default)]
+pub struct TaskStats {
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub nr_switches: u64,
+    pub nr_migrations: u64,
+    pub nr_wakeups: u64,
+    pub nr_wakeups_sync: u64,
+    pub nr_wakeups_local: u64,
+    pub nr_wakeups_remote: u64,
+    pub wait_sum: u64,
+    pub wait_max: u64,
+    pub wait_count: u64,
+    /// Runnable since (on a runqueue, not running); 0 when not waiting.
+    pub wait_start: u64,
+}
+
+pub struct Task {
+    pub pid: u32,
+    pub tgid: u32,
+    pub comm: String,
+    pub workload: usize,
+    pub nice: i32,
+    pub state: TaskState,
+    /// p->on_rq: queued on a runqueue (including a delayed dequeue).
+    pub on_rq: bool,
+    /// task_cpu(p)
+    pub cpu: usize,
+    /// The CPU whose caches hold the task's working set.
+    pub last_ran_cpu: Option<usize>,
+    /// Address space: tasks of one process share it, so switching between
+    /// them skips the mm switch.
+    pub mm: u32,
+    /// CPUs the task may run on; None means all.
+    pub allowed: Option<Vec<usize>>,
+    pub se: Entity,
+    pub parent: Option<Pid>,
+    /// Exited children not yet reaped by wait().
+    pub zombies: u32,
+    pub wakee_flips: u32,
+    pub wakee_flip_decay_ts: u64,
+    pub last_wakee: Option<Pid>,
+    pub recent_used_cpu: usize,
+    /// The CPU whose hrtimer base holds this task's sleep timer.
+    pub timer_cpu: usize,
+    pub timer_gen: u32,
+    /// Work (ns at full speed) left in the current run segment.
+    pub work_left: u64,
+    /// Kernel work charged to the task (wakeups it did, rq-lock waits), run
+    /// before its program continues.
+    pub overhead: u64,
+    pub prog: ProgState,
+    pub rng: Rng,
+    pub stats: TaskStats,
+}
+
+impl Task {
+    pub fn is_allowed(&self, cpu: usize) -> bool {
+        match &self.allowed {
+            None => true,
+            Some(v) => v.contains(&cpu),
+        }
+    }
+
+    pub fn nr_cpus_allowed(&self, ncpus: usize) -> usize {
+        self.allowed.as_ref().map_or(ncpus, |v| v.len())
+    }
+}

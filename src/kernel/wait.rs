@@ -1,0 +1,106 @@
+//! Kernel wait queues (kernel/sched/wait.c): exclusive waiters at the tail,
+//! non-exclusive ones at the head, and __wake_up_common's walk that wakes
+//! every non-exclusive waiter ahead of the first `nr_exclusive` exclusive ones.
+
+use super::task::Pid;
+use std::collections::VecDeque;
+
+/// struct wait_queue_entry, with autoremove_wake_function semantics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitEntry {
+    pub task: Pid,
+    pub exclusive: bool,
+}
+
+/// struct wait_queue_head
+#[derive(Clone, Debug, Default)]
+pub struct WaitQueue {
+    entries: VecDeque<WaitEntry>,
+}
+
+impl WaitQueue {
+    /// prepare_to_wait / prepare_to_wait_exclusive (if not already queued).
+    pub fn add(&mut self, task: Pid, exclusive: bool) {
+        if self.contains(task) {
+            return;
+        }
+        let e = WaitEntry { task, exclusive };
+        if exclusive {
+            self.entries.push_back(e);
+        } else {
+            self.entries.push_front(e);
+        }
+    }
+
+    /// finish_wait: drop the entry if still queued.
+    pub fn remove(&mut self, task: Pid) {
+        self.entries.retain(|e| e.task != task);
+    }
+
+    pub fn contains(&self, task: Pid) -> bool {
+        self.entries.iter().any(|e| e.task == task)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// __wake_up_common: the entries to wake, in order. `try_wake` performs
+    /// try_to_wake_up and says whether the task was woken; woken entries are
+    /// removed (autoremove). `nr_exclusive == 0` wakes everyone.
+    pub fn wake_up(&mut self, nr_exclusive: usize, mut try_wake: impl FnMut(Pid) -> bool) -> usize {
+        let mut left = nr_exclusive;
+        let mut woken = 0;
+        let mut i = 0;
+        while i < self.entries.len() {
+            let e = self.entries[i];
+            if try_wake(e.task) {
+                self.entries.remove(i);
+                woken += 1;
+                if e.exclusive && nr_exclusive != 0 {
+                    left -= 1;
+                    if left == 0 {
+                        break;
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+        woken
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wakes_non_exclusive_then_one_exclusive() {
+        let mut q = WaitQueue::default();
+        q.add(1, true);
+        q.add(2, true);
+        q.add(3, false);
+        q.add(4, false);
+        let mut order = vec![];
+        let n = q.wake_up(1, |t| {
+            order.push(t);
+            true
+        });
+        assert_eq!(order, vec![4, 3, 1]);
+        assert_eq!(n, 3);
+        assert!(q.contains(2) && !q.contains(1));
+    }
+
+    #[test]
+    fn failed_wake_does_not_consume_exclusive_slot() {
+        let mut q = WaitQueue::default();
+        q.add(1, true);
+        q.add(2, true);
+        let n = q.wake_up(1, |t| t == 2);
+        assert_eq!(n, 1);
+        assert!(q.contains(1) && !q.contains(2));
+        assert_eq!(q.wake_up(0, |_| true), 1);
+        assert!(q.is_empty());
+    }
+}

@@ -1,0 +1,13 @@
+//! schedlab: a fast, deterministic simulator of the Linux kernel's CPU
+//! scheduler. See README.md.
+
+pub mod bench;
+pub mod cli;
+pub mod engine;
+pub mod kernel;
+pub mod machine;
+pub mod observe;
+pub mod report;
+pub mod run;
+pub mod scenario;
+pub mod workload;

@@ -1,0 +1,433 @@
+//! Named machines: the ones the seeds ran on, and this VM.
+//!
+//! Each preset is a [`Shape`] (numbered the way Linux enumerates that
+//! machine), a NUMA distance table and one cost model from [`super::cost`].
+//! Where the scheduler's view differs from the hardware's (Altra's LLC,
+//! POWER10's small cores) the preset follows the scheduler and says why.
+
+use super::cost;
+use super::topology::{uniform_distance, Enumeration, Machine, Shape};
+
+/// SLIT local distance (LOCAL_DISTANCE).
+const LOCAL: u32 = 10;
+
+struct Preset {
+    name: &'static str,
+    /// What the machine is and where it comes from; the topology summary is appended.
+    about: &'static str,
+    build: fn() -> Result<Machine, String>,
+}
+
+const PRESETS: &[Preset] = &[
+    Preset {
+        name: "vm-2",
+        about: "this project's KVM guest (Firecracker, Sapphire Rapids-class host), no cpuidle driver",
+        build: vm_2,
+    },
+    Preset {
+        name: "xeon-8269cy",
+        about: "Intel Xeon Platinum 8269CY, Cascade Lake (seed 000)",
+        build: xeon_8269cy,
+    },
+    Preset {
+        name: "altra-80",
+        about: "Ampere Altra Q80, Neoverse N1; LLC = 2-core cluster as the kernel sees it (seed 000)",
+        build: altra_80,
+    },
+    Preset {
+        name: "milan-256",
+        about: "AMD EPYC Milan 2P, Zen 3, one L3 per 8-core CCX (seed 002)",
+        build: milan_256,
+    },
+    Preset {
+        name: "snb-32",
+        about: "Intel Sandy Bridge-EP 2P, lkp-snb01 (seed 004)",
+        build: snb_32,
+    },
+    Preset {
+        name: "hsx-144",
+        about: "Intel Haswell-EX 4P (Xeon E7 v3, Brickland), lkp-hsx03 (seed 004)",
+        build: hsx_144,
+    },
+    Preset {
+        name: "power10-96",
+        about: "IBM POWER10 LPAR, 12 SMT8 cores as 24 SMT4 small cores; LLC = small core (seeds 001, 002)",
+        build: power10_96,
+    },
+    Preset {
+        name: "power-320",
+        about: "IBM POWER10 LPAR, 40 SMT8 cores as 80 SMT4 small cores; LLC = small core (seed 002)",
+        build: power_320,
+    },
+];
+
+/// Names of all presets, in listing order.
+pub fn names() -> Vec<&'static str> {
+    PRESETS.iter().map(|p| p.name).collect()
+}
+
+/// Build a preset by name; `None` if there is no such preset.
+pub fn build(name: &str) -> Option<Result<Machine, String>> {
+    PRESETS.iter().find(|p| p.name == name).map(|p| (p.build)())
+}
+
+/// One line per preset: (name, description with CPUs and topology).
+pub fn presets() -> Vec<(&'static str, String)> {
+    PRESETS
+        .iter()
+        .map(|p| {
+            let desc = match (p.build)() {
+                Ok(m) => m.description,
+                Err(e) => format!("(broken preset: {e})"),
+            };
+            (p.name, desc)
+        })
+        .collect()
+}
+
+/// Build a machine whose description is `about` + its topology summary.
+fn make(
+    name: &str,
+    about: &str,
+    shape: &Shape,
+    distance: Vec<Vec<u32>>,
+    cost: cost::CostModel,
+) -> Result<Machine, String> {
+    let mut m = Machine::from_shape(name, "", shape, distance, cost)?;
+    m.description = format!("{about}: {}", m.summary());
+    Ok(m)
+}
+
+fn about(name: &str) -> &'static str {
+    PRESETS
+        .iter()
+        .find(|p| p.name == name)
+        .map_or("", |p| p.about)
+}
+
+/// 2 vCPUs, one socket, one shared L3 (sysfs: cache/index3 shared_cpu_list
+/// 0-1), no SMT, one node — what /sys shows on the project's VM.
+fn vm_2() -> Result<Machine, String> {
+    let shape = Shape::new(1, 2, 1);
+    make(
+        "vm-2",
+        about("vm-2"),
+        &shape,
+        uniform_distance(1, LOCAL, LOCAL),
+        cost::kvm_guest(),
+    )
+}
+
+/// 2 sockets × 26 cores × 2 threads, 35.75 MB L3 per socket, one node per
+/// socket (sub-NUMA clustering off, the default). x86 numbering: CPUs n
+/// and n+52 are siblings; socket 0 is 0-25,52-77.
+fn xeon_8269cy() -> Result<Machine, String> {
+    let shape = Shape::new(2, 26, 2);
+    // SLIT on 2-socket Intel Xeon systems: 10 local, 21 remote
+    make(
+        "xeon-8269cy",
+        about("xeon-8269cy"),
+        &shape,
+        uniform_distance(2, LOCAL, 21),
+        cost::cascade_lake(),
+    )
+}
+
+/// 80 cores, no SMT, linear numbering, one node (monolithic mode).
+///
+/// Altra's cores come in pairs sharing a mesh crosspoint/snoop filter; the
+/// ACPI PPTT describes those pairs as clusters and the private 1 MB L2 as
+/// the last cache level (the 32 MB SLC is not described). Since
+/// db1e59483dfd ("topology: make core_mask include at least
+/// cluster_siblings", v5.18) `cpu_coregroup_mask` extends the 1-CPU LLC to
+/// the cluster, so the MC domain — and sd_llc — is the 2-CPU pair; CLS is
+/// then degenerate. Hence LLC = cluster = 2 CPUs, 40 LLCs: most wakeups
+/// are "cross-LLC" on this machine. (For the older view where MC spans the
+/// whole socket, use `smp:cpus=80`.)
+fn altra_80() -> Result<Machine, String> {
+    let shape = Shape {
+        cores_per_cluster: 2,
+        cores_per_llc: 2,
+        cores_per_coregroup: 2,
+        enumeration: Enumeration::SiblingsAdjacent,
+        ..Shape::new(1, 80, 1)
+    };
+    make(
+        "altra-80",
+        about("altra-80"),
+        &shape,
+        uniform_distance(1, LOCAL, LOCAL),
+        cost::altra(),
+    )
+}
+
+/// 2 sockets × 64 cores × 2 threads; each 8-core CCX has its own 32 MB L3
+/// (8 LLCs per socket, 16 in all); NPS1 → 2 nodes ("2 node, 256 cpu" in
+/// seed 002). x86 numbering: sibling of n is n+128; socket 0 is
+/// 0-63,128-191; CCX 0 is 0-7,128-135.
+fn milan_256() -> Result<Machine, String> {
+    let shape = Shape {
+        cores_per_llc: 8,
+        cores_per_coregroup: 8,
+        ..Shape::new(2, 64, 2)
+    };
+    // SLIT on 2-socket EPYC in NPS1: 10 local, 32 remote socket
+    make(
+        "milan-256",
+        about("milan-256"),
+        &shape,
+        uniform_distance(2, LOCAL, 32),
+        cost::milan(),
+    )
+}
+
+/// 2 sockets × 8 cores × 2 threads, one L3 and one node per socket.
+/// x86 numbering: socket 0 is 0-7,16-23.
+fn snb_32() -> Result<Machine, String> {
+    let shape = Shape::new(2, 8, 2);
+    // SLIT on 2-socket Sandy Bridge-EP: 10 local, 20 remote (some BIOSes report 21)
+    make(
+        "snb-32",
+        about("snb-32"),
+        &shape,
+        uniform_distance(2, LOCAL, 20),
+        cost::sandy_bridge_ep(),
+    )
+}
+
+/// 4 sockets × 18 cores × 2 threads, one L3 and one node per socket
+/// (E7 v3 has no cluster-on-die). x86 numbering: node 0 is 0-17,72-89.
+fn hsx_144() -> Result<Machine, String> {
+    let shape = Shape::new(4, 18, 2);
+    // 4-socket E7 v3 is fully connected by QPI: SLIT 10 local, 21 to every other socket
+    make(
+        "hsx-144",
+        about("hsx-144"),
+        &shape,
+        uniform_distance(4, LOCAL, 21),
+        cost::haswell_ex(),
+    )
+}
+
+/// POWER10 LPAR shape shared by both POWER presets: `big_cores` SMT8 cores
+/// on `chips` chips. Linux splits each SMT8 core into two interleaved SMT4
+/// small cores (seed 001: "Core0 has 0,2,4,6"); the small core is the SMT
+/// domain and, since POWER10's L2 is per small core, also the LLC (upstream
+/// "SMT (SMT4)[LLC] --> MC (Hemisphere) --> DIE"). The MC level (coregroup)
+/// is a chip hemisphere; the hemisphere split of an LPAR's cores is not in
+/// the seeds, so each chip's cores are split into two equal halves
+/// (estimate).
+fn power10(big_cores: usize, chips: usize) -> Shape {
+    let small_per_chip = big_cores * 2 / chips;
+    Shape {
+        sockets: chips,
+        nodes_per_socket: 1,
+        cores_per_socket: small_per_chip,
+        threads_per_core: 4,
+        cores_per_cluster: 1,
+        cores_per_llc: 1,
+        cores_per_coregroup: small_per_chip / 2,
+        enumeration: Enumeration::PowerBigCore,
+    }
+}
+
+/// Seeds 001/002's smaller LPAR: "12 cores, i.e 24 small cores with SMT=4",
+/// 96 CPUs. Core count per chip is not given: a 12-core dedicated LPAR fits
+/// on one 15-core POWER10 chip, so one chip and one node (estimate).
+fn power10_96() -> Result<Machine, String> {
+    let shape = power10(12, 1);
+    make(
+        "power10-96",
+        about("power10-96"),
+        &shape,
+        uniform_distance(1, LOCAL, LOCAL),
+        cost::power10(),
+    )
+}
+
+/// Seed 002's larger LPAR: "40 Cores, 320CPUS", SMT8. Assumed POWER10 like
+/// the smaller one (same author, same series). Assumed spread over 4 chips
+/// of 10 cores, one node each (estimate); PowerVM reports 20 between chips
+/// of one drawer (distance doubles per associativity level).
+fn power_320() -> Result<Machine, String> {
+    let shape = power10(40, 4);
+    make(
+        "power-320",
+        about("power-320"),
+        &shape,
+        uniform_distance(4, LOCAL, 20),
+        cost::power10(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(name: &str) -> Machine {
+        build(name).expect("preset exists").expect("preset builds")
+    }
+
+    fn range(a: usize, b: usize) -> Vec<usize> {
+        (a..=b).collect()
+    }
+
+    #[test]
+    fn every_preset_builds_and_is_listed() {
+        let list = presets();
+        assert_eq!(list.len(), PRESETS.len());
+        for (name, desc) in list {
+            let m = get(name);
+            assert_eq!(m.name, name);
+            assert!(
+                desc.contains(&format!("{} CPUs", m.nr_cpus())),
+                "{name}: {desc}"
+            );
+            assert!(!desc.contains("broken"), "{desc}");
+        }
+        let mut names = names();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), PRESETS.len(), "duplicate preset names");
+        assert!(build("no-such").is_none());
+    }
+
+    #[test]
+    fn vm_2() {
+        let m = get("vm-2");
+        assert_eq!(
+            (
+                m.nr_cpus(),
+                m.nr_cores,
+                m.nr_llcs,
+                m.nr_nodes,
+                m.smt_width()
+            ),
+            (2, 2, 1, 1, 1)
+        );
+        assert!(m.shares_llc(0, 1));
+        assert!(!m.cost.has_polling_idle());
+    }
+
+    #[test]
+    fn xeon_8269cy() {
+        let m = get("xeon-8269cy");
+        assert_eq!(
+            (m.nr_cpus(), m.nr_cores, m.nr_llcs, m.nr_nodes, m.nr_sockets),
+            (104, 52, 2, 2, 2)
+        );
+        for n in 0..52 {
+            assert_eq!(m.smt_siblings(n), &[n, n + 52]);
+        }
+        let s0: Vec<usize> = range(0, 25).into_iter().chain(range(52, 77)).collect();
+        assert_eq!(m.llc_cpus(0), s0.as_slice());
+        assert_eq!(m.node_cpus(0), s0.as_slice());
+        assert_eq!(m.cpus[26].socket, 1);
+        assert_eq!(m.node_distance(0, 1), 21);
+        assert_eq!(m.cost.idle_states.len(), 4);
+    }
+
+    #[test]
+    fn altra_80() {
+        let m = get("altra-80");
+        assert_eq!(
+            (
+                m.nr_cpus(),
+                m.nr_cores,
+                m.nr_llcs,
+                m.nr_nodes,
+                m.smt_width()
+            ),
+            (80, 80, 40, 1, 1)
+        );
+        assert_eq!(m.smt_siblings(5), &[5]);
+        assert_eq!(m.llc_cpus(m.cpus[5].llc), &[4, 5]);
+        assert_eq!(m.cluster_cpus(m.cpus[5].cluster), &[4, 5]);
+        assert!(m.shares_llc(4, 5) && !m.shares_llc(5, 6));
+        assert!(!m.cost.has_polling_idle());
+    }
+
+    #[test]
+    fn milan_256() {
+        let m = get("milan-256");
+        assert_eq!(
+            (m.nr_cpus(), m.nr_cores, m.nr_llcs, m.nr_nodes, m.nr_sockets),
+            (256, 128, 16, 2, 2)
+        );
+        assert_eq!(m.smt_siblings(3), &[3, 131]);
+        assert_eq!(m.smt_siblings(200), &[72, 200]);
+        let ccx0: Vec<usize> = range(0, 7).into_iter().chain(range(128, 135)).collect();
+        assert_eq!(m.llc_cpus(0), ccx0.as_slice());
+        assert!(m.llc_cpus_all_sized(16));
+        assert_eq!(m.node_cpus(1)[0], 64);
+        assert_eq!(m.node_cpus(1).len(), 128);
+        assert_eq!(m.distance(0, 8), super::super::topology::Distance::Socket);
+    }
+
+    #[test]
+    fn snb_32_and_hsx_144() {
+        let m = get("snb-32");
+        assert_eq!(
+            (m.nr_cpus(), m.nr_cores, m.nr_llcs, m.nr_nodes),
+            (32, 16, 2, 2)
+        );
+        assert_eq!(m.smt_siblings(7), &[7, 23]);
+        let m = get("hsx-144");
+        assert_eq!(
+            (m.nr_cpus(), m.nr_cores, m.nr_llcs, m.nr_nodes, m.nr_sockets),
+            (144, 72, 4, 4, 4)
+        );
+        let n0: Vec<usize> = range(0, 17).into_iter().chain(range(72, 89)).collect();
+        assert_eq!(m.node_cpus(0), n0.as_slice());
+        assert_eq!(m.smt_siblings(71), &[71, 143]);
+        assert_eq!(m.numa_distance, uniform_distance(4, 10, 21));
+    }
+
+    #[test]
+    fn power10_96() {
+        let m = get("power10-96");
+        assert_eq!(
+            (
+                m.nr_cpus(),
+                m.nr_cores,
+                m.nr_llcs,
+                m.nr_nodes,
+                m.smt_width()
+            ),
+            (96, 24, 24, 1, 4)
+        );
+        assert_eq!(m.smt_siblings(0), &[0, 2, 4, 6]);
+        assert_eq!(m.smt_siblings(5), &[1, 3, 5, 7]);
+        assert_eq!(m.smt_siblings(95), &[89, 91, 93, 95]);
+        assert_eq!(m.smt_siblings(94), &[88, 90, 92, 94]);
+        assert_eq!(m.llc_cpus(m.cpus[0].llc), &[0, 2, 4, 6]);
+        assert!(!m.shares_llc(0, 1));
+        assert_eq!(m.nr_coregroups(), 2);
+        assert_eq!(m.coregroup_cpus(1), range(48, 95).as_slice());
+        assert_eq!(m.cost.idle_states[0].name, "snooze");
+    }
+
+    #[test]
+    fn power_320() {
+        let m = get("power-320");
+        assert_eq!(
+            (
+                m.nr_cpus(),
+                m.nr_cores,
+                m.nr_llcs,
+                m.nr_nodes,
+                m.smt_width()
+            ),
+            (320, 80, 80, 4, 4)
+        );
+        assert_eq!(m.smt_siblings(9), &[9, 11, 13, 15]);
+        assert_eq!(m.node_cpus(1), range(80, 159).as_slice());
+        assert_eq!(m.nr_coregroups(), 8);
+    }
+
+    impl Machine {
+        fn llc_cpus_all_sized(&self, n: usize) -> bool {
+            (0..self.nr_llcs).all(|l| self.llc_cpus(l).len() == n)
+        }
+    }
+}

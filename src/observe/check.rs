@@ -1,0 +1,149 @@
+//! `--check`: invariants verified after every event.
+
+use crate::kernel::core::Activity;
+use crate::kernel::pelt::LOAD_AVG_MAX;
+use crate::kernel::task::TaskState;
+use crate::kernel::Kernel;
+use crate::workload::program::Blocked;
+
+impl Kernel {
+    /// The longest a CPU may idle while a task it could run waits in its LLC:
+    /// one tick for the kick, plus the IPI and the deepest idle exit, plus
+    /// the context switch that follows.
+    fn starvation_bound(&self) -> u64 {
+        let c = &self.machine.cost;
+        let deepest = c
+            .idle_states
+            .iter()
+            .map(|s| s.exit_latency_ns)
+            .max()
+            .unwrap_or(0);
+        self.tick_ns + c.ipi_latency_ns + deepest + c.context_switch_ns + c.mm_switch_ns
+    }
+
+    pub fn check_invariants(&mut self) -> Result<(), String> {
+        self.check_runqueues()?;
+        self.check_tasks()?;
+        self.check_starvation()
+    }
+
+    /// Each queued task is on exactly one run queue, and the counts agree.
+    fn check_runqueues(&self) -> Result<(), String> {
+        let mut seen = vec![0u32; self.tasks.len()];
+        for rq in &self.rqs {
+            let cfs = &rq.cfs;
+            let curr_queued = cfs.curr.filter(|&c| self.tasks[c].se.on_rq);
+            for &p in cfs.tree.iter().chain(curr_queued.iter()) {
+                seen[p] += 1;
+                if self.tasks[p].cpu != rq.cpu {
+                    return Err(format!(
+                        "task {} queued on cpu{} but task_cpu is {}",
+                        self.tasks[p].pid, rq.cpu, self.tasks[p].cpu
+                    ));
+                }
+            }
+            let queued = cfs.tree.len() + curr_queued.is_some() as usize;
+            if queued != cfs.nr_queued || queued != rq.nr_running {
+                return Err(format!(
+                    "cpu{}: {} queued entities but nr_queued {} and nr_running {}",
+                    rq.cpu, queued, cfs.nr_queued, rq.nr_running
+                ));
+            }
+            let runnable = cfs
+                .tree
+                .iter()
+                .chain(curr_queued.iter())
+                .filter(|&&p| !self.tasks[p].se.sched_delayed)
+                .count();
+            if runnable != cfs.h_nr_runnable {
+                return Err(format!(
+                    "cpu{}: h_nr_runnable {} but {} runnable",
+                    rq.cpu, cfs.h_nr_runnable, runnable
+                ));
+            }
+            if let Some(c) = rq.curr {
+                if rq.cfs.curr != Some(c) {
+                    return Err(format!("cpu{}: rq->curr is not cfs_rq->curr", rq.cpu));
+                }
+            }
+        }
+        for (p, t) in self.tasks.iter().enumerate() {
+            if t.on_rq as u32 != seen[p] {
+                return Err(format!(
+                    "task {} on_rq={} but queued {} times",
+                    t.pid, t.on_rq, seen[p]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// No lost wakeups, and PELT sums within their bounds.
+    fn check_tasks(&mut self) -> Result<(), String> {
+        for p in 0..self.tasks.len() {
+            let t = &self.tasks[p];
+            let (pid, blocked) = (t.pid, t.prog.blocked);
+            match t.state {
+                TaskState::Running if !t.on_rq => {
+                    return Err(format!(
+                        "task {pid} is TASK_RUNNING but not queued (lost wakeup)"
+                    ));
+                }
+                TaskState::Interruptible if !t.on_rq || t.se.sched_delayed => {
+                    let ok = match blocked {
+                        Blocked::Queue(q) => self.is_waiting_on(q, p),
+                        Blocked::Timer | Blocked::Child => true,
+                        Blocked::Nothing => false,
+                    };
+                    if !ok {
+                        return Err(format!(
+                            "task {pid} sleeps with nothing to wake it (lost wakeup)"
+                        ));
+                    }
+                }
+                _ => {}
+            }
+            let a = &self.tasks[p].se.avg;
+            if a.load_sum > LOAD_AVG_MAX
+                || a.util_sum > LOAD_AVG_MAX << 10
+                || a.runnable_sum > LOAD_AVG_MAX << 10
+            {
+                return Err(format!(
+                    "task {} PELT sums above LOAD_AVG_MAX: {a:?}",
+                    self.tasks[p].pid
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// No CPU idles next to a waiting task of its LLC for longer than the bound.
+    fn check_starvation(&mut self) -> Result<(), String> {
+        let bound = self.starvation_bound();
+        for cpu in 0..self.rqs.len() {
+            let starved =
+                matches!(self.rqs[cpu].act, Activity::Idle { .. }) && self.idle_cpu(cpu) && {
+                    let llc = self.machine.llc_cpus(self.machine.cpus[cpu].llc);
+                    llc.iter().any(|&o| {
+                        let cfs = &self.rqs[o].cfs;
+                        cfs.tree.iter().any(|&p| {
+                            !self.tasks[p].se.sched_delayed && self.tasks[p].is_allowed(cpu)
+                        })
+                    })
+                };
+            let rq = &mut self.rqs[cpu];
+            match (starved, rq.starved_since) {
+                (false, _) => rq.starved_since = None,
+                (true, None) => rq.starved_since = Some(self.now),
+                (true, Some(since)) if self.now - since > bound => {
+                    return Err(format!(
+                        "cpu{cpu} idle for {} ns while a task it may run waits in its LLC",
+                        self.now - since
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,3 @@
+//! Observers of the kernel model: the --check invariants.
+
+pub mod check;

@@ -1,0 +1,111 @@
+//! The `--json` results file. Everything but `sim.wall_ns` is a pure
+//! function of the scenario and seed.
+
+use crate::kernel::pelt;
+use crate::run::RunOutput;
+use serde_json::{json, Map, Value};
+
+pub fn to_json(out: &RunOutput) -> Value {
+    let k = &out.kernel;
+    let (nvcsw, nivcsw) = k
+        .tasks
+        .iter()
+        .fold((0, 0), |(v, i), t| (v + t.stats.nvcsw, i + t.stats.nivcsw));
+    let st = &k.stats;
+    let cpus: Vec<Value> = k
+        .rqs
+        .iter()
+        .enumerate()
+        .map(|(i, rq)| {
+            json!({
+                "cpu": i,
+                "busy_ns": rq.stats.busy_ns,
+                "idle_ns": rq.stats.idle_ns,
+                "nr_switches": rq.stats.nr_switches,
+                "sched_count": rq.stats.sched_count,
+                "sched_goidle": rq.stats.sched_goidle,
+                "ttwu_count": rq.stats.ttwu_count,
+                "ttwu_local": rq.stats.ttwu_local,
+                "ipis_received": rq.stats.ipis_received,
+                "util_avg": rq.cfs.avg.util_avg,
+                "load_avg": rq.cfs.avg.load_avg,
+            })
+        })
+        .collect();
+    let tasks: Vec<Value> = k
+        .tasks
+        .iter()
+        .map(|t| {
+            let a = &t.se.avg;
+            json!({
+                "pid": t.pid,
+                "tgid": t.tgid,
+                "comm": t.comm,
+                "workload": t.workload,
+                "sum_exec_ns": t.se.sum_exec_runtime,
+                "wait_ns": t.stats.wait_sum,
+                "wait_max_ns": t.stats.wait_max,
+                "nr_switches": t.stats.nr_switches,
+                "nr_voluntary_switches": t.stats.nvcsw,
+                "nr_involuntary_switches": t.stats.nivcsw,
+                "nr_migrations": t.stats.nr_migrations,
+                "nr_wakeups": t.stats.nr_wakeups,
+                "nr_wakeups_sync": t.stats.nr_wakeups_sync,
+                "nr_wakeups_local": t.stats.nr_wakeups_local,
+                "nr_wakeups_remote": t.stats.nr_wakeups_remote,
+                "load_avg": a.load_avg,
+                "runnable_avg": a.runnable_avg,
+                "util_avg": a.util_avg,
+                "util_est": pelt::task_util_est(a),
+            })
+        })
+        .collect();
+    let mut bench = Map::new();
+    for (i, (w, pids)) in out.workloads.iter().enumerate() {
+        let mut fields = Map::new();
+        fields.insert("name".into(), json!(w.name()));
+        fields.extend(w.report(k, pids).fields);
+        if i == 0 {
+            bench.extend(fields.clone());
+        }
+        let mut key = w.name().to_string();
+        let mut n = 2;
+        while bench.contains_key(&key) && i > 0 {
+            key = format!("{}#{n}", w.name());
+            n += 1;
+        }
+        bench.insert(key, Value::Object(fields));
+    }
+    json!({
+        "sim": {
+            "simulated_ns": k.now,
+            "wall_ns": out.wall_ns,
+            "events": k.events.popped,
+            "seed": out.scenario.seed,
+        },
+        "machine": {
+            "name": k.machine.name,
+            "cpus": k.machine.nr_cpus(),
+        },
+        "totals": {
+            "context_switches": st.context_switches,
+            "voluntary_switches": nvcsw,
+            "involuntary_switches": nivcsw,
+            "cpu_migrations": st.cpu_migrations,
+            "wakeups": st.wakeups,
+            "forks": st.forks,
+            "ipis_sent": st.ipis_sent,
+            "ipis_avoided_polling": st.ipis_avoided_polling,
+            "rq_lock_wait_ns": st.rq_lock_wait_ns,
+            "ttwu_move_affine": st.ttwu_move_affine,
+            "sis_cpus_scanned": st.sis_scanned,
+            "newidle_pulls": st.newidle_pulls,
+            "idle_balance_pulls": st.idle_balance_pulls,
+            "task_clock_ns": k.tasks.iter().map(|t| t.se.sum_exec_runtime).sum::<u64>(),
+        },
+        "cpus": cpus,
+        "tasks": tasks,
+        "benchmark": bench,
+        "scenario": serde_json::to_value(out.scenario.to_table()).unwrap_or(Value::Null),
+    })
+}

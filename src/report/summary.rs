@@ -1,0 +1,96 @@
+//! The text summary: each benchmark's own output, then counters laid out
+//! like `perf stat`.
+
+use super::thousands;
+use crate::run::RunOutput;
+use std::fmt::Write;
+
+pub fn summary(out: &RunOutput) -> String {
+    let k = &out.kernel;
+    let mut s = String::new();
+    for (w, tasks) in &out.workloads {
+        for line in w.report(k, tasks).lines {
+            let _ = writeln!(s, "{line}");
+        }
+        let _ = writeln!(s);
+    }
+    let secs = k.now as f64 / 1e9;
+    let task_clock: u64 = k.tasks.iter().map(|t| t.se.sum_exec_runtime).sum();
+    let (nvcsw, nivcsw) = k
+        .tasks
+        .iter()
+        .fold((0, 0), |(v, i), t| (v + t.stats.nvcsw, i + t.stats.nivcsw));
+    let rate = |n: u64| {
+        let r = if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        if r >= 1e6 {
+            format!("{:8.3} M/sec", r / 1e6)
+        } else {
+            format!("{:8.3} K/sec", r / 1e3)
+        }
+    };
+    let names: Vec<&str> = out.workloads.iter().map(|(w, _)| w.name()).collect();
+    let _ = writeln!(
+        s,
+        " Performance counter stats for 'schedlab: {} on {} (seed {})':\n",
+        names.join(" + "),
+        out.scenario.machine,
+        out.scenario.seed
+    );
+    let cpus_used = if k.now > 0 {
+        task_clock as f64 / k.now as f64
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        s,
+        "{:>18} msec task-clock                #  {cpus_used:8.3} CPUs utilized",
+        format!("{:.2}", task_clock as f64 / 1e6)
+    );
+    let st = &k.stats;
+    let rows = [
+        ("context-switches", st.context_switches, true),
+        ("voluntary-switches", nvcsw, false),
+        ("involuntary-switches", nivcsw, false),
+        ("cpu-migrations", st.cpu_migrations, true),
+        ("wakeups", st.wakeups, true),
+        ("forks", st.forks, false),
+        ("ipis", st.ipis_sent, true),
+        ("ipis-avoided-polling", st.ipis_avoided_polling, false),
+    ];
+    for (name, v, show_rate) in rows {
+        let r = if show_rate {
+            format!("#  {}", rate(v))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "{:>18}      {name:<22}  {r}", thousands(v));
+    }
+    let _ = writeln!(s, "\n{secs:>18.9} seconds time elapsed (simulated)\n");
+    let _ = writeln!(s, " per-CPU utilisation:");
+    let mut line = String::new();
+    for (i, rq) in k.rqs.iter().enumerate() {
+        let total = (rq.stats.busy_ns + rq.stats.idle_ns).max(1);
+        let _ = write!(
+            line,
+            " cpu{i:<3} {:5.1}%",
+            rq.stats.busy_ns as f64 * 100.0 / total as f64
+        );
+        if i % 8 == 7 {
+            let _ = writeln!(s, "{line}");
+            line.clear();
+        }
+    }
+    if !line.is_empty() {
+        let _ = writeln!(s, "{line}");
+    }
+    let wall = out.wall_ns as f64 / 1e9;
+    let events = k.events.popped;
+    let _ = writeln!(
+        s,
+        "\n sim: {} events in {wall:.3} s wall ({:.2} M events/s, {:.1} simulated s per wall s)",
+        thousands(events),
+        events as f64 / wall.max(1e-9) / 1e6,
+        secs / wall.max(1e-9)
+    );
+    s
+}

@@ -1,0 +1,91 @@
+//! One simulation: resolve the machine and workloads of a scenario, build
+//! the kernel, run it, and hand back everything the reports need.
+
+use crate::engine::NSEC_PER_SEC;
+use crate::kernel::task::Pid;
+use crate::kernel::{Kernel, SimError};
+use crate::machine;
+use crate::scenario::{InputError, Scenario, Source};
+use crate::workload::{Builder, Workload};
+use std::time::Instant;
+
+/// The simulated time a run with an endless workload stops at by default.
+pub const DEFAULT_DURATION: u64 = NSEC_PER_SEC;
+
+pub struct RunOutput {
+    pub scenario: Scenario,
+    pub kernel: Kernel,
+    pub workloads: Vec<(Workload, Vec<Pid>)>,
+    pub wall_ns: u64,
+}
+
+#[derive(Debug)]
+pub enum RunError {
+    /// Bad input, including a workload that deadlocks (exit 2).
+    Input(InputError),
+    /// A --check invariant failed (a simulator bug, exit 3).
+    Invariant(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            RunError::Input(e) => write!(f, "{e}"),
+            RunError::Invariant(m) => write!(f, "invariant violated: {m}"),
+        }
+    }
+}
+
+/// Attach the location of a workload parameter to its error.
+fn workload_error(
+    src: &Source,
+    i: usize,
+    w: &crate::workload::params::Params,
+    msg: String,
+) -> InputError {
+    let key = w
+        .values
+        .keys()
+        .find(|k| msg.contains(&format!("`{k}`")))
+        .map_or(format!("workload.{i}"), |k| format!("workload.{i}.{k}"));
+    src.err(&key, msg)
+}
+
+/// Run a resolved scenario.
+pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
+    let m = machine::from_spec(&sc.machine)
+        .map_err(|e| RunError::Input(src.err("machine.preset", e)))?;
+    let mut workloads = Vec::new();
+    for (i, p) in sc.workloads.iter().enumerate() {
+        let w = Workload::parse(p).map_err(|e| RunError::Input(workload_error(src, i, p, e)))?;
+        workloads.push(w);
+    }
+    let mut k = Kernel::new(m, sc.kernel.clone());
+    k.check = sc.check;
+    let mut built = Vec::new();
+    for (i, w) in workloads.into_iter().enumerate() {
+        let mut b = Builder::new(i, sc.seed);
+        w.build(&mut k, &mut b);
+        built.push((w, b.tasks));
+    }
+    let endless = built.iter().any(|(w, _)| !w.is_finite());
+    let end = sc.duration.or(endless.then_some(DEFAULT_DURATION));
+    let t0 = Instant::now();
+    let result = k.run(end);
+    let wall_ns = t0.elapsed().as_nanos() as u64;
+    match result {
+        Ok(()) => Ok(RunOutput {
+            scenario: sc.clone(),
+            kernel: k,
+            workloads: built,
+            wall_ns,
+        }),
+        Err(SimError::Deadlock(m)) => Err(RunError::Input(InputError {
+            file: src.file.clone(),
+            line: None,
+            key: None,
+            msg: format!("the workload deadlocks: {m}"),
+        })),
+        Err(SimError::Invariant(m)) => Err(RunError::Invariant(m)),
+    }
+}

@@ -1,0 +1,537 @@
+//! Scenarios: a TOML file, CLI flags and `--set key=value` overrides merged
+//! into one table, then checked key by key into a resolved `Scenario`.
+//! Every flag is a key: --machine is `machine.preset`, --workload adds a
+//! `[[workload]]` table, --seed is `sim.seed`, --duration `sim.duration`.
+
+use crate::kernel::features::{FairClass, KernelConfig, PreemptModel, FEATURES};
+use crate::workload::params::{parse_duration, Params};
+use std::fmt;
+use toml::{Table, Value};
+
+/// Bad input: where it is and what is wrong. Exit code 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    pub file: Option<String>,
+    pub line: Option<usize>,
+    pub key: Option<String>,
+    pub msg: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{file}:{line}: ")?,
+            (Some(file), None) => write!(f, "{file}: ")?,
+            _ => {}
+        }
+        if let Some(k) = &self.key {
+            write!(f, "key `{k}`: ")?;
+        }
+        write!(f, "{}", self.msg)
+    }
+}
+
+impl InputError {
+    pub fn new(msg: impl Into<String>) -> Self {
+        InputError {
+            file: None,
+            line: None,
+            key: None,
+            msg: msg.into(),
+        }
+    }
+}
+
+/// A fully resolved scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub seed: u64,
+    /// Simulated time to stop at; None = until every workload finishes.
+    pub duration: Option<u64>,
+    pub check: bool,
+    pub machine: String,
+    pub kernel: KernelConfig,
+    pub workloads: Vec<Params>,
+}
+
+/// The built-in demo: hackbench over pipes on the seed-000 Xeon.
+pub const DEMO: &str = r#"
+[machine]
+preset = "xeon-8269cy"
+
+[[workload]]
+kind = "hackbench"
+groups = 4
+loops = 200
+ipc = "pipe"
+"#;
+
+/// Where the table came from, for error messages.
+pub struct Source {
+    pub file: Option<String>,
+    pub text: String,
+}
+
+impl Source {
+    pub fn parse(file: Option<String>, text: String) -> Result<(Source, Table), InputError> {
+        match text.parse::<Table>() {
+            Ok(t) => Ok((Source { file, text }, t)),
+            Err(e) => {
+                let line = e
+                    .span()
+                    .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+                Err(InputError {
+                    file,
+                    line,
+                    key: None,
+                    msg: format!("malformed TOML: {}", e.message()),
+                })
+            }
+        }
+    }
+
+    /// The line where `key` (a dotted path such as `kernel.hz` or
+    /// `workload.1.loops`) is set, found by scanning the text.
+    pub fn line_of(&self, path: &str) -> Option<usize> {
+        let parts: Vec<&str> = path.split('.').collect();
+        // Split at the first list index: `workload.1` + `loops`.
+        let idx_pos = parts.iter().position(|p| p.parse::<usize>().is_ok());
+        let (table, nth, rest): (String, usize, &[&str]) = match idx_pos {
+            Some(i) => (
+                parts[..i].join("."),
+                parts[i].parse().unwrap_or(0),
+                &parts[i + 1..],
+            ),
+            None => (String::new(), 0, &parts[..]),
+        };
+        let mut header = String::new();
+        let mut seen = 0usize;
+        let mut in_scope = idx_pos.is_none();
+        for (i, line) in self.text.lines().enumerate() {
+            let l = line.trim();
+            if l.starts_with('[') {
+                header = l.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+                if idx_pos.is_some() {
+                    if header == table {
+                        in_scope = seen == nth;
+                        seen += 1;
+                        if in_scope && rest.is_empty() {
+                            return Some(i + 1);
+                        }
+                    } else if !header.starts_with(&format!("{table}.")) {
+                        in_scope = false;
+                    }
+                } else if header == path {
+                    return Some(i + 1);
+                }
+                continue;
+            }
+            if !in_scope {
+                continue;
+            }
+            let key = l.split('=').next().unwrap_or("").trim().trim_matches('"');
+            let want_table = if idx_pos.is_some() {
+                let mut h = table.clone();
+                for p in &rest[..rest.len().saturating_sub(1)] {
+                    h = format!("{h}.{p}");
+                }
+                h
+            } else {
+                rest[..rest.len().saturating_sub(1)].join(".")
+            };
+            if rest.last() == Some(&key) && header == want_table && l.contains('=') {
+                return Some(i + 1);
+            }
+        }
+        None
+    }
+
+    /// An error about `key`, located in the file.
+    pub fn err(&self, key: &str, msg: impl Into<String>) -> InputError {
+        InputError {
+            file: self.file.clone(),
+            line: self.line_of(key),
+            key: Some(key.to_string()),
+            msg: msg.into(),
+        }
+    }
+}
+
+/// Parse the value of a `--set key=value`: a TOML literal, else a string.
+pub fn parse_set_value(v: &str) -> Value {
+    format!("v = {v}")
+        .parse::<Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| Value::String(v.to_string()))
+}
+
+/// Set a dotted key (`kernel.features.PLACE_LAG`, `workload.0.loops`).
+pub fn set_key(root: &mut Table, path: &str, value: Value) -> Result<(), InputError> {
+    let parts: Vec<&str> = path.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(InputError::new(format!(
+            "--set: `{path}` is not a key path"
+        )));
+    }
+    let (leaf, inner) = parts.split_last().expect("non-empty");
+    let mut cur = root;
+    for (i, part) in inner.iter().enumerate() {
+        let next = parts.get(i + 1).copied().unwrap_or("");
+        let slot = cur
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Table(Table::new()));
+        cur = match slot {
+            Value::Table(t) => t,
+            Value::Array(a) => {
+                let idx: usize = next.parse().map_err(|_| {
+                    InputError::new(format!("--set {path}: `{part}` is a list; give an index"))
+                })?;
+                let len = a.len();
+                match a.get_mut(idx) {
+                    Some(Value::Table(t)) if i + 2 < parts.len() => {
+                        return set_key(t, &parts[i + 2..].join("."), value);
+                    }
+                    Some(_) => {
+                        return Err(InputError::new(format!(
+                            "--set {path}: give a key inside `{part}.{idx}`"
+                        )))
+                    }
+                    None => {
+                        return Err(InputError::new(format!(
+                            "--set {path}: index {idx} out of range ({len} entries)"
+                        )))
+                    }
+                }
+            }
+            _ => {
+                return Err(InputError::new(format!(
+                    "--set {path}: `{part}` is a value, not a table"
+                )))
+            }
+        };
+    }
+    cur.insert(leaf.to_string(), value);
+    Ok(())
+}
+
+fn as_str(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn expect_table<'a>(src: &Source, key: &str, v: &'a Value) -> Result<&'a Table, InputError> {
+    v.as_table().ok_or_else(|| src.err(key, "must be a table"))
+}
+
+fn unknown(src: &Source, key: &str, known: &[&str]) -> InputError {
+    src.err(
+        key,
+        format!("unknown key (known here: {})", known.join(", ")),
+    )
+}
+
+fn get_u64(src: &Source, key: &str, v: &Value, min: u64) -> Result<u64, InputError> {
+    match v.as_integer() {
+        Some(n) if n >= min as i64 => Ok(n as u64),
+        _ => Err(src.err(key, format!("must be an integer ≥ {min}"))),
+    }
+}
+
+fn get_duration(src: &Source, key: &str, v: &Value) -> Result<u64, InputError> {
+    let ns = match v {
+        Value::Integer(n) if *n > 0 => Ok(*n as u64),
+        Value::String(s) => parse_duration(s),
+        _ => Err("must be a duration such as \"3s\" or \"500ms\"".to_string()),
+    }
+    .map_err(|e| src.err(key, e))?;
+    if ns == 0 {
+        return Err(src.err(key, "must be a positive duration"));
+    }
+    Ok(ns)
+}
+
+impl Scenario {
+    /// Check every key of the merged table and resolve it.
+    pub fn resolve(src: &Source, root: &Table) -> Result<Scenario, InputError> {
+        let mut sc = Scenario {
+            seed: 1,
+            duration: None,
+            check: false,
+            machine: "vm-2".into(),
+            kernel: KernelConfig::default(),
+            workloads: Vec::new(),
+        };
+        for (k, v) in root {
+            match k.as_str() {
+                "sim" => sc.resolve_sim(src, expect_table(src, "sim", v)?)?,
+                "machine" => {
+                    for (mk, mv) in expect_table(src, "machine", v)? {
+                        let key = format!("machine.{mk}");
+                        match mk.as_str() {
+                            "preset" => sc.machine = as_str(mv),
+                            _ => return Err(unknown(src, &key, &["preset"])),
+                        }
+                    }
+                }
+                "kernel" => sc.resolve_kernel(src, expect_table(src, "kernel", v)?)?,
+                "workload" => {
+                    let list = v.as_array().ok_or_else(|| {
+                        src.err("workload", "must be a list of [[workload]] tables")
+                    })?;
+                    for (i, w) in list.iter().enumerate() {
+                        let key = format!("workload.{i}");
+                        let t = expect_table(src, &key, w)?;
+                        sc.workloads.push(workload_params(src, &key, t)?);
+                    }
+                }
+                _ => return Err(unknown(src, k, &["sim", "machine", "kernel", "workload"])),
+            }
+        }
+        if sc.workloads.is_empty() {
+            return Err(InputError {
+                file: src.file.clone(),
+                line: None,
+                key: None,
+                msg:
+                    "no workload: add a [[workload]] table or --workload (see `schedlab workloads`)"
+                        .into(),
+            });
+        }
+        Ok(sc)
+    }
+
+    fn resolve_sim(&mut self, src: &Source, t: &Table) -> Result<(), InputError> {
+        for (k, v) in t {
+            let key = format!("sim.{k}");
+            match k.as_str() {
+                "seed" => self.seed = get_u64(src, &key, v, 0)?,
+                "duration" => self.duration = Some(get_duration(src, &key, v)?),
+                "check" => {
+                    self.check = v
+                        .as_bool()
+                        .ok_or_else(|| src.err(&key, "must be true or false"))?
+                }
+                _ => return Err(unknown(src, &key, &["seed", "duration", "check"])),
+            }
+        }
+        Ok(())
+    }
+
+    fn resolve_kernel(&mut self, src: &Source, t: &Table) -> Result<(), InputError> {
+        let known = [
+            "hz",
+            "fair",
+            "preempt",
+            "base_slice_ns",
+            "tunable_scaling",
+            "migration_cost_ns",
+            "timer_slack_ns",
+            "features",
+        ];
+        let kc = &mut self.kernel;
+        for (k, v) in t {
+            let key = format!("kernel.{k}");
+            match k.as_str() {
+                "hz" => {
+                    let hz = get_u64(src, &key, v, 1)?;
+                    if ![100, 250, 300, 1000].contains(&hz) {
+                        return Err(src.err(&key, "must be one of 100, 250, 300, 1000 (CONFIG_HZ)"));
+                    }
+                    kc.hz = hz as u32;
+                }
+                "fair" => match as_str(v).as_str() {
+                    "eevdf" => kc.fair = FairClass::Eevdf,
+                    _ => {
+                        return Err(
+                            src.err(&key, "must be \"eevdf\" (legacy CFS is not modelled yet)")
+                        )
+                    }
+                },
+                "preempt" => match as_str(v).as_str() {
+                    "full" => kc.preempt = PreemptModel::Full,
+                    _ => {
+                        return Err(
+                            src.err(&key, "must be \"full\" (other models are not modelled yet)")
+                        )
+                    }
+                },
+                "base_slice_ns" => kc.base_slice_ns = get_u64(src, &key, v, 100_000)?,
+                "tunable_scaling" => {
+                    let s = get_u64(src, &key, v, 0)?;
+                    if s > 2 {
+                        return Err(src.err(&key, "must be 0 (none), 1 (log) or 2 (linear)"));
+                    }
+                    kc.tunable_scaling = s as u32;
+                }
+                "migration_cost_ns" => kc.migration_cost_ns = get_u64(src, &key, v, 0)?,
+                "timer_slack_ns" => kc.timer_slack_ns = get_u64(src, &key, v, 0)?,
+                "features" => {
+                    for (f, fv) in expect_table(src, &key, v)? {
+                        let fkey = format!("kernel.features.{f}");
+                        let on = fv
+                            .as_bool()
+                            .ok_or_else(|| src.err(&fkey, "must be true or false"))?;
+                        kc.features.set(f, on).map_err(|e| src.err(&fkey, e))?;
+                    }
+                }
+                _ => return Err(unknown(src, &key, &known)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The resolved scenario as a table (every key, defaults included).
+    pub fn to_table(&self) -> Table {
+        let mut root = Table::new();
+        let mut sim = Table::new();
+        sim.insert("seed".into(), Value::Integer(self.seed as i64));
+        if let Some(d) = self.duration {
+            sim.insert("duration".into(), Value::String(format!("{d}ns")));
+        }
+        sim.insert("check".into(), Value::Boolean(self.check));
+        root.insert("sim".into(), Value::Table(sim));
+        let mut m = Table::new();
+        m.insert("preset".into(), Value::String(self.machine.clone()));
+        root.insert("machine".into(), Value::Table(m));
+        let k = &self.kernel;
+        let mut kt = Table::new();
+        kt.insert("hz".into(), Value::Integer(k.hz as i64));
+        kt.insert("fair".into(), Value::String("eevdf".into()));
+        kt.insert("preempt".into(), Value::String("full".into()));
+        kt.insert(
+            "base_slice_ns".into(),
+            Value::Integer(k.base_slice_ns as i64),
+        );
+        kt.insert(
+            "tunable_scaling".into(),
+            Value::Integer(k.tunable_scaling as i64),
+        );
+        kt.insert(
+            "migration_cost_ns".into(),
+            Value::Integer(k.migration_cost_ns as i64),
+        );
+        kt.insert(
+            "timer_slack_ns".into(),
+            Value::Integer(k.timer_slack_ns as i64),
+        );
+        let feats: Table = k
+            .features
+            .to_map()
+            .into_iter()
+            .map(|(n, v)| (n, Value::Boolean(v)))
+            .collect();
+        kt.insert("features".into(), Value::Table(feats));
+        root.insert("kernel".into(), Value::Table(kt));
+        let wl: Vec<Value> = self
+            .workloads
+            .iter()
+            .map(|p| {
+                let mut t = Table::new();
+                t.insert("kind".into(), Value::String(p.kind.clone()));
+                for (k, v) in &p.values {
+                    t.insert(k.clone(), parse_set_value(v));
+                }
+                Value::Table(t)
+            })
+            .collect();
+        root.insert("workload".into(), Value::Array(wl));
+        root
+    }
+}
+
+/// A `[[workload]]` table → Params (validated later by the workload).
+fn workload_params(src: &Source, key: &str, t: &Table) -> Result<Params, InputError> {
+    let kind = t
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or_else(|| src.err(key, "needs `kind = \"hackbench\"` (or pipe, periodic)"))?;
+    let values = t
+        .iter()
+        .filter(|(k, _)| k.as_str() != "kind")
+        .map(|(k, v)| (k.clone(), as_str(v)))
+        .collect();
+    Ok(Params {
+        kind: kind.to_string(),
+        values,
+    })
+}
+
+/// Turn a `--workload name:k=v,...` spec into a `[[workload]]` table.
+pub fn workload_table(spec: &str) -> Result<Value, InputError> {
+    let p = Params::parse_spec(spec).map_err(InputError::new)?;
+    let mut t = Table::new();
+    t.insert("kind".into(), Value::String(p.kind));
+    for (k, v) in p.values {
+        t.insert(k, parse_set_value(&v));
+    }
+    Ok(Value::Table(t))
+}
+
+/// Names of all features with defaults, for `schedlab features`.
+pub fn feature_lines() -> Vec<String> {
+    FEATURES
+        .iter()
+        .map(|(_, n, d, what)| format!("{n:<24} {:<5} {what}", if *d { "on" } else { "off" }))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(text: &str) -> Result<Scenario, InputError> {
+        let (src, t) = Source::parse(Some("t.toml".into()), text.into())?;
+        Scenario::resolve(&src, &t)
+    }
+
+    #[test]
+    fn resolves_keys_and_defaults() {
+        let sc = resolve(DEMO).unwrap();
+        assert_eq!(sc.machine, "xeon-8269cy");
+        assert_eq!(sc.kernel.hz, 250);
+        assert_eq!(sc.workloads[0].kind, "hackbench");
+        assert_eq!(sc.workloads[0].values["groups"], "4");
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let e = resolve("[kernel]\nhz = 250\nbogus = 1\n").unwrap_err();
+        assert_eq!(e.line, Some(3));
+        assert_eq!(e.key.as_deref(), Some("kernel.bogus"));
+        assert!(e.to_string().starts_with("t.toml:3: key `kernel.bogus`"));
+        let e = resolve("[kernel.features]\nPLACE_LAGG = true\n[[workload]]\nkind='pipe'\n")
+            .unwrap_err();
+        assert_eq!(e.line, Some(2));
+        let e = resolve("[sim]\nduration = \"-3s\"\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("sim.duration"));
+        let e = resolve("[sim\nseed=1").unwrap_err();
+        assert!(e.msg.contains("malformed TOML") && e.line.is_some());
+    }
+
+    #[test]
+    fn set_overrides_nested_and_indexed_keys() {
+        let (src, mut t) = Source::parse(None, DEMO.into()).unwrap();
+        set_key(
+            &mut t,
+            "kernel.features.PLACE_LAG",
+            parse_set_value("false"),
+        )
+        .unwrap();
+        set_key(&mut t, "workload.0.loops", parse_set_value("7")).unwrap();
+        set_key(&mut t, "kernel.hz", parse_set_value("1000")).unwrap();
+        let sc = Scenario::resolve(&src, &t).unwrap();
+        assert!(!sc
+            .kernel
+            .features
+            .enabled(crate::kernel::features::Feature::PlaceLag));
+        assert_eq!(sc.workloads[0].values["loops"], "7");
+        assert_eq!(sc.kernel.hz, 1000);
+        assert!(set_key(&mut t, "workload.5.loops", Value::Integer(1)).is_err());
+        // The resolved table resolves to the same scenario.
+        let again = Scenario::resolve(&src, &sc.to_table()).unwrap();
+        assert_eq!(again.to_table(), sc.to_table());
+    }
+}

@@ -1,0 +1,181 @@
+//! Workloads: benchmarks compiled to task programs, and their results in
+//! the benchmark's own output format.
+
+pub mod hackbench;
+pub mod params;
+pub mod periodic;
+pub mod pipe;
+pub mod program;
+
+use crate::engine::Rng;
+use crate::kernel::task::{Entity, Pid, Task, TaskState, TaskStats};
+use crate::kernel::Kernel;
+use params::Params;
+use program::{Op, ProgState};
+use serde_json::{Map, Value};
+use std::rc::Rc;
+
+/// One line per workload: (name, parameters with defaults, what it is).
+pub const WORKLOADS: &[(&str, &str, &str)] = &[
+    (
+        "hackbench",
+        "groups=10,fds=20,loops=100,datasize=100,ipc=socket|pipe,mode=process|thread,output=hackbench|perf",
+        "rt-tests hackbench / perf bench sched messaging: groups of senders spraying receivers",
+    ),
+    (
+        "pipe",
+        "loops=1000000,threads=false,variant=current|pingpong",
+        "perf bench sched pipe: two tasks passing tokens through two pipes",
+    ),
+    (
+        "periodic",
+        "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false",
+        "tasks that run then sleep forever (durations: 8ms, 1ms..3ms, exp:2ms)",
+    ),
+];
+
+/// A parsed workload.
+#[derive(Clone, Debug)]
+pub enum Workload {
+    Hackbench(hackbench::Hackbench),
+    Pipe(pipe::PipeBench),
+    Periodic(periodic::Periodic),
+}
+
+/// A benchmark's result: its own output lines and its JSON fields.
+pub struct BenchResult {
+    pub lines: Vec<String>,
+    pub fields: Map<String, Value>,
+}
+
+impl Workload {
+    pub fn parse(p: &Params) -> Result<Workload, String> {
+        match p.kind.as_str() {
+            "hackbench" => Ok(Workload::Hackbench(hackbench::Hackbench::parse(p)?)),
+            "pipe" => Ok(Workload::Pipe(pipe::PipeBench::parse(p)?)),
+            "periodic" => Ok(Workload::Periodic(periodic::Periodic::parse(p)?)),
+            k => Err(format!(
+                "unknown workload `{k}` (known: {})",
+                WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::Hackbench(_) => "hackbench",
+            Workload::Pipe(_) => "pipe",
+            Workload::Periodic(_) => "periodic",
+        }
+    }
+
+    /// Whether the workload ends by itself.
+    pub fn is_finite(&self) -> bool {
+        !matches!(self, Workload::Periodic(_))
+    }
+
+    /// Create the workload's tasks and start its first ones.
+    pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
+        match self {
+            Workload::Hackbench(w) => w.build(k, b),
+            Workload::Pipe(w) => w.build(k, b),
+            Workload::Periodic(w) => w.build(k, b),
+        }
+    }
+
+    pub fn report(&self, k: &Kernel, tasks: &[Pid]) -> BenchResult {
+        match self {
+            Workload::Hackbench(w) => w.report(k, tasks),
+            Workload::Pipe(w) => w.report(k, tasks),
+            Workload::Periodic(w) => w.report(k, tasks),
+        }
+    }
+}
+
+/// Creates tasks for one workload with deterministic pids and RNG streams.
+pub struct Builder {
+    pub workload: usize,
+    pub seed: u64,
+    pub tasks: Vec<Pid>,
+}
+
+/// What a new task looks like.
+pub struct TaskSpec<'a> {
+    pub comm: &'a str,
+    /// Thread-group leader's pid index, None = a new process.
+    pub group_of: Option<Pid>,
+    pub nice: i32,
+    pub allowed: Option<Vec<usize>>,
+    pub ops: Rc<[Op]>,
+}
+
+/// Pids start here so they look like user tasks in traces.
+const PID_BASE: u32 = 1000;
+
+impl Builder {
+    pub fn new(workload: usize, seed: u64) -> Self {
+        Builder {
+            workload,
+            seed,
+            tasks: Vec::new(),
+        }
+    }
+
+    /// Add a task in the New state (it starts when forked or launched).
+    pub fn task(&mut self, k: &mut Kernel, spec: TaskSpec) -> Pid {
+        let idx = k.tasks.len();
+        let pid = PID_BASE + idx as u32;
+        let (tgid, mm) = match spec.group_of {
+            Some(g) => (k.tasks[g].tgid, k.tasks[g].mm),
+            None => (pid, pid),
+        };
+        k.tasks.push(Task {
+            pid,
+            tgid,
+            comm: spec.comm.to_string(),
+            workload: self.workload,
+            nice: spec.nice,
+            state: TaskState::New,
+            on_rq: false,
+            cpu: 0,
+            last_ran_cpu: None,
+            mm,
+            allowed: spec.allowed,
+            se: Entity::new(spec.nice),
+            parent: None,
+            zombies: 0,
+            wakee_flips: 0,
+            wakee_flip_decay_ts: 0,
+            last_wakee: None,
+            recent_used_cpu: 0,
+            timer_cpu: 0,
+            timer_gen: 0,
+            work_left: 0,
+            overhead: 0,
+            prog: ProgState::new(spec.ops),
+            rng: Rng::new(self.seed, idx as u64),
+            stats: TaskStats::default(),
+        });
+        k.alive += 1;
+        self.tasks.push(idx);
+        idx
+    }
+
+    /// Launch a task at time zero, as if a shell on CPU 0 forked it.
+    pub fn launch(&self, k: &mut Kernel, p: Pid) {
+        k.wake_up_new_task(p, 0);
+    }
+}
+
+/// The time between the first Start mark and the last Stop mark.
+pub fn marked_span(k: &Kernel, tasks: &[Pid]) -> Option<u64> {
+    use program::Mark;
+    let marks = tasks.iter().flat_map(|&p| k.tasks[p].prog.marks.iter());
+    let start = marks
+        .clone()
+        .filter(|m| m.0 == Mark::Start)
+        .map(|m| m.1)
+        .min()?;
+    let stop = marks.filter(|m| m.0 == Mark::Stop).map(|m| m.1).max()?;
+    Some(stop.saturating_sub(start))
+}

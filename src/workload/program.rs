@@ -1,0 +1,365 @@
+//! Task programs: the small instruction set every workload compiles to, and
+//! the interpreter that runs one task's program inside the kernel model.
+//!
+//! An operation first charges its kernel cost (syscall entry/exit, copies)
+//! as a run segment, then takes effect; if the effect must wait (an empty
+//! pipe, a full socket), the task sleeps and retries the effect when woken.
+
+use crate::engine::Rng;
+use crate::kernel::pipe::{Io, WaitQueueRef};
+use crate::kernel::task::{Pid, TaskState};
+use crate::kernel::Kernel;
+use std::rc::Rc;
+
+/// A duration drawn per use from a distribution (ns).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Dist {
+    Fixed(u64),
+    Uniform(u64, u64),
+    /// Exponential with this mean.
+    Exp(u64),
+}
+
+impl Dist {
+    pub fn sample(&self, rng: &mut Rng) -> u64 {
+        match *self {
+            Dist::Fixed(v) => v,
+            Dist::Uniform(lo, hi) => rng.range(lo, hi),
+            Dist::Exp(mean) => (-(1.0 - rng.next_f64()).ln() * mean as f64) as u64,
+        }
+    }
+}
+
+/// A point in a benchmark's timeline that its result is computed from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// gettimeofday(start)
+    Start,
+    /// gettimeofday(stop)
+    Stop,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Compute in user mode.
+    Run(Dist),
+    /// nanosleep: an hrtimer wakes the task.
+    Sleep(Dist),
+    /// write(2) of `bytes` ≤ PIPE_BUF to a pipe.
+    PipeWrite {
+        pipe: usize,
+        bytes: u32,
+    },
+    /// read(2) from a pipe until `bytes` have arrived.
+    PipeRead {
+        pipe: usize,
+        bytes: u32,
+    },
+    /// poll(2) for POLLIN on a pipe.
+    PollIn {
+        pipe: usize,
+    },
+    /// send(2) of `bytes` on a unix stream socket.
+    SockSend {
+        sock: usize,
+        bytes: u32,
+    },
+    /// recv(2) until `bytes` have arrived.
+    SockRecv {
+        sock: usize,
+        bytes: u32,
+    },
+    /// fork(2)/clone(2) the given (pre-built) task.
+    Fork {
+        child: Pid,
+    },
+    /// wait(2) for one child to exit and reap it.
+    WaitChild,
+    /// Record a benchmark timestamp.
+    Mark(Mark),
+    /// Repeat the ops up to the matching EndLoop `count` times (0 = forever).
+    Loop {
+        count: u64,
+    },
+    EndLoop,
+    /// exit(2)
+    Exit,
+}
+
+/// What a task sleeps on, for diagnostics and the lost-wakeup check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blocked {
+    Nothing,
+    Queue(WaitQueueRef),
+    Timer,
+    Child,
+}
+
+/// The interpreter state of one task.
+#[derive(Clone, Debug)]
+pub struct ProgState {
+    pub ops: Rc<[Op]>,
+    pub pc: usize,
+    /// 0: the op's cost has not been charged yet; 1: charged, effect pending.
+    pub phase: u8,
+    /// Bytes moved so far by the current read.
+    pub progress: u32,
+    /// (index of the Loop op, iterations left; u64::MAX = forever)
+    pub loops: Vec<(usize, u64)>,
+    pub blocked: Blocked,
+    /// Timestamps recorded by Mark ops.
+    pub marks: Vec<(Mark, u64)>,
+}
+
+impl ProgState {
+    pub fn new(ops: Rc<[Op]>) -> Self {
+        ProgState {
+            ops,
+            pc: 0,
+            phase: 0,
+            progress: 0,
+            loops: Vec::new(),
+            blocked: Blocked::Nothing,
+            marks: Vec::new(),
+        }
+    }
+
+    /// Called when the task is woken.
+    pub fn wake(&mut self) {
+        self.blocked = Blocked::Nothing;
+    }
+
+    pub fn blocked_on(&self) -> String {
+        match self.blocked {
+            Blocked::Nothing => "runnable".into(),
+            Blocked::Queue(q) => format!("waiting on {q:?}"),
+            Blocked::Timer => "sleeping".into(),
+            Blocked::Child => "in wait()".into(),
+        }
+    }
+
+    fn advance(&mut self) {
+        self.pc += 1;
+        self.phase = 0;
+        self.progress = 0;
+    }
+}
+
+/// What the interpreter asks the CPU to do next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Execute `work_left` of the task.
+    Run,
+    /// The task went to sleep.
+    Block,
+    /// sched_yield()
+    Yield,
+}
+
+impl Kernel {
+    /// Charge `ns` of work to `p` and ask the CPU to run it.
+    fn charge(&mut self, p: Pid, ns: u64) -> Action {
+        self.tasks[p].work_left = ns.max(1);
+        Action::Run
+    }
+
+    /// Interpret `p`'s program on `cpu` until it needs the CPU for a while
+    /// or sleeps.
+    pub fn step(&mut self, p: Pid, cpu: usize) -> Action {
+        loop {
+            let t = &mut self.tasks[p];
+            if t.work_left > 0 {
+                return Action::Run;
+            }
+            if t.overhead > 0 {
+                t.work_left = std::mem::take(&mut t.overhead);
+                return Action::Run;
+            }
+            let Some(op) = t.prog.ops.get(t.prog.pc).cloned() else {
+                return self.do_exit(p);
+            };
+            if let Some(a) = self.exec(p, cpu, &op) {
+                return a;
+            }
+        }
+    }
+
+    /// Execute one op; None means "go on with the next op".
+    fn exec(&mut self, p: Pid, cpu: usize, op: &Op) -> Option<Action> {
+        let cost = self.machine.cost.clone();
+        let phase = self.tasks[p].prog.phase;
+        let syscall =
+            |bytes: u32, per_byte_ps: u64| cost.syscall_ns + bytes as u64 * per_byte_ps / 1000;
+        let pipe_op = |bytes: u32| syscall(bytes, cost.pipe_copy_ps_per_byte) + cost.pipe_op_ns;
+        match *op {
+            Op::Run(d) => {
+                let ns = d.sample(&mut self.tasks[p].rng);
+                self.tasks[p].prog.advance();
+                Some(self.charge(p, ns))
+            }
+            Op::Sleep(d) => {
+                if phase == 0 {
+                    self.tasks[p].prog.phase = 1;
+                    return Some(self.charge(p, cost.syscall_ns));
+                }
+                let ns = d.sample(&mut self.tasks[p].rng);
+                self.tasks[p].prog.advance();
+                self.hrtimer_sleep(p, cpu, ns);
+                Some(Action::Block)
+            }
+            Op::PipeWrite { pipe, bytes } => {
+                if phase == 0 {
+                    self.tasks[p].prog.phase = 1;
+                    return Some(self.charge(p, pipe_op(bytes)));
+                }
+                {
+                    let io = self.pipe_write(p, cpu, pipe, bytes);
+                    self.io_done(p, io, bytes)
+                }
+            }
+            Op::PipeRead { pipe, bytes } => {
+                if phase == 0 {
+                    self.tasks[p].prog.phase = 1;
+                    return Some(self.charge(p, pipe_op(bytes)));
+                }
+                let want = bytes - self.tasks[p].prog.progress;
+                {
+                    let io = self.pipe_read(p, cpu, pipe, want);
+                    self.io_done(p, io, bytes)
+                }
+            }
+            Op::PollIn { pipe } => {
+                if phase == 0 {
+                    self.tasks[p].prog.phase = 1;
+                    return Some(self.charge(p, cost.syscall_ns));
+                }
+                {
+                    let io = self.pipe_poll_in(p, pipe);
+                    self.io_done(p, io, 0)
+                }
+            }
+            Op::SockSend { sock, bytes } => {
+                if phase == 0 {
+                    self.tasks[p].prog.phase = 1;
+                    let ns = syscall(bytes, cost.socket_copy_ps_per_byte) + cost.socket_skb_ns;
+                    return Some(self.charge(p, ns));
+                }
+                {
+                    let io = self.unix_send(p, cpu, sock, bytes);
+                    self.io_done(p, io, bytes)
+                }
+            }
+            Op::SockRecv { sock, bytes } => {
+                if phase == 0 {
+                    self.tasks[p].prog.phase = 1;
+                    return Some(self.charge(p, syscall(bytes, cost.socket_copy_ps_per_byte)));
+                }
+                let want = bytes - self.tasks[p].prog.progress;
+                {
+                    let io = self.unix_recv(p, cpu, sock, want);
+                    self.io_done(p, io, bytes)
+                }
+            }
+            Op::Fork { child } => {
+                if phase == 0 {
+                    self.tasks[p].prog.phase = 1;
+                    return Some(self.charge(p, cost.fork_ns));
+                }
+                self.tasks[p].prog.advance();
+                self.tasks[child].parent = Some(p);
+                self.wake_up_new_task(child, cpu);
+                None
+            }
+            Op::WaitChild => {
+                if phase == 0 {
+                    self.tasks[p].prog.phase = 1;
+                    return Some(self.charge(p, cost.syscall_ns));
+                }
+                let t = &mut self.tasks[p];
+                if t.zombies > 0 {
+                    t.zombies -= 1;
+                    t.prog.advance();
+                    return None;
+                }
+                t.state = TaskState::Interruptible;
+                t.prog.blocked = Blocked::Child;
+                Some(Action::Block)
+            }
+            Op::Mark(m) => {
+                let t = &mut self.tasks[p];
+                t.prog.marks.push((m, self.now));
+                t.prog.advance();
+                None
+            }
+            Op::Loop { count } => {
+                let t = &mut self.tasks[p];
+                let left = if count == 0 { u64::MAX } else { count };
+                t.prog.loops.push((t.prog.pc, left));
+                t.prog.advance();
+                None
+            }
+            Op::EndLoop => {
+                let t = &mut self.tasks[p];
+                let top = t.prog.loops.last_mut().expect("EndLoop without Loop");
+                if top.1 != u64::MAX {
+                    top.1 -= 1;
+                }
+                if top.1 == 0 {
+                    t.prog.loops.pop();
+                    t.prog.advance();
+                } else {
+                    t.prog.pc = top.0 + 1;
+                    t.prog.phase = 0;
+                }
+                None
+            }
+            Op::Exit => Some(self.do_exit(p)),
+        }
+    }
+
+    /// Finish a read/write: advance when all `want` bytes moved, otherwise
+    /// retry (after sleeping if it blocked).
+    fn io_done(&mut self, p: Pid, io: Io, want: u32) -> Option<Action> {
+        let prog = &mut self.tasks[p].prog;
+        match io {
+            Io::Block => Some(Action::Block),
+            Io::Done(n) => {
+                prog.progress += n;
+                if prog.progress >= want {
+                    prog.advance();
+                }
+                None
+            }
+        }
+    }
+
+    /// hrtimer_nanosleep: arm the task's timer on this CPU (with the
+    /// default 50 µs timer slack of a normal task) and sleep.
+    fn hrtimer_sleep(&mut self, p: Pid, cpu: usize, ns: u64) {
+        let at = self.now + ns + self.cfg.timer_slack_ns;
+        let t = &mut self.tasks[p];
+        t.timer_gen = t.timer_gen.wrapping_add(1);
+        t.timer_cpu = cpu;
+        t.state = TaskState::Interruptible;
+        t.prog.blocked = Blocked::Timer;
+        self.events
+            .push(at, crate::engine::EventKind::Timer, p, t.timer_gen);
+    }
+
+    fn do_exit(&mut self, p: Pid) -> Action {
+        if self.tasks[p].prog.phase == 0 {
+            self.tasks[p].prog.phase = 1;
+            return self.charge(p, self.machine.cost.exit_ns);
+        }
+        self.exit_task(p);
+        Action::Block
+    }
+
+    /// A child of `parent` exited on `cpu`: wake the parent if it waits
+    /// (do_notify_parent → __wake_up_parent, a sync wakeup).
+    pub fn child_exited(&mut self, parent: Pid, cpu: usize, child: Pid) {
+        if self.tasks[parent].prog.blocked == Blocked::Child {
+            self.try_to_wake_up(parent, crate::kernel::core::WF_SYNC, cpu, Some(child));
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! End-to-end checks of the command line: results, determinism and errors.
+
+use std::process::Command;
+
+fn schedlab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .output()
+        .expect("run schedlab");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("schedlab-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn json_without_wall(path: &std::path::Path) -> serde_json::Value {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["sim"].as_object_mut().unwrap().remove("wall_ns");
+    v
+}
+
+#[test]
+fn same_seed_gives_identical_json() {
+    let (a, b) = (tmp("a.json"), tmp("b.json"));
+    for p in [&a, &b] {
+        let (rc, _, err) = schedlab(&[
+            "run",
+            "--machine",
+            "snb-32",
+            "--workload",
+            "hackbench:groups=2,loops=20",
+            "--workload",
+            "periodic:tasks=4,run=1ms..3ms,sleep=exp:2ms",
+            "--duration",
+            "200ms",
+            "--seed",
+            "7",
+            "--check",
+            "--json",
+            p.to_str().unwrap(),
+        ]);
+        assert_eq!(rc, 0, "{err}");
+    }
+    assert_eq!(json_without_wall(&a), json_without_wall(&b));
+}
+
+#[test]
+fn pipe_json_has_the_contract_fields() {
+    let p = tmp("pipe.json");
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "pipe:loops=2000",
+        "--check",
+        "--json",
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains("usecs/op") && out.contains("context-switches"),
+        "{out}"
+    );
+    let v = json_without_wall(&p);
+    for key in ["simulated_ns", "events"] {
+        assert!(v["sim"][key].as_u64().unwrap() > 0, "sim.{key}");
+    }
+    for key in [
+        "context_switches",
+        "voluntary_switches",
+        "involuntary_switches",
+        "cpu_migrations",
+        "wakeups",
+    ] {
+        assert!(v["totals"][key].is_u64(), "totals.{key}");
+    }
+    assert_eq!(v["benchmark"]["name"], "pipe");
+    assert!(v["benchmark"]["usecs_per_op"].as_f64().unwrap() > 0.0);
+    assert!(v["benchmark"]["ops_per_sec"].as_u64().unwrap() > 0);
+    assert_eq!(v["cpus"].as_array().unwrap().len(), 2);
+    let t = &v["tasks"][0];
+    for key in [
+        "pid",
+        "sum_exec_ns",
+        "wait_ns",
+        "nr_switches",
+        "nr_migrations",
+        "load_avg",
+        "runnable_avg",
+        "util_avg",
+        "util_est",
+    ] {
+        assert!(t[key].is_u64(), "tasks[].{key}");
+    }
+    assert_eq!(v["scenario"]["machine"]["preset"], "vm-2");
+    assert_eq!(v["scenario"]["kernel"]["features"]["PLACE_LAG"], true);
+}
+
+#[test]
+fn bad_input_exits_2_naming_file_line_and_key() {
+    let f = tmp("bad.toml");
+    std::fs::write(
+        &f,
+        "[machine]\npreset = \"vm-2\"\n\n[[workload]]\nkind = \"hackbench\"\ngroups = 0\n",
+    )
+    .unwrap();
+    let (rc, _, err) = schedlab(&["run", f.to_str().unwrap()]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("bad.toml:6:") && err.contains("workload.0.groups"),
+        "{err}"
+    );
+
+    let (rc, _, err) = schedlab(&["run", "--machine", "cray-1", "--workload", "pipe"]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("machine.preset"), "{err}");
+
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "pipe",
+        "--set",
+        "kernel.features.NOPE=true",
+    ]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("kernel.features.NOPE"), "{err}");
+
+    let (rc, _, err) = schedlab(&["run", "--workload", "pipe", "--duration", "0s"]);
+    assert_eq!(rc, 2, "{err}");
+
+    std::fs::write(&f, "[sim\nseed = 1\n").unwrap();
+    let (rc, _, err) = schedlab(&["run", f.to_str().unwrap()]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("bad.toml:1:") && err.contains("malformed TOML"),
+        "{err}"
+    );
+
+    let (rc, _, err) = schedlab(&["run", "--workload", "warp-drive:x=1"]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("unknown workload"), "{err}");
+}
+
+#[test]
+fn listings_have_one_line_per_item() {
+    let (rc, out, _) = schedlab(&["machines"]);
+    assert_eq!(rc, 0);
+    for name in [
+        "vm-2",
+        "xeon-8269cy",
+        "altra-80",
+        "milan-256",
+        "snb-32",
+        "hsx-144",
+        "host",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(name)),
+            "{name} missing:\n{out}"
+        );
+    }
+    let (rc, out, _) = schedlab(&["features"]);
+    assert_eq!(rc, 0);
+    assert!(out
+        .lines()
+        .any(|l| l.starts_with("PLACE_LAG") && l.contains("on")));
+    let (rc, out, _) = schedlab(&["workloads"]);
+    assert_eq!(rc, 0);
+    assert!(out.contains("hackbench:groups=10"));
+}
