@@ -323,11 +323,9 @@ impl CfsRq {
     /// kept the sleeping task queued (sched_delayed).
     pub fn dequeue_task(&mut self, tasks: &mut [Task], p: Pid, flags: u32, env: &FairEnv) -> bool {
         let sleep = flags & DEQUEUE_SLEEP != 0;
-        if flags & DEQUEUE_DELAYED == 0 {
-            if env.feat.enabled(Feature::UtilEst) {
-                pelt::util_est_dequeue(&mut self.avg, &tasks[p].se.avg);
-                pelt::util_est_update(&mut tasks[p].se.avg, sleep);
-            }
+        if flags & DEQUEUE_DELAYED == 0 && env.feat.enabled(Feature::UtilEst) {
+            pelt::util_est_dequeue(&mut self.avg, &tasks[p].se.avg);
+            pelt::util_est_update(&mut tasks[p].se.avg, sleep);
         }
         self.update_curr(tasks, env);
         if flags & DEQUEUE_DELAYED == 0 {

@@ -198,24 +198,87 @@ impl Kernel {
         first_idle.unwrap_or(target)
     }
 
-    /// Fork placement: the idlest allowed CPU, preferring an idle one in the
-    /// shallowest idle state, then the parent's CPU, then the fewest tasks
-    /// and the least load (sched_balance_find_dst_cpu, flattened).
+    /// Fork placement, sched_balance_find_dst_group/_cpu flattened onto the
+    /// topology: descend node → LLC → core, at each level staying in the
+    /// parent's group unless another group has more idle CPUs (the has_spare
+    /// rule), then take the idle CPU in the shallowest idle state, else the
+    /// CPU with the fewest tasks and least load.
     pub fn select_task_rq_fork(&self, p: Pid, parent_cpu: usize) -> usize {
-        let ncpus = self.machine.nr_cpus();
-        let order = (0..ncpus).map(|i| (parent_cpu + i) % ncpus);
-        order
+        let m = &self.machine;
+        let allowed: Vec<usize> = (0..m.nr_cpus())
             .filter(|&c| self.tasks[p].is_allowed(c))
+            .collect();
+        if allowed.is_empty() {
+            return parent_cpu;
+        }
+        let levels: [&dyn Fn(usize) -> usize; 3] =
+            [&|c| m.cpus[c].node, &|c| m.cpus[c].llc, &|c| m.cpus[c].core];
+        let mut span = allowed;
+        for (level, group_of) in levels.into_iter().enumerate() {
+            span = self.idlest_group(&span, parent_cpu, group_of, level == 0);
+        }
+        span.iter()
+            .copied()
             .min_by_key(|&c| {
-                let rq = &self.rqs[c];
-                let exit = match rq.act {
+                let exit = match self.rqs[c].act {
                     super::core::Activity::Idle { since } if self.idle_cpu(c) => {
                         self.idle_state_at(self.now - since).exit_latency_ns
                     }
                     _ => u64::MAX,
                 };
-                (!self.idle_cpu(c), exit, rq.nr_running, self.cpu_load(c))
+                (
+                    !self.idle_cpu(c),
+                    exit,
+                    self.rqs[c].nr_running,
+                    self.cpu_load(c),
+                    c != parent_cpu,
+                )
             })
             .unwrap_or(parent_cpu)
+    }
+
+    /// The CPUs of the group (by `group_of`) within `span` to descend into:
+    /// the local group (holding `local`, else the first) unless another has
+    /// more idle CPUs, or as many idle CPUs and fewer tasks. Across NUMA
+    /// nodes a lightly loaded local node is kept (allow_numa_imbalance with
+    /// imb_numa_nr = a quarter of an LLC).
+    fn idlest_group(
+        &self,
+        span: &[usize],
+        local: usize,
+        group_of: &dyn Fn(usize) -> usize,
+        numa: bool,
+    ) -> Vec<usize> {
+        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+        for &c in span {
+            let g = group_of(c);
+            match groups.iter_mut().find(|(id, _)| *id == g) {
+                Some((_, v)) => v.push(c),
+                None => groups.push((g, vec![c])),
+            }
+        }
+        let stats = |cpus: &[usize]| {
+            let idle = cpus.iter().filter(|&&c| self.idle_cpu(c)).count();
+            let running: usize = cpus.iter().map(|&c| self.rqs[c].nr_running).sum();
+            (idle, running)
+        };
+        let local_idx = groups
+            .iter()
+            .position(|(_, v)| v.contains(&local))
+            .unwrap_or(0);
+        let mut best = local_idx;
+        let mut best_stats = stats(&groups[local_idx].1);
+        let llc_size = self.machine.llc_cpus(self.machine.cpus[local].llc).len();
+        if numa && best_stats.1 < (llc_size / 4).max(1) {
+            return std::mem::take(&mut groups[local_idx].1);
+        }
+        for (i, (_, cpus)) in groups.iter().enumerate() {
+            let (idle, running) = stats(cpus);
+            if idle > best_stats.0 || (idle == best_stats.0 && running < best_stats.1) {
+                best = i;
+                best_stats = (idle, running);
+            }
+        }
+        std::mem::take(&mut groups[best].1)
     }
 }

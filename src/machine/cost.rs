@@ -153,7 +153,7 @@ pub struct CostModel {
     pub socket_copy_ps_per_byte: u64,
     /// Per-message AF_UNIX stream overhead beyond two syscalls and the copies
     /// (skb allocation and queueing in sendmsg, dequeue and free in recvmsg);
-    /// charged once per message.
+    /// per message, charged half to the sender and half to the receiver.
     pub socket_skb_ns: u64,
     /// `fork()` of a small process, in the parent (copy mm, page tables, task).
     pub fork_ns: u64,

@@ -6,6 +6,11 @@ use crate::kernel::task::TaskState;
 use crate::kernel::Kernel;
 use crate::workload::program::Blocked;
 
+/// The largest PELT sum per unit of input. LOAD_AVG_MAX is the truncated
+/// value of the geometric series; the kernel's integer accumulation can end
+/// a little above it (up to ≈47788, 0.1 %), so the check allows 0.1 %.
+const PELT_SUM_LIMIT: u64 = LOAD_AVG_MAX + LOAD_AVG_MAX / 1000;
+
 impl Kernel {
     /// The longest a CPU may idle while a task it could run waits in its LLC:
     /// one tick for the kick, plus the IPI and the deepest idle exit, plus
@@ -61,6 +66,17 @@ impl Kernel {
                     rq.cpu, cfs.h_nr_runnable, runnable
                 ));
             }
+            let (sum, load) = cfs.tree.iter().fold((0i64, 0i64), |(s, l), &p| {
+                let se = &self.tasks[p].se;
+                let w = se.load.unscaled() as i64;
+                (s + (se.vruntime - cfs.min_vruntime) * w, l + w)
+            });
+            if (sum, load) != (cfs.avg_vruntime, cfs.avg_load) {
+                return Err(format!(
+                    "cpu{}: avg_vruntime {}/{} but the tree sums to {sum}/{load}",
+                    rq.cpu, cfs.avg_vruntime, cfs.avg_load
+                ));
+            }
             if let Some(c) = rq.curr {
                 if rq.cfs.curr != Some(c) {
                     return Err(format!("cpu{}: rq->curr is not cfs_rq->curr", rq.cpu));
@@ -104,9 +120,9 @@ impl Kernel {
                 _ => {}
             }
             let a = &self.tasks[p].se.avg;
-            if a.load_sum > LOAD_AVG_MAX
-                || a.util_sum > LOAD_AVG_MAX << 10
-                || a.runnable_sum > LOAD_AVG_MAX << 10
+            if a.load_sum > PELT_SUM_LIMIT
+                || a.util_sum > PELT_SUM_LIMIT << 10
+                || a.runnable_sum > PELT_SUM_LIMIT << 10
             {
                 return Err(format!(
                     "task {} PELT sums above LOAD_AVG_MAX: {a:?}",
@@ -136,9 +152,20 @@ impl Kernel {
                 (false, _) => rq.starved_since = None,
                 (true, None) => rq.starved_since = Some(self.now),
                 (true, Some(since)) if self.now - since > bound => {
+                    let detail: Vec<String> = self
+                        .rqs
+                        .iter()
+                        .map(|r| {
+                            format!(
+                                "cpu{} {:?} curr={:?} nr={} runnable={} tick={}",
+                                r.cpu, r.act, r.curr, r.nr_running, r.cfs.h_nr_runnable, r.tick_on
+                            )
+                        })
+                        .collect();
                     return Err(format!(
-                        "cpu{cpu} idle for {} ns while a task it may run waits in its LLC",
-                        self.now - since
+                        "cpu{cpu} idle for {} ns while a task it may run waits in its LLC [{}]",
+                        self.now - since,
+                        detail.join("; ")
                     ));
                 }
                 _ => {}

@@ -60,7 +60,6 @@ impl PipeBench {
         let w1 = self.worker(1, p2, p1);
         // The main task is built last so the workers exist; it is the
         // first to run.
-        let main_ops: Vec<Op>;
         let main = b.task(
             k,
             TaskSpec {
@@ -78,10 +77,10 @@ impl PipeBench {
             allowed: None,
             ops: Rc::from(ops),
         };
-        if self.threads {
+        let main_ops = if self.threads {
             let t0 = b.task(k, spec(w0));
             let t1 = b.task(k, spec(w1));
-            main_ops = vec![
+            vec![
                 Op::Mark(Mark::Start),
                 Op::Fork { child: t0 },
                 Op::Fork { child: t1 },
@@ -89,14 +88,14 @@ impl PipeBench {
                 Op::WaitChild,
                 Op::Mark(Mark::Stop),
                 Op::Exit,
-            ];
+            ]
         } else {
             let child = b.task(k, spec(w0));
             let mut ops = vec![Op::Mark(Mark::Start), Op::Fork { child }];
             ops.extend(w1);
             ops.extend([Op::WaitChild, Op::Mark(Mark::Stop), Op::Exit]);
-            main_ops = ops;
-        }
+            ops
+        };
         k.tasks[main].prog = super::program::ProgState::new(Rc::from(main_ops));
         b.launch(k, main);
     }

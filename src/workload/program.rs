@@ -241,7 +241,7 @@ impl Kernel {
             Op::SockSend { sock, bytes } => {
                 if phase == 0 {
                     self.tasks[p].prog.phase = 1;
-                    let ns = syscall(bytes, cost.socket_copy_ps_per_byte) + cost.socket_skb_ns;
+                    let ns = syscall(bytes, cost.socket_copy_ps_per_byte) + cost.socket_skb_ns / 2;
                     return Some(self.charge(p, ns));
                 }
                 {
@@ -252,7 +252,8 @@ impl Kernel {
             Op::SockRecv { sock, bytes } => {
                 if phase == 0 {
                     self.tasks[p].prog.phase = 1;
-                    return Some(self.charge(p, syscall(bytes, cost.socket_copy_ps_per_byte)));
+                    let ns = syscall(bytes, cost.socket_copy_ps_per_byte) + cost.socket_skb_ns / 2;
+                    return Some(self.charge(p, ns));
                 }
                 let want = bytes - self.tasks[p].prog.progress;
                 {
