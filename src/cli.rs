@@ -179,11 +179,17 @@ pub fn main() -> i32 {
             for (name, desc) in crate::machine::presets() {
                 println!("{name:<14} {desc}");
             }
-            println!("{:<14} generic SMP machine: smp:cpus=N[,smt=S,llc=L,sockets=K]", "smp:");
+            println!(
+                "{:<14} generic SMP machine: smp:cpus=N[,smt=S,llc=L,sockets=K]",
+                "smp:"
+            );
             let host = crate::machine::from_spec("host")
                 .map(|m| m.description)
                 .unwrap_or_else(|e| format!("unavailable here: {e}"));
-            println!("{:<14} this machine, read from /sys/devices/system/cpu: {host}", "host");
+            println!(
+                "{:<14} this machine, read from /sys/devices/system/cpu: {host}",
+                "host"
+            );
             0
         }
         Some(Cmd::Workloads) => {

@@ -68,6 +68,18 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
         w.build(&mut k, &mut b);
         built.push((w, b.tasks));
     }
+    let sources = 4 * k.machine.nr_cpus() + 1 + k.tasks.len();
+    if sources > crate::engine::MAX_SLOTS {
+        return Err(RunError::Input(src.err(
+            "workload",
+            format!(
+                "{} tasks on {} CPUs is more than the simulator's {} event sources",
+                k.tasks.len(),
+                k.machine.nr_cpus(),
+                crate::engine::MAX_SLOTS
+            ),
+        )));
+    }
     let endless = built.iter().any(|(w, _)| !w.is_finite());
     let end = sc.duration.or(endless.then_some(DEFAULT_DURATION));
     let t0 = Instant::now();

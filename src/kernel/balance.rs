@@ -71,11 +71,14 @@ impl Kernel {
         let Activity::Idle { since } = self.rqs[ilb].act else {
             return;
         };
+        if self.events.is_pending(EventKind::IdleBalance, ilb) {
+            return;
+        }
         self.stats.ipis_sent += 1;
         self.rqs[ilb].stats.ipis_received += 1;
         let exit = self.idle_state_at(self.now - since).exit_latency_ns;
         let at = self.now + self.machine.cost.ipi_latency_ns + exit;
-        self.events.push(at, EventKind::IdleBalance, ilb, 0);
+        self.events.push(at, EventKind::IdleBalance, ilb);
     }
 
     /// The kicked idle CPU balances: cache hotness no longer protects a task

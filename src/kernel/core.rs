@@ -64,9 +64,6 @@ pub struct Rq {
     /// TIF_NEED_RESCHED of curr (or of the idle task).
     pub need_resched: bool,
     pub act: Activity,
-    /// Generation of this CPU's CpuDone event.
-    pub gen: u32,
-    pub tick_gen: u32,
     pub tick_on: bool,
     /// When the rq lock is next free (remote wakers queue up behind it).
     pub lock_free_at: Time,
@@ -88,8 +85,6 @@ impl Rq {
             cfs: CfsRq::default(),
             need_resched: false,
             act: Activity::Idle { since: 0 },
-            gen: 0,
-            tick_gen: 0,
             tick_on: false,
             lock_free_at: 0,
             loaded_mm: u32::MAX,
@@ -149,9 +144,7 @@ impl Kernel {
             start: self.now,
             speed,
         };
-        rq.gen = rq.gen.wrapping_add(1);
-        self.events
-            .push(self.now + dur, EventKind::CpuDone, cpu, rq.gen);
+        self.events.push(self.now + dur, EventKind::CpuDone, cpu);
     }
 
     /// Stop the running segment, keeping the work not yet done.
@@ -163,8 +156,8 @@ impl Kernel {
                 let t = &mut self.tasks[p];
                 t.work_left -= done.min(t.work_left);
             }
-            rq.gen = rq.gen.wrapping_add(1);
             rq.act = Activity::Kernel;
+            self.events.cancel(EventKind::CpuDone, cpu);
         }
     }
 
@@ -191,7 +184,7 @@ impl Kernel {
         rq.act = Activity::Idle { since: self.now };
         rq.stats.sched_goidle += 1;
         rq.tick_on = false;
-        rq.tick_gen = rq.tick_gen.wrapping_add(1);
+        self.events.cancel(EventKind::Tick, cpu);
         self.smt_changed(cpu);
     }
 
@@ -212,9 +205,8 @@ impl Kernel {
             return;
         }
         rq.tick_on = true;
-        rq.tick_gen = rq.tick_gen.wrapping_add(1);
         let next = (self.now / self.tick_ns + 1) * self.tick_ns;
-        self.events.push(next, EventKind::Tick, cpu, rq.tick_gen);
+        self.events.push(next, EventKind::Tick, cpu);
     }
 
     /// resched_curr: set need-resched on `cpu`. The running CPU notices it at
@@ -242,15 +234,16 @@ impl Kernel {
                     self.machine.cost.ipi_latency_ns + exit
                 }
             }
-            _ if local => 0,
+            // The local CPU honours it at its next preemption point: the
+            // dispatch loop it is in, or the caller's (tick, timer irq).
+            _ if local => return,
             _ => {
                 self.stats.ipis_sent += 1;
                 rq.stats.ipis_received += 1;
                 self.machine.cost.ipi_latency_ns
             }
         };
-        self.events
-            .push(self.now + delay, EventKind::Resched, cpu, 0);
+        self.events.push(self.now + delay, EventKind::Resched, cpu);
     }
 
     /// The reschedule request (IPI, or idle exit) takes effect on `cpu`.
@@ -362,9 +355,7 @@ impl Kernel {
         let cost = self.switch_cost(cpu, n);
         let rq = &mut self.rqs[cpu];
         rq.act = Activity::Switching;
-        rq.gen = rq.gen.wrapping_add(1);
-        self.events
-            .push(now + cost, EventKind::CpuDone, cpu, rq.gen);
+        self.events.push(now + cost, EventKind::CpuDone, cpu);
         false
     }
 
@@ -612,9 +603,8 @@ impl Kernel {
             rq.cfs.entity_tick(&mut self.tasks, &env);
         }
         let resched = std::mem::take(&mut rq.cfs.resched_req);
-        let gen = rq.tick_gen;
         self.events
-            .push(self.now + self.tick_ns, EventKind::Tick, cpu, gen);
+            .push(self.now + self.tick_ns, EventKind::Tick, cpu);
         if resched {
             self.resched_curr(cpu, Some(cpu));
         }
@@ -628,8 +618,16 @@ impl Kernel {
 
     /// A task's sleep timer fired on the CPU that armed it.
     pub fn on_timer(&mut self, p: Pid) {
+        if self.tasks[p].prog.blocked != crate::workload::program::Blocked::Timer {
+            return;
+        }
         let cpu = self.tasks[p].timer_cpu;
         self.try_to_wake_up(p, 0, cpu, None);
+        // Return from the timer interrupt: a preemption point.
+        if self.rqs[cpu].need_resched && matches!(self.rqs[cpu].act, Activity::Running { .. }) {
+            self.stop_segment(cpu);
+            self.dispatch(cpu);
+        }
     }
 
     /// do_exit: the task is gone; its parent is told.

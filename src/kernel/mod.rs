@@ -75,7 +75,7 @@ impl Kernel {
             machine,
             cfg,
             now: 0,
-            events: EventQueue::default(),
+            events: EventQueue::new(n),
             tasks: Vec::new(),
             pipes: Vec::new(),
             socks: Vec::new(),
@@ -88,24 +88,21 @@ impl Kernel {
     /// Run until every task has exited or `end` is reached.
     pub fn run(&mut self, end: Option<Time>) -> Result<(), SimError> {
         if let Some(e) = end {
-            self.events.push(e, EventKind::End, 0, 0);
+            self.events.push(e, EventKind::End, 0);
         }
         while self.alive > 0 {
             let Some(ev) = self.events.pop() else {
                 return Err(SimError::Deadlock(self.describe_blocked()));
             };
             self.now = ev.time;
-            let i = ev.idx as usize;
+            let i = ev.idx;
             match ev.kind {
                 EventKind::End => break,
-                EventKind::CpuDone if ev.gen == self.rqs[i].gen => self.on_cpu_done(i),
-                EventKind::Tick if ev.gen == self.rqs[i].tick_gen && self.rqs[i].tick_on => {
-                    self.on_tick(i)
-                }
-                EventKind::Timer if ev.gen == self.tasks[i].timer_gen => self.on_timer(i),
+                EventKind::CpuDone => self.on_cpu_done(i),
+                EventKind::Tick => self.on_tick(i),
+                EventKind::Timer => self.on_timer(i),
                 EventKind::Resched => self.on_resched(i),
                 EventKind::IdleBalance => self.on_idle_balance(i),
-                _ => continue,
             }
             if self.check {
                 self.check_invariants().map_err(SimError::Invariant)?;

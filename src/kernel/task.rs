@@ -103,7 +103,6 @@ pub struct Task {
     pub recent_used_cpu: usize,
     /// The CPU whose hrtimer base holds this task's sleep timer.
     pub timer_cpu: usize,
-    pub timer_gen: u32,
     /// Work (ns at full speed) left in the current run segment.
     pub work_left: u64,
     /// Kernel work charged to the task (wakeups it did, rq-lock waits), run

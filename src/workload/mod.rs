@@ -149,7 +149,6 @@ impl Builder {
             last_wakee: None,
             recent_used_cpu: 0,
             timer_cpu: 0,
-            timer_gen: 0,
             work_left: 0,
             overhead: 0,
             prog: ProgState::new(spec.ops),

@@ -39,7 +39,7 @@ pub enum Mark {
     Stop,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Op {
     /// Compute in user mode.
     Run(Dist),
@@ -175,107 +175,91 @@ impl Kernel {
                 t.work_left = std::mem::take(&mut t.overhead);
                 return Action::Run;
             }
-            let Some(op) = t.prog.ops.get(t.prog.pc).cloned() else {
-                return self.do_exit(p);
-            };
-            if let Some(a) = self.exec(p, cpu, &op) {
+            let op = t.prog.ops.get(t.prog.pc).copied().unwrap_or(Op::Exit);
+            if let Some(a) = self.exec(p, cpu, op) {
                 return a;
             }
         }
     }
 
-    /// Execute one op; None means "go on with the next op".
-    fn exec(&mut self, p: Pid, cpu: usize, op: &Op) -> Option<Action> {
-        let cost = self.machine.cost.clone();
-        let phase = self.tasks[p].prog.phase;
-        let syscall =
-            |bytes: u32, per_byte_ps: u64| cost.syscall_ns + bytes as u64 * per_byte_ps / 1000;
-        let pipe_op = |bytes: u32| syscall(bytes, cost.pipe_copy_ps_per_byte) + cost.pipe_op_ns;
+    /// The kernel time an op costs before it takes effect (syscall entry
+    /// and exit, copies, fork/exit work); None for pure user-space ops.
+    fn op_cost(&self, op: &Op) -> Option<u64> {
+        let c = &self.machine.cost;
+        let copy = |bytes: u32, ps: u64| c.syscall_ns + bytes as u64 * ps / 1000;
         match *op {
+            Op::Run(_) | Op::Mark(_) | Op::Loop { .. } | Op::EndLoop => None,
+            Op::Sleep(_) | Op::PollIn { .. } | Op::WaitChild => Some(c.syscall_ns),
+            Op::PipeWrite { bytes, .. } | Op::PipeRead { bytes, .. } => {
+                Some(copy(bytes, c.pipe_copy_ps_per_byte) + c.pipe_op_ns)
+            }
+            Op::SockSend { bytes, .. } | Op::SockRecv { bytes, .. } => {
+                Some(copy(bytes, c.socket_copy_ps_per_byte) + c.socket_skb_ns / 2)
+            }
+            Op::Fork { .. } => Some(c.fork_ns),
+            Op::Exit => Some(c.exit_ns),
+        }
+    }
+
+    /// Execute one op: charge its cost first (phase 0), then its effect
+    /// (phase 1, retried after a wakeup if it blocked). None means "go on
+    /// with the next op".
+    fn exec(&mut self, p: Pid, cpu: usize, op: Op) -> Option<Action> {
+        if self.tasks[p].prog.phase == 0 {
+            if let Some(ns) = self.op_cost(&op) {
+                self.tasks[p].prog.phase = 1;
+                return Some(self.charge(p, ns));
+            }
+        }
+        match op {
             Op::Run(d) => {
-                let ns = d.sample(&mut self.tasks[p].rng);
+                let mut ns = d.sample(&mut self.tasks[p].rng);
                 self.tasks[p].prog.advance();
+                // Fold the next op's entry cost into this segment: the CPU
+                // goes straight from computing into the syscall.
+                let t = &self.tasks[p];
+                let next = t.prog.ops.get(t.prog.pc).copied().unwrap_or(Op::Exit);
+                if let Some(cost) = self.op_cost(&next) {
+                    ns += cost;
+                    self.tasks[p].prog.phase = 1;
+                }
                 Some(self.charge(p, ns))
             }
             Op::Sleep(d) => {
-                if phase == 0 {
-                    self.tasks[p].prog.phase = 1;
-                    return Some(self.charge(p, cost.syscall_ns));
-                }
                 let ns = d.sample(&mut self.tasks[p].rng);
                 self.tasks[p].prog.advance();
                 self.hrtimer_sleep(p, cpu, ns);
                 Some(Action::Block)
             }
             Op::PipeWrite { pipe, bytes } => {
-                if phase == 0 {
-                    self.tasks[p].prog.phase = 1;
-                    return Some(self.charge(p, pipe_op(bytes)));
-                }
-                {
-                    let io = self.pipe_write(p, cpu, pipe, bytes);
-                    self.io_done(p, io, bytes)
-                }
+                let io = self.pipe_write(p, cpu, pipe, bytes);
+                self.io_done(p, io, bytes)
             }
             Op::PipeRead { pipe, bytes } => {
-                if phase == 0 {
-                    self.tasks[p].prog.phase = 1;
-                    return Some(self.charge(p, pipe_op(bytes)));
-                }
                 let want = bytes - self.tasks[p].prog.progress;
-                {
-                    let io = self.pipe_read(p, cpu, pipe, want);
-                    self.io_done(p, io, bytes)
-                }
+                let io = self.pipe_read(p, cpu, pipe, want);
+                self.io_done(p, io, bytes)
             }
             Op::PollIn { pipe } => {
-                if phase == 0 {
-                    self.tasks[p].prog.phase = 1;
-                    return Some(self.charge(p, cost.syscall_ns));
-                }
-                {
-                    let io = self.pipe_poll_in(p, pipe);
-                    self.io_done(p, io, 0)
-                }
+                let io = self.pipe_poll_in(p, pipe);
+                self.io_done(p, io, 0)
             }
             Op::SockSend { sock, bytes } => {
-                if phase == 0 {
-                    self.tasks[p].prog.phase = 1;
-                    let ns = syscall(bytes, cost.socket_copy_ps_per_byte) + cost.socket_skb_ns / 2;
-                    return Some(self.charge(p, ns));
-                }
-                {
-                    let io = self.unix_send(p, cpu, sock, bytes);
-                    self.io_done(p, io, bytes)
-                }
+                let io = self.unix_send(p, cpu, sock, bytes);
+                self.io_done(p, io, bytes)
             }
             Op::SockRecv { sock, bytes } => {
-                if phase == 0 {
-                    self.tasks[p].prog.phase = 1;
-                    let ns = syscall(bytes, cost.socket_copy_ps_per_byte) + cost.socket_skb_ns / 2;
-                    return Some(self.charge(p, ns));
-                }
                 let want = bytes - self.tasks[p].prog.progress;
-                {
-                    let io = self.unix_recv(p, cpu, sock, want);
-                    self.io_done(p, io, bytes)
-                }
+                let io = self.unix_recv(p, cpu, sock, want);
+                self.io_done(p, io, bytes)
             }
             Op::Fork { child } => {
-                if phase == 0 {
-                    self.tasks[p].prog.phase = 1;
-                    return Some(self.charge(p, cost.fork_ns));
-                }
                 self.tasks[p].prog.advance();
                 self.tasks[child].parent = Some(p);
                 self.wake_up_new_task(child, cpu);
                 None
             }
             Op::WaitChild => {
-                if phase == 0 {
-                    self.tasks[p].prog.phase = 1;
-                    return Some(self.charge(p, cost.syscall_ns));
-                }
                 let t = &mut self.tasks[p];
                 if t.zombies > 0 {
                     t.zombies -= 1;
@@ -314,7 +298,10 @@ impl Kernel {
                 }
                 None
             }
-            Op::Exit => Some(self.do_exit(p)),
+            Op::Exit => {
+                self.exit_task(p);
+                Some(Action::Block)
+            }
         }
     }
 
@@ -339,21 +326,10 @@ impl Kernel {
     fn hrtimer_sleep(&mut self, p: Pid, cpu: usize, ns: u64) {
         let at = self.now + ns + self.cfg.timer_slack_ns;
         let t = &mut self.tasks[p];
-        t.timer_gen = t.timer_gen.wrapping_add(1);
         t.timer_cpu = cpu;
         t.state = TaskState::Interruptible;
         t.prog.blocked = Blocked::Timer;
-        self.events
-            .push(at, crate::engine::EventKind::Timer, p, t.timer_gen);
-    }
-
-    fn do_exit(&mut self, p: Pid) -> Action {
-        if self.tasks[p].prog.phase == 0 {
-            self.tasks[p].prog.phase = 1;
-            return self.charge(p, self.machine.cost.exit_ns);
-        }
-        self.exit_task(p);
-        Action::Block
+        self.events.push(at, crate::engine::EventKind::Timer, p);
     }
 
     /// A child of `parent` exited on `cpu`: wake the parent if it waits
