@@ -71,7 +71,7 @@ fn run_case(i: usize) -> i32 {
     println!(
         "{name:<36} {:>8.3} {:>10.2} {:>10.2} {:>9.1} {:>8}",
         wall,
-        k.stats.context_switches as f64 / wall / 1e6,
+        k.task_switches() as f64 / wall / 1e6,
         k.events.popped as f64 / wall / 1e6,
         k.now as f64 / 1e9 / wall,
         peak_rss_kib() / 1024

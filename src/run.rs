@@ -84,6 +84,7 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
     let end = sc.duration.or(endless.then_some(DEFAULT_DURATION));
     let t0 = Instant::now();
     let result = k.run(end);
+    k.finish();
     let wall_ns = t0.elapsed().as_nanos() as u64;
     match result {
         Ok(()) => Ok(RunOutput {

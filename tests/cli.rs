@@ -179,3 +179,49 @@ fn listings_have_one_line_per_item() {
     assert_eq!(rc, 0);
     assert!(out.contains("hackbench:groups=10"));
 }
+
+/// Counters per operation next to what `perf stat` shows on this VM
+/// (docs/host-measurements.md). The pipe ping-pong must match closely; for
+/// hackbench the simulator is known to differ (see the README's limits), so
+/// only the order of magnitude is held.
+#[test]
+fn counters_per_operation_are_near_the_host_measurements() {
+    let p = tmp("host-pipe.json");
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "pipe:loops=5000,variant=pingpong",
+        "--json",
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let v = json_without_wall(&p);
+    let per_op = |key: &str| v["totals"][key].as_f64().unwrap() / 5000.0;
+    // Real: 1.65–2.0 context switches and ~0.001 migrations per round trip.
+    assert!(
+        (1.6..=2.05).contains(&per_op("context_switches")),
+        "{}",
+        per_op("context_switches")
+    );
+    assert!(per_op("cpu_migrations") < 0.01);
+
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "hackbench:groups=1,loops=200,ipc=pipe",
+        "--check",
+        "--json",
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let v = json_without_wall(&p);
+    let msgs = v["benchmark"]["messages"].as_f64().unwrap();
+    let csw = v["totals"]["context_switches"].as_f64().unwrap() / msgs;
+    // Real: 0.16–0.20 context switches per message over pipes.
+    assert!((0.016..=2.0).contains(&csw), "{csw} switches per message");
+    assert!(v["benchmark"]["time_s"].as_f64().unwrap() > 0.0);
+}

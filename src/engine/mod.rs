@@ -136,6 +136,32 @@ impl EventQueue {
         self.place(i, e);
     }
 
+    /// The index of the smallest of the children starting at `first`; with
+    /// all four present, a tournament of independent comparisons.
+    fn min_child(&self, first: usize, n: usize) -> usize {
+        let h = &self.heap;
+        if first + ARITY <= n {
+            let a = if h[first + 1].key < h[first].key {
+                first + 1
+            } else {
+                first
+            };
+            let b = if h[first + 3].key < h[first + 2].key {
+                first + 3
+            } else {
+                first + 2
+            };
+            return if h[b].key < h[a].key { b } else { a };
+        }
+        let mut c = first;
+        for k in first + 1..n {
+            if h[k].key < h[c].key {
+                c = k;
+            }
+        }
+        c
+    }
+
     fn sift_down(&mut self, mut i: usize) {
         let e = self.heap[i];
         let n = self.heap.len();
@@ -144,13 +170,7 @@ impl EventQueue {
             if first >= n {
                 break;
             }
-            let last = (first + ARITY).min(n);
-            let mut c = first;
-            for k in first + 1..last {
-                if self.heap[k].key < self.heap[c].key {
-                    c = k;
-                }
-            }
+            let c = self.min_child(first, n);
             let ce = self.heap[c];
             if ce.key >= e.key {
                 break;
@@ -235,13 +255,7 @@ impl EventQueue {
                 if first >= n {
                     break;
                 }
-                let end = (first + ARITY).min(n);
-                let mut c = first;
-                for k in first + 1..end {
-                    if self.heap[k].key < self.heap[c].key {
-                        c = k;
-                    }
-                }
+                let c = self.min_child(first, n);
                 let ce = self.heap[c];
                 self.place(i, ce);
                 i = c;

@@ -334,7 +334,7 @@ impl Kernel {
         }
         rq.curr = next;
         rq.stats.nr_switches += 1;
-        self.stats.context_switches += 1;
+        self.stats.rq_switches += 1;
         if let Some(p) = prev {
             let t = &mut self.tasks[p];
             t.stats.nr_switches += 1;
@@ -638,6 +638,9 @@ impl Kernel {
         let t = &mut self.tasks[p];
         let w = t.se.load.unscaled();
         self.rqs[cpu].cfs.remove_entity_load_avg(&mut t.se.avg, w);
+        if let Some(f) = self.tasks[p].clear_child_tid {
+            self.futex_store_wake(f, 0, 1, cpu, p);
+        }
         if let Some(parent) = self.tasks[p].parent {
             self.tasks[parent].zombies += 1;
             self.child_exited(parent, cpu, p);

@@ -5,6 +5,7 @@ pub mod balance;
 pub mod core;
 pub mod fair;
 pub mod features;
+pub mod futex;
 pub mod idle;
 pub mod pelt;
 pub mod pipe;
@@ -18,6 +19,7 @@ use self::core::Rq;
 use crate::engine::{EventKind, EventQueue, Time};
 use crate::machine::Machine;
 use features::KernelConfig;
+use futex::{Barrier, Futex};
 use pipe::Pipe;
 use task::{Task, TaskState};
 use unix_sock::UnixSock;
@@ -25,7 +27,9 @@ use unix_sock::UnixSock;
 /// Machine-wide counters (perf's software events and schedstat totals).
 #[derive(Clone, Debug, Default)]
 pub struct Counters {
-    pub context_switches: u64,
+    /// Switches of any CPU between two tasks or a task and idle
+    /// (rq->nr_switches summed, /proc/stat `ctxt`).
+    pub rq_switches: u64,
     pub cpu_migrations: u64,
     pub wakeups: u64,
     pub forks: u64,
@@ -59,6 +63,8 @@ pub struct Kernel {
     pub tasks: Vec<Task>,
     pub pipes: Vec<Pipe>,
     pub socks: Vec<UnixSock>,
+    pub futexes: Vec<Futex>,
+    pub barriers: Vec<Barrier>,
     pub stats: Counters,
     /// Tasks forked or to be forked that have not exited.
     pub alive: usize,
@@ -66,6 +72,12 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// Context switches as `perf stat` counts them for the workload: each
+    /// time one of its tasks is switched out (nvcsw + nivcsw).
+    pub fn task_switches(&self) -> u64 {
+        self.tasks.iter().map(|t| t.stats.nr_switches).sum()
+    }
+
     pub fn new(machine: Machine, cfg: KernelConfig) -> Self {
         let n = machine.nr_cpus();
         Kernel {
@@ -79,13 +91,16 @@ impl Kernel {
             tasks: Vec::new(),
             pipes: Vec::new(),
             socks: Vec::new(),
+            futexes: Vec::new(),
+            barriers: Vec::new(),
             stats: Counters::default(),
             alive: 0,
             check: false,
         }
     }
 
-    /// Run until every task has exited or `end` is reached.
+    /// Run until every task has exited or `end` is reached. May be called
+    /// again with a later `end` to continue; call `finish` once at the end.
     pub fn run(&mut self, end: Option<Time>) -> Result<(), SimError> {
         if let Some(e) = end {
             self.events.push(e, EventKind::End, 0);
@@ -108,12 +123,11 @@ impl Kernel {
                 self.check_invariants().map_err(SimError::Invariant)?;
             }
         }
-        self.finish();
         Ok(())
     }
 
     /// Close the books at the end: busy/idle time and PELT aged to now.
-    fn finish(&mut self) {
+    pub fn finish(&mut self) {
         for cpu in 0..self.rqs.len() {
             let rq = &mut self.rqs[cpu];
             match rq.act {

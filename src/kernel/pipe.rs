@@ -2,11 +2,9 @@
 //! into the last page, exclusive waiters, and sync wakeups only on the
 //! empty→non-empty (readers) and full→not-full (writers) transitions.
 
-use super::core::WF_SYNC;
 use super::task::Pid;
-use super::wait::WaitQueue;
+use super::wait::{WaitQueue, WaitQueueRef};
 use super::Kernel;
-use crate::workload::program::Blocked;
 use std::collections::VecDeque;
 
 /// PIPE_DEF_BUFFERS
@@ -88,45 +86,6 @@ pub enum Io {
 }
 
 impl Kernel {
-    /// Wake up to one exclusive waiter (and every non-exclusive one) of a
-    /// wait queue, with WF_SYNC when `sync`.
-    pub fn wake_up(
-        &mut self,
-        wq: WaitQueueRef,
-        nr_exclusive: usize,
-        sync: bool,
-        cpu: usize,
-        waker: Pid,
-    ) {
-        let mut q = std::mem::take(self.wait_queue(wq));
-        let flags = if sync { WF_SYNC } else { 0 };
-        q.wake_up(nr_exclusive, |t| {
-            self.try_to_wake_up(t, flags, cpu, Some(waker))
-        });
-        *self.wait_queue(wq) = q;
-    }
-
-    fn wait_queue(&mut self, wq: WaitQueueRef) -> &mut WaitQueue {
-        match wq {
-            WaitQueueRef::PipeRead(i) => &mut self.pipes[i].rd_wait,
-            WaitQueueRef::PipeWrite(i) => &mut self.pipes[i].wr_wait,
-            WaitQueueRef::SockRead(i) => &mut self.socks[i].rd_wait,
-            WaitQueueRef::SockWrite(i) => &mut self.socks[i].wr_wait,
-        }
-    }
-
-    /// Queue `p` on a wait queue before it sleeps.
-    pub fn prepare_to_wait(&mut self, wq: WaitQueueRef, p: Pid, exclusive: bool) {
-        self.wait_queue(wq).add(p, exclusive);
-        self.tasks[p].state = super::task::TaskState::Interruptible;
-        self.tasks[p].prog.blocked = Blocked::Queue(wq);
-    }
-
-    /// Whether `p` sits on the wait queue `wq` (for the lost-wakeup check).
-    pub fn is_waiting_on(&mut self, wq: WaitQueueRef, p: Pid) -> bool {
-        self.wait_queue(wq).contains(p)
-    }
-
     /// pipe_write of `n` ≤ PIPE_BUF bytes.
     pub fn pipe_write(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
         let pipe = &mut self.pipes[i];
@@ -175,15 +134,6 @@ impl Kernel {
         self.prepare_to_wait(WaitQueueRef::PipeRead(i), p, false);
         Io::Block
     }
-}
-
-/// Names one wait queue of a pipe or socket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WaitQueueRef {
-    PipeRead(usize),
-    PipeWrite(usize),
-    SockRead(usize),
-    SockWrite(usize),
 }
 
 #[cfg(test)]

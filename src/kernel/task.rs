@@ -95,6 +95,9 @@ pub struct Task {
     pub allowed: Option<Vec<usize>>,
     pub se: Entity,
     pub parent: Option<Pid>,
+    /// CLONE_CHILD_CLEARTID: the futex word cleared and woken at exit
+    /// (how pthread_join learns a thread ended).
+    pub clear_child_tid: Option<usize>,
     /// Exited children not yet reaped by wait().
     pub zombies: u32,
     pub wakee_flips: u32,

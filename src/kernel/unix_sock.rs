@@ -2,9 +2,10 @@
 //! to the sender's send buffer, a reader woken (sync, non-exclusive) for
 //! every skb, and writers woken once the buffer drains below a quarter.
 
-use super::pipe::{Io, WaitQueueRef};
+use super::pipe::Io;
 use super::task::Pid;
 use super::wait::WaitQueue;
+use super::wait::WaitQueueRef;
 use super::Kernel;
 use std::collections::VecDeque;
 

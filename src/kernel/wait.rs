@@ -2,8 +2,22 @@
 //! non-exclusive ones at the head, and __wake_up_common's walk that wakes
 //! every non-exclusive waiter ahead of the first `nr_exclusive` exclusive ones.
 
-use super::task::Pid;
+use super::core::WF_SYNC;
+use super::task::{Pid, TaskState};
+use super::Kernel;
+use crate::workload::program::Blocked;
 use std::collections::VecDeque;
+
+/// Names one wait queue of a kernel object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitQueueRef {
+    PipeRead(usize),
+    PipeWrite(usize),
+    SockRead(usize),
+    SockWrite(usize),
+    Futex(usize),
+    Barrier(usize),
+}
 
 /// struct wait_queue_entry, with autoremove_wake_function semantics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +82,49 @@ impl WaitQueue {
             }
         }
         woken
+    }
+}
+
+impl Kernel {
+    /// Wake up to one exclusive waiter (and every non-exclusive one) of a
+    /// wait queue, with WF_SYNC when `sync`.
+    pub fn wake_up(
+        &mut self,
+        wq: WaitQueueRef,
+        nr_exclusive: usize,
+        sync: bool,
+        cpu: usize,
+        waker: Pid,
+    ) {
+        let mut q = std::mem::take(self.wait_queue(wq));
+        let flags = if sync { WF_SYNC } else { 0 };
+        q.wake_up(nr_exclusive, |t| {
+            self.try_to_wake_up(t, flags, cpu, Some(waker))
+        });
+        *self.wait_queue(wq) = q;
+    }
+
+    fn wait_queue(&mut self, wq: WaitQueueRef) -> &mut WaitQueue {
+        match wq {
+            WaitQueueRef::PipeRead(i) => &mut self.pipes[i].rd_wait,
+            WaitQueueRef::PipeWrite(i) => &mut self.pipes[i].wr_wait,
+            WaitQueueRef::SockRead(i) => &mut self.socks[i].rd_wait,
+            WaitQueueRef::SockWrite(i) => &mut self.socks[i].wr_wait,
+            WaitQueueRef::Futex(i) => &mut self.futexes[i].wait,
+            WaitQueueRef::Barrier(i) => &mut self.barriers[i].wait,
+        }
+    }
+
+    /// Queue `p` on a wait queue before it sleeps.
+    pub fn prepare_to_wait(&mut self, wq: WaitQueueRef, p: Pid, exclusive: bool) {
+        self.wait_queue(wq).add(p, exclusive);
+        self.tasks[p].state = TaskState::Interruptible;
+        self.tasks[p].prog.blocked = Blocked::Queue(wq);
+    }
+
+    /// Whether `p` sits on the wait queue `wq` (for the lost-wakeup check).
+    pub fn is_waiting_on(&mut self, wq: WaitQueueRef, p: Pid) -> bool {
+        self.wait_queue(wq).contains(p)
     }
 }
 

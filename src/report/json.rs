@@ -88,7 +88,8 @@ pub fn to_json(out: &RunOutput) -> Value {
             "cpus": k.machine.nr_cpus(),
         },
         "totals": {
-            "context_switches": st.context_switches,
+            "context_switches": k.task_switches(),
+            "rq_switches": st.rq_switches,
             "voluntary_switches": nvcsw,
             "involuntary_switches": nivcsw,
             "cpu_migrations": st.cpu_migrations,

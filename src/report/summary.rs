@@ -48,7 +48,7 @@ pub fn summary(out: &RunOutput) -> String {
     );
     let st = &k.stats;
     let rows = [
-        ("context-switches", st.context_switches, true),
+        ("context-switches", k.task_switches(), true),
         ("voluntary-switches", nvcsw, false),
         ("involuntary-switches", nivcsw, false),
         ("cpu-migrations", st.cpu_migrations, true),

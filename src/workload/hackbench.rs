@@ -86,6 +86,7 @@ impl Hackbench {
         );
         let group_of = self.threads.then_some(parent);
         let mut ops = Vec::new();
+        let mut reap = Vec::new();
         for _ in 0..self.groups {
             let channels: Vec<usize> = (0..self.fds)
                 .map(|_| {
@@ -117,6 +118,7 @@ impl Hackbench {
                 ]);
                 let child = b.task(k, self.spec("hackbench-recv", group_of, r));
                 ops.push(Op::Fork { child });
+                reap.push(child);
             }
             let mut s = start.to_vec();
             s.push(Op::Loop { count: self.loops });
@@ -126,6 +128,7 @@ impl Hackbench {
             for _ in 0..self.fds {
                 let child = b.task(k, self.spec_rc("hackbench-send", group_of, body.clone()));
                 ops.push(Op::Fork { child });
+                reap.push(child);
             }
         }
         ops.extend([
@@ -138,14 +141,22 @@ impl Hackbench {
                 pipe: wake,
                 bytes: 1,
             },
-            Op::Loop {
-                count: self.children(),
-            },
-            Op::WaitChild,
-            Op::EndLoop,
-            Op::Mark(Mark::Stop),
-            Op::Exit,
         ]);
+        // Process mode reaps with wait(); thread mode joins every thread.
+        if self.threads {
+            for child in reap {
+                ops.push(b.joinable(k, child));
+            }
+        } else {
+            ops.extend([
+                Op::Loop {
+                    count: self.children(),
+                },
+                Op::WaitChild,
+                Op::EndLoop,
+            ]);
+        }
+        ops.extend([Op::Mark(Mark::Stop), Op::Exit]);
         k.tasks[parent].prog = ProgState::new(Rc::from(ops));
         b.launch(k, parent);
     }

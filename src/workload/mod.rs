@@ -29,7 +29,7 @@ pub const WORKLOADS: &[(&str, &str, &str)] = &[
     ),
     (
         "periodic",
-        "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false",
+        "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false,barrier=false",
         "tasks that run then sleep forever (durations: 8ms, 1ms..3ms, exp:2ms)",
     ),
 ];
@@ -143,6 +143,7 @@ impl Builder {
             allowed: spec.allowed,
             se: Entity::new(spec.nice),
             parent: None,
+            clear_child_tid: None,
             zombies: 0,
             wakee_flips: 0,
             wakee_flip_decay_ts: 0,
@@ -158,6 +159,14 @@ impl Builder {
         k.alive += 1;
         self.tasks.push(idx);
         idx
+    }
+
+    /// pthread_create's CLONE_CHILD_CLEARTID: give thread `p` a tid word
+    /// (non-zero while it lives) and return the op that joins it.
+    pub fn joinable(&self, k: &mut Kernel, p: Pid) -> Op {
+        let f = k.futex_new(1);
+        k.tasks[p].clear_child_tid = Some(f);
+        Op::FutexWait { futex: f, val: 1 }
     }
 
     /// Launch a task at time zero, as if a shell on CPU 0 forked it.

@@ -4,6 +4,7 @@
 use super::params::Params;
 use super::program::{Dist, Op};
 use super::{BenchResult, Builder, TaskSpec};
+use crate::kernel::futex::Barrier;
 use crate::kernel::pelt;
 use crate::kernel::task::Pid;
 use crate::kernel::Kernel;
@@ -17,27 +18,36 @@ pub struct Periodic {
     pub sleep: Dist,
     pub nice: i32,
     pub pin: bool,
+    /// All tasks meet at a pthread barrier before each activation.
+    pub barrier: bool,
 }
 
 impl Periodic {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&["tasks", "run", "sleep", "nice", "pin"])?;
+        p.check_keys(&["tasks", "run", "sleep", "nice", "pin", "barrier"])?;
         Ok(Periodic {
             tasks: p.count("tasks", 1)?,
             run: p.dist("run", "8ms")?,
             sleep: p.dist("sleep", "8ms")?,
             nice: p.int("nice", 0, -20, 19)? as i32,
             pin: p.flag("pin", false)?,
+            barrier: p.flag("barrier", false)?,
         })
     }
 
     pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
-        let ops: Rc<[Op]> = Rc::from(vec![
-            Op::Loop { count: 0 },
-            Op::Run(self.run),
-            Op::Sleep(self.sleep),
-            Op::EndLoop,
-        ]);
+        let mut ops = vec![Op::Loop { count: 0 }];
+        if self.barrier {
+            k.barriers.push(Barrier {
+                count: self.tasks as u32,
+                ..Barrier::default()
+            });
+            ops.push(Op::Barrier {
+                barrier: k.barriers.len() - 1,
+            });
+        }
+        ops.extend([Op::Run(self.run), Op::Sleep(self.sleep), Op::EndLoop]);
+        let ops: Rc<[Op]> = Rc::from(ops);
         let ncpus = k.machine.nr_cpus();
         for i in 0..self.tasks as usize {
             let p = b.task(

@@ -84,8 +84,8 @@ impl PipeBench {
                 Op::Mark(Mark::Start),
                 Op::Fork { child: t0 },
                 Op::Fork { child: t1 },
-                Op::WaitChild,
-                Op::WaitChild,
+                b.joinable(k, t0),
+                b.joinable(k, t1),
                 Op::Mark(Mark::Stop),
                 Op::Exit,
             ]

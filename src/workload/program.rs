@@ -6,8 +6,9 @@
 //! pipe, a full socket), the task sleeps and retries the effect when woken.
 
 use crate::engine::Rng;
-use crate::kernel::pipe::{Io, WaitQueueRef};
+use crate::kernel::pipe::Io;
 use crate::kernel::task::{Pid, TaskState};
+use crate::kernel::wait::WaitQueueRef;
 use crate::kernel::Kernel;
 use std::rc::Rc;
 
@@ -75,6 +76,23 @@ pub enum Op {
     },
     /// wait(2) for one child to exit and reap it.
     WaitChild,
+    /// A user-space loop around FUTEX_WAIT: sleep while the word is `val`.
+    FutexWait {
+        futex: usize,
+        val: u32,
+    },
+    /// Store `val` in the word, then FUTEX_WAKE up to `nr` waiters.
+    FutexWake {
+        futex: usize,
+        val: u32,
+        nr: u32,
+    },
+    /// pthread_barrier_wait
+    Barrier {
+        barrier: usize,
+    },
+    /// sched_yield(2)
+    Yield,
     /// Record a benchmark timestamp.
     Mark(Mark),
     /// Repeat the ops up to the matching EndLoop `count` times (0 = forever).
@@ -100,7 +118,8 @@ pub enum Blocked {
 pub struct ProgState {
     pub ops: Rc<[Op]>,
     pub pc: usize,
-    /// 0: the op's cost has not been charged yet; 1: charged, effect pending.
+    /// 0: the op's cost has not been charged yet; 1: charged, effect
+    /// pending; 2: a barrier was reached, waiting for release.
     pub phase: u8,
     /// Bytes moved so far by the current read.
     pub progress: u32,
@@ -189,7 +208,13 @@ impl Kernel {
         let copy = |bytes: u32, ps: u64| c.syscall_ns + bytes as u64 * ps / 1000;
         match *op {
             Op::Run(_) | Op::Mark(_) | Op::Loop { .. } | Op::EndLoop => None,
-            Op::Sleep(_) | Op::PollIn { .. } | Op::WaitChild => Some(c.syscall_ns),
+            Op::Sleep(_)
+            | Op::PollIn { .. }
+            | Op::WaitChild
+            | Op::FutexWait { .. }
+            | Op::FutexWake { .. }
+            | Op::Barrier { .. }
+            | Op::Yield => Some(c.syscall_ns),
             Op::PipeWrite { bytes, .. } | Op::PipeRead { bytes, .. } => {
                 Some(copy(bytes, c.pipe_copy_ps_per_byte) + c.pipe_op_ns)
             }
@@ -269,6 +294,32 @@ impl Kernel {
                 t.state = TaskState::Interruptible;
                 t.prog.blocked = Blocked::Child;
                 Some(Action::Block)
+            }
+            Op::FutexWait { futex, val } => {
+                let io = self.futex_wait(p, futex, val);
+                self.io_done(p, io, 0)
+            }
+            Op::FutexWake { futex, val, nr } => {
+                self.tasks[p].prog.advance();
+                self.futex_store_wake(futex, val, nr as usize, cpu, p);
+                None
+            }
+            Op::Barrier { barrier } => {
+                if self.tasks[p].prog.phase == 1 {
+                    self.tasks[p].prog.phase = 2;
+                    if self.barrier_arrive(p, barrier, cpu) == Io::Block {
+                        return Some(Action::Block);
+                    }
+                } else if !self.barrier_released(p, barrier) {
+                    self.tasks[p].state = TaskState::Interruptible;
+                    return Some(Action::Block);
+                }
+                self.tasks[p].prog.advance();
+                None
+            }
+            Op::Yield => {
+                self.tasks[p].prog.advance();
+                Some(Action::Yield)
             }
             Op::Mark(m) => {
                 let t = &mut self.tasks[p];

@@ -1,0 +1,70 @@
+//! Futexes (kernel/futex/): FUTEX_WAIT sleeps while the word still holds
+//! the expected value, FUTEX_WAKE wakes waiters in FIFO order. Two users
+//! are modelled on top: pthread_join through CLONE_CHILD_CLEARTID (the
+//! kernel clears the tid word at thread exit and wakes the joiner), and
+//! pthread_barrier_wait.
+
+use super::pipe::Io;
+use super::task::Pid;
+use super::wait::{WaitQueue, WaitQueueRef};
+use super::Kernel;
+
+/// A futex word and its hash-bucket waiters.
+#[derive(Clone, Debug, Default)]
+pub struct Futex {
+    pub val: u32,
+    pub wait: WaitQueue,
+}
+
+/// pthread_barrier_t: `count` threads meet, then all leave.
+#[derive(Clone, Debug, Default)]
+pub struct Barrier {
+    pub count: u32,
+    pub arrived: u32,
+    pub wait: WaitQueue,
+}
+
+impl Kernel {
+    /// A new futex word holding `val`.
+    pub fn futex_new(&mut self, val: u32) -> usize {
+        self.futexes.push(Futex {
+            val,
+            wait: WaitQueue::default(),
+        });
+        self.futexes.len() - 1
+    }
+
+    /// futex_wait in a user-space loop: sleep while the word equals `val`.
+    pub fn futex_wait(&mut self, p: Pid, f: usize, val: u32) -> Io {
+        if self.futexes[f].val != val {
+            return Io::Done(0);
+        }
+        self.prepare_to_wait(WaitQueueRef::Futex(f), p, true);
+        Io::Block
+    }
+
+    /// Store `val` in the word, then futex_wake up to `nr` waiters.
+    pub fn futex_store_wake(&mut self, f: usize, val: u32, nr: usize, cpu: usize, waker: Pid) {
+        self.futexes[f].val = val;
+        self.wake_up(WaitQueueRef::Futex(f), nr, false, cpu, waker);
+    }
+
+    /// pthread_barrier_wait: arrive; the last arrival wakes everyone.
+    /// Returns Block when the caller must wait for the others.
+    pub fn barrier_arrive(&mut self, p: Pid, b: usize, cpu: usize) -> Io {
+        let bar = &mut self.barriers[b];
+        bar.arrived += 1;
+        if bar.arrived < bar.count {
+            self.prepare_to_wait(WaitQueueRef::Barrier(b), p, true);
+            return Io::Block;
+        }
+        bar.arrived = 0;
+        self.wake_up(WaitQueueRef::Barrier(b), 0, false, cpu, p);
+        Io::Done(0)
+    }
+
+    /// Whether a task that arrived at barrier `b` has been released.
+    pub fn barrier_released(&mut self, p: Pid, b: usize) -> bool {
+        !self.barriers[b].wait.contains(p)
+    }
+}
