@@ -23,8 +23,9 @@ pub const WF_MIGRATED: u32 = 0x20;
 pub enum Activity {
     /// Running the idle loop since `since`.
     Idle { since: Time },
-    /// In the middle of a context switch to rq.curr.
-    Switching,
+    /// In the middle of a context switch to rq.curr, until `end`; `prev`
+    /// is still on_cpu until then.
+    Switching { prev: Option<Pid>, end: Time },
     /// Executing rq.curr's current segment, started at `start` at `speed`
     /// (work-ns per 1024 ns of wall time).
     Running { start: Time, speed: u64 },
@@ -261,7 +262,7 @@ impl Kernel {
                 self.stop_segment(cpu);
                 self.dispatch(cpu);
             }
-            Activity::Switching | Activity::Kernel => {}
+            Activity::Switching { .. } | Activity::Kernel => {}
         }
     }
 
@@ -354,7 +355,10 @@ impl Kernel {
         self.account_wait_end(n);
         let cost = self.switch_cost(cpu, n);
         let rq = &mut self.rqs[cpu];
-        rq.act = Activity::Switching;
+        rq.act = Activity::Switching {
+            prev,
+            end: now + cost,
+        };
         self.events.push(now + cost, EventKind::CpuDone, cpu);
         false
     }
@@ -496,6 +500,7 @@ impl Kernel {
             return true;
         }
         let prev = self.tasks[p].cpu;
+        self.wait_on_cpu(p, prev, waker);
         let cpu = self.select_task_rq(p, prev, wake_flags, from, waker);
         if cpu != prev {
             wake_flags |= WF_MIGRATED;
@@ -504,6 +509,19 @@ impl Kernel {
         self.count_ttwu(p, cpu, from);
         self.ttwu_queue(p, cpu, wake_flags, from, waker);
         true
+    }
+
+    /// A task still being switched out is on_cpu: the waker spins
+    /// (smp_cond_load_acquire on p->on_cpu) until the switch completes.
+    fn wait_on_cpu(&mut self, p: Pid, cpu: usize, waker: Option<Pid>) {
+        if let Activity::Switching { prev: Some(q), end } = self.rqs[cpu].act {
+            if q == p {
+                self.stats.ttwu_on_cpu += 1;
+                if let Some(w) = waker {
+                    self.tasks[w].overhead += end.saturating_sub(self.now);
+                }
+            }
+        }
     }
 
     fn count_ttwu(&mut self, p: Pid, cpu: usize, from: usize) {

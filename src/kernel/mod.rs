@@ -37,6 +37,8 @@ pub struct Counters {
     pub ipis_avoided_polling: u64,
     pub rq_lock_wait_ns: u64,
     pub ttwu_move_affine: u64,
+    /// Wakeups that found the task still switching out (p->on_cpu).
+    pub ttwu_on_cpu: u64,
     pub sis_scanned: u64,
     pub newidle_pulls: u64,
     pub idle_balance_pulls: u64,

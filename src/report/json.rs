@@ -99,6 +99,7 @@ pub fn to_json(out: &RunOutput) -> Value {
             "ipis_avoided_polling": st.ipis_avoided_polling,
             "rq_lock_wait_ns": st.rq_lock_wait_ns,
             "ttwu_move_affine": st.ttwu_move_affine,
+            "ttwu_on_cpu": st.ttwu_on_cpu,
             "sis_cpus_scanned": st.sis_scanned,
             "newidle_pulls": st.newidle_pulls,
             "idle_balance_pulls": st.idle_balance_pulls,
