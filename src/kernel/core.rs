@@ -187,6 +187,10 @@ impl Kernel {
         rq.tick_on = false;
         self.events.cancel(EventKind::Tick, cpu);
         self.smt_changed(cpu);
+        // __update_idle_core: the last sibling to idle sets the LLC's hint.
+        if self.machine.smt_width() > 1 && self.core_idle(cpu) {
+            self.has_idle_cores[self.machine.cpus[cpu].llc] = true;
+        }
     }
 
     fn leave_idle(&mut self, cpu: usize) {
@@ -302,7 +306,8 @@ impl Kernel {
                 }
                 Action::Yield => {
                     let env = env!(self);
-                    self.rqs[cpu].cfs.yield_task(&mut self.tasks, &env);
+                    let nr = self.rqs[cpu].nr_running;
+                    self.rqs[cpu].cfs.yield_task(&mut self.tasks, nr, &env);
                     self.rqs[cpu].cfs.resched_req = false;
                     if !self.schedule(cpu, SchedMode::Preempt) {
                         return;
@@ -458,6 +463,7 @@ impl Kernel {
         let rq = &mut self.rqs[cpu];
         let preempt = match rq.curr {
             None => true,
+            Some(_) if rq.need_resched => return,
             Some(_) => rq.cfs.check_preempt_wakeup(&mut self.tasks, p, &env),
         };
         let requested = std::mem::take(&mut rq.cfs.resched_req);
@@ -599,6 +605,7 @@ impl Kernel {
         let w = self.tasks[p].se.load.unscaled();
         pelt::init_entity_runnable_average(&mut self.tasks[p].se.avg, w);
         self.tasks[p].state = TaskState::Running;
+        self.tasks[p].recent_used_cpu = parent_cpu;
         let cpu = self.select_task_rq_fork(p, parent_cpu);
         self.tasks[p].cpu = cpu;
         let cap = self.machine.cpus[cpu].capacity as u64;

@@ -335,7 +335,6 @@ impl CfsRq {
                 self.h_nr_runnable -= 1;
                 return false;
             }
-            self.h_nr_runnable -= 1;
         }
         let action = if flags & DEQUEUE_MIGRATING != 0 {
             UPDATE_TG | DO_DETACH
@@ -343,6 +342,9 @@ impl CfsRq {
             UPDATE_TG
         };
         self.update_load_avg(tasks, p, action, env);
+        if flags & DEQUEUE_DELAYED == 0 {
+            self.h_nr_runnable -= 1;
+        }
         self.update_entity_lag(tasks, p, env);
         if env.feat.enabled(Feature::PlaceRelDeadline) && !sleep {
             let se = &mut tasks[p].se;
@@ -471,18 +473,16 @@ impl CfsRq {
         }
     }
 
-    /// yield_task_fair: an eligible curr forfeits the rest of its request.
-    pub fn yield_task(&mut self, tasks: &mut [Task], env: &FairEnv) {
+    /// yield_task_fair (v6.12–v6.16): push curr's deadline one slice out;
+    /// its vruntime, and so its lag, is kept (v6.19 also forfeits that).
+    pub fn yield_task(&mut self, tasks: &mut [Task], nr_running: usize, env: &FairEnv) {
         let Some(c) = self.curr else { return };
-        if self.nr_queued <= 1 {
+        if nr_running == 1 {
             return;
         }
         self.update_curr(tasks, env);
-        if self.entity_eligible(tasks, c) {
-            let se = &mut tasks[c].se;
-            se.vruntime = se.deadline;
-            se.deadline += calc_delta_fair(se.slice, &se.load) as i64;
-        }
+        let se = &mut tasks[c].se;
+        se.deadline += calc_delta_fair(se.slice, &se.load) as i64;
     }
 
     /// The task the load balancer would take first: the least recently run

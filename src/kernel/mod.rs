@@ -68,6 +68,9 @@ pub struct Kernel {
     pub futexes: Vec<Futex>,
     pub barriers: Vec<Barrier>,
     pub stats: Counters,
+    /// sd_llc_shared->has_idle_cores, per LLC: a hint that some core of the
+    /// LLC is wholly idle.
+    pub has_idle_cores: Vec<bool>,
     /// Tasks forked or to be forked that have not exited.
     pub alive: usize,
     pub check: bool,
@@ -86,6 +89,7 @@ impl Kernel {
             base_slice: cfg.scaled_base_slice(n),
             tick_ns: cfg.tick_ns(),
             rqs: (0..n).map(Rq::new).collect(),
+            has_idle_cores: vec![false; machine.nr_llcs],
             machine,
             cfg,
             now: 0,

@@ -95,11 +95,12 @@ impl Kernel {
         }
         let was_empty = pipe.is_empty();
         pipe.push(n);
-        let more_room = pipe.room_for(1);
+        // wake_next_writer: only a writer that slept passes the baton on.
+        let wake_next = self.tasks[p].prog.woken && !pipe.is_full();
         if was_empty || pipe.poll_usage {
             self.wake_up(WaitQueueRef::PipeRead(i), 1, true, cpu, p);
         }
-        if more_room && !self.pipes[i].wr_wait.is_empty() {
+        if wake_next && !self.pipes[i].wr_wait.is_empty() {
             self.wake_up(WaitQueueRef::PipeWrite(i), 1, true, cpu, p);
         }
         Io::Done(n)
@@ -114,11 +115,12 @@ impl Kernel {
         }
         let was_full = pipe.is_full();
         let (got, freed) = pipe.pop(n);
-        let more_data = !pipe.is_empty();
+        // wake_next_reader: only a reader that slept passes the baton on.
+        let wake_next = self.tasks[p].prog.woken && !pipe.is_empty();
         if was_full && freed {
             self.wake_up(WaitQueueRef::PipeWrite(i), 1, true, cpu, p);
         }
-        if more_data && !self.pipes[i].rd_wait.is_empty() {
+        if wake_next && !self.pipes[i].rd_wait.is_empty() {
             self.wake_up(WaitQueueRef::PipeRead(i), 1, true, cpu, p);
         }
         Io::Done(got)

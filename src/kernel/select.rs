@@ -4,11 +4,15 @@
 
 use super::core::WF_SYNC;
 use super::features::Feature;
-use super::task::Pid;
+use super::task::{Pid, TaskState};
 use super::Kernel;
 
 /// imbalance_pct of the LLC (MC) sched domain, as sd_init sets it.
-const LLC_IMBALANCE_PCT: u64 = 117;
+const LLC_IMBALANCE_PCT: i64 = 117;
+/// imbalance_pct of the SMT sched domain (SD_SHARE_CPUCAPACITY).
+const SMT_IMBALANCE_PCT: i64 = 110;
+/// node_reclaim_distance: NUMA levels farther apart lose SD_WAKE_AFFINE.
+const NODE_RECLAIM_DISTANCE: u32 = 30;
 
 impl Kernel {
     /// select_task_rq_fair for a wakeup (WF_TTWU).
@@ -24,17 +28,19 @@ impl Kernel {
         if self.tasks[p].nr_cpus_allowed(ncpus) == 1 {
             return self.tasks[p].allowed.as_ref().map_or(prev, |v| v[0]);
         }
-        let sync = wake_flags & WF_SYNC != 0;
+        // A dying waker's CPU is about to free up: no sync bias.
+        let exiting = waker.is_some_and(|w| self.tasks[w].state == TaskState::Dead);
+        let sync = wake_flags & WF_SYNC != 0 && !exiting;
         if let Some(w) = waker {
             self.record_wakee(w, p);
         }
         let want_affine =
             waker.is_some_and(|w| !self.wake_wide(w, p)) && self.tasks[p].is_allowed(this);
         let mut new_cpu = prev;
-        if want_affine && this != prev {
+        if want_affine && this != prev && self.wake_affine_spans(this, prev) {
             new_cpu = self.wake_affine(p, this, prev, sync, waker);
         }
-        let target = self.select_idle_sibling(p, prev, new_cpu);
+        let target = self.select_idle_sibling(p, prev, new_cpu, waker);
         if self.tasks[p].is_allowed(target) {
             target
         } else {
@@ -59,6 +65,13 @@ impl Kernel {
             w.last_wakee = Some(p);
             w.wakee_flips += 1;
         }
+    }
+
+    /// Whether a domain with SD_WAKE_AFFINE spans both CPUs: NUMA levels
+    /// beyond node_reclaim_distance (30) drop the flag.
+    fn wake_affine_spans(&self, this: usize, prev: usize) -> bool {
+        self.machine.node_distance(self.machine.cpus[this].node, self.machine.cpus[prev].node)
+            <= NODE_RECLAIM_DISTANCE
     }
 
     /// wake_wide: a waker juggling many wakees spreads them out.
@@ -105,9 +118,8 @@ impl Kernel {
         if self.idle_cpu(this) && self.machine.shares_llc(this, prev) {
             return Some(if self.idle_cpu(prev) { prev } else { this });
         }
-        let rq = &self.rqs[this];
-        let delayed = rq.cfs.nr_queued - rq.cfs.h_nr_runnable;
-        if sync && rq.nr_running - delayed == 1 {
+        // v6.15 counts delayed tasks here (v6.16 discounts them).
+        if sync && self.rqs[this].nr_running == 1 {
             return Some(this);
         }
         if self.idle_cpu(prev) {
@@ -139,18 +151,24 @@ impl Kernel {
             this_eff *= 100;
         }
         this_eff *= self.machine.cpus[prev].capacity as u64;
-        let mut prev_eff = self.cpu_load(prev).saturating_sub(task_load);
+        let mut prev_eff = self.cpu_load(prev) as i64 - task_load as i64;
         if self.cfg.features.enabled(Feature::WaBias) {
-            prev_eff *= 100 + (LLC_IMBALANCE_PCT - 100) / 2;
+            // imbalance_pct of the lowest domain spanning both CPUs.
+            let pct = if self.machine.smt_siblings(prev).contains(&this) {
+                SMT_IMBALANCE_PCT
+            } else {
+                LLC_IMBALANCE_PCT
+            };
+            prev_eff *= 100 + (pct - 100) / 2;
         }
-        prev_eff *= self.machine.cpus[this].capacity as u64;
+        prev_eff *= self.machine.cpus[this].capacity as i64;
         if sync {
             prev_eff += 1;
         }
-        (this_eff < prev_eff).then_some(this)
+        ((this_eff as i64) < prev_eff).then_some(this)
     }
 
-    fn core_idle(&self, cpu: usize) -> bool {
+    pub fn core_idle(&self, cpu: usize) -> bool {
         self.machine
             .smt_siblings(cpu)
             .iter()
@@ -158,9 +176,10 @@ impl Kernel {
     }
 
     /// select_idle_sibling: target if idle, else prev, else the task's
-    /// recent CPU, else a scan of the target's LLC for an idle core (SMT)
-    /// or an idle CPU, starting after the target.
-    fn select_idle_sibling(&mut self, p: Pid, prev: usize, target: usize) -> usize {
+    /// recent CPU, else an idle SMT sibling of prev (when no core is known
+    /// idle), else a scan of the target's LLC. The waker pays for the CPUs
+    /// the scan visits.
+    fn select_idle_sibling(&mut self, p: Pid, prev: usize, target: usize, waker: Option<Pid>) -> usize {
         if self.idle_cpu(target) {
             return target;
         }
@@ -177,25 +196,82 @@ impl Kernel {
         {
             return recent;
         }
-        let llc = self.machine.llc_cpus(self.machine.cpus[target].llc);
-        let pos = llc.iter().position(|&c| c == target).unwrap_or(0);
-        let scan = (1..=llc.len()).map(|i| llc[(pos + i) % llc.len()]);
+        let llc = self.machine.cpus[target].llc;
         let smt = self.machine.smt_width() > 1;
-        let mut first_idle = None;
-        let mut scanned = 0;
-        for cpu in scan {
-            if !self.tasks[p].is_allowed(cpu) || !self.idle_cpu(cpu) {
-                continue;
+        let has_idle_core = smt && self.has_idle_cores[llc];
+        if smt && !has_idle_core && self.machine.shares_llc(prev, target) {
+            if let Some(c) = self.select_idle_smt(p, prev) {
+                return c;
             }
-            scanned += 1;
-            if !smt || self.core_idle(cpu) {
-                first_idle = Some(cpu);
-                break;
-            }
-            first_idle.get_or_insert(cpu);
+        }
+        let (found, scanned) = self.select_idle_cpu(p, target, has_idle_core);
+        if has_idle_core && !found.is_some_and(|c| self.core_idle(c)) {
+            self.has_idle_cores[llc] = false;
         }
         self.stats.sis_scanned += scanned;
-        first_idle.unwrap_or(target)
+        if let Some(w) = waker {
+            self.tasks[w].overhead += scanned * self.machine.cost.sis_scan_per_cpu_ns;
+        }
+        found.unwrap_or(target)
+    }
+
+    /// select_idle_smt: an idle sibling of `prev` in its LLC.
+    fn select_idle_smt(&self, p: Pid, prev: usize) -> Option<usize> {
+        self.machine
+            .smt_siblings(prev)
+            .iter()
+            .copied()
+            .find(|&c| c != prev && self.machine.shares_llc(c, prev) && self.idle_cpu(c) && self.tasks[p].is_allowed(c))
+    }
+
+    /// select_idle_cpu: scan the LLC from target + 1, wrapping. With the
+    /// idle-core hint, look for a whole idle core (select_idle_core) and
+    /// remember the first idle thread; otherwise take the first idle CPU.
+    /// The SIS_UTIL scan budget is not applied here: it comes from the load
+    /// balancer's LLC statistics (nr_idle_scan). Returns the CPU found and
+    /// the number of CPUs visited.
+    fn select_idle_cpu(&self, p: Pid, target: usize, has_idle_core: bool) -> (Option<usize>, u64) {
+        let llc = self.machine.llc_cpus(self.machine.cpus[target].llc);
+        let pos = llc.iter().position(|&c| c == target).unwrap_or(0);
+        let mut skip = vec![false; llc.len()];
+        let mut idle_cpu = None;
+        let mut scanned = 0;
+        for i in 1..=llc.len() {
+            let k = (pos + i) % llc.len();
+            let cpu = llc[k];
+            if skip[k] || !self.tasks[p].is_allowed(cpu) {
+                continue;
+            }
+            if !has_idle_core {
+                scanned += 1;
+                if self.idle_cpu(cpu) {
+                    return (Some(cpu), scanned);
+                }
+                continue;
+            }
+            // select_idle_core: every sibling must be idle.
+            let mut idle = true;
+            for &s in self.machine.smt_siblings(cpu) {
+                scanned += 1;
+                if let Some(j) = llc.iter().position(|&c| c == s) {
+                    skip[j] = true;
+                }
+                if !self.idle_cpu(s) {
+                    idle = false;
+                    if idle_cpu.is_some() {
+                        break;
+                    }
+                    continue;
+                }
+                if idle_cpu.is_none() && self.tasks[p].is_allowed(s) {
+                    idle_cpu = Some(s);
+                }
+            }
+            if idle {
+                return (Some(cpu), scanned);
+            }
+        }
+        (idle_cpu, scanned)
     }
 
     /// Fork placement, sched_balance_find_dst_group/_cpu flattened onto the

@@ -126,6 +126,8 @@ pub struct ProgState {
     /// (index of the Loop op, iterations left; u64::MAX = forever)
     pub loops: Vec<(usize, u64)>,
     pub blocked: Blocked,
+    /// The task slept (and was woken) inside the current op.
+    pub woken: bool,
     /// Timestamps recorded by Mark ops.
     pub marks: Vec<(Mark, u64)>,
 }
@@ -139,6 +141,7 @@ impl ProgState {
             progress: 0,
             loops: Vec::new(),
             blocked: Blocked::Nothing,
+            woken: false,
             marks: Vec::new(),
         }
     }
@@ -146,6 +149,7 @@ impl ProgState {
     /// Called when the task is woken.
     pub fn wake(&mut self) {
         self.blocked = Blocked::Nothing;
+        self.woken = true;
     }
 
     pub fn blocked_on(&self) -> String {
@@ -161,6 +165,7 @@ impl ProgState {
         self.pc += 1;
         self.phase = 0;
         self.progress = 0;
+        self.woken = false;
     }
 }
 
