@@ -182,6 +182,8 @@ impl Hackbench {
 
     pub fn report(&self, k: &Kernel, tasks: &[Pid]) -> BenchResult {
         let ns = marked_span(k, tasks).unwrap_or(0);
+        let mut fields = Map::new();
+        fields.insert("finished".into(), json!(true));
         let secs = ns as f64 / 1e9;
         let mode = if self.threads { "thread" } else { "process" };
         let lines = if self.perf_output {
@@ -208,7 +210,6 @@ impl Hackbench {
                 format!("Time: {secs:.3}"),
             ]
         };
-        let mut fields = Map::new();
         fields.insert("groups".into(), json!(self.groups));
         fields.insert("fds".into(), json!(self.fds));
         fields.insert("loops".into(), json!(self.loops));

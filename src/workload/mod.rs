@@ -48,6 +48,22 @@ pub struct BenchResult {
     pub fields: Map<String, Value>,
 }
 
+impl BenchResult {
+    /// A benchmark cut off by the end of the run has no result: say so
+    /// rather than print a partial one.
+    fn unfinished(name: &str, now: u64) -> Self {
+        let mut fields = Map::new();
+        fields.insert("finished".into(), Value::Bool(false));
+        BenchResult {
+            lines: vec![format!(
+                "{name}: did not finish within the simulated {:.6} s (no result; raise --duration)",
+                now as f64 / 1e9
+            )],
+            fields,
+        }
+    }
+}
+
 impl Workload {
     pub fn parse(p: &Params) -> Result<Workload, String> {
         match p.kind.as_str() {
@@ -84,6 +100,9 @@ impl Workload {
     }
 
     pub fn report(&self, k: &Kernel, tasks: &[Pid]) -> BenchResult {
+        if self.is_finite() && marked_span(k, tasks).is_none() {
+            return BenchResult::unfinished(self.name(), k.now);
+        }
         match self {
             Workload::Hackbench(w) => w.report(k, tasks),
             Workload::Pipe(w) => w.report(k, tasks),

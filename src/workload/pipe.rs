@@ -102,6 +102,8 @@ impl PipeBench {
 
     pub fn report(&self, k: &Kernel, tasks: &[Pid]) -> BenchResult {
         let ns = marked_span(k, tasks).unwrap_or(0);
+        let mut fields = Map::new();
+        fields.insert("finished".into(), json!(true));
         let secs = ns as f64 / 1e9;
         let usecs_per_op = ns as f64 / 1e3 / self.loops as f64;
         let ops_per_sec = if ns > 0 {
@@ -122,7 +124,6 @@ impl PipeBench {
             format!("{usecs_per_op:>15.6} usecs/op"),
             format!("{ops_per_sec:>15} ops/sec"),
         ];
-        let mut fields = Map::new();
         fields.insert("loops".into(), json!(self.loops));
         fields.insert("time_s".into(), json!(secs));
         fields.insert("usecs_per_op".into(), json!(usecs_per_op));
