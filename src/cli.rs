@@ -54,10 +54,10 @@ enum Cmd {
 
 #[derive(Args)]
 struct OutArgs {
-    /// Write results as JSON to this file (written atomically)
+    /// Write results as JSON to this file, atomically [output.json]
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
-    /// Print only the benchmark's own output lines
+    /// Print only the benchmark's own output lines [output.quiet]
     #[arg(long, short)]
     quiet: bool,
 }
@@ -120,6 +120,7 @@ fn load(args: &RunArgs) -> Result<(Source, Scenario), InputError> {
     if args.check {
         set_key(&mut t, "sim.check", Value::Boolean(true))?;
     }
+    set_output(&mut t, &args.out)?;
     for kv in &args.sets {
         let (k, v) = kv
             .split_once('=')
@@ -130,7 +131,30 @@ fn load(args: &RunArgs) -> Result<(Source, Scenario), InputError> {
     Ok((src, sc))
 }
 
-fn run_and_report(src: &Source, sc: &Scenario, out: &OutArgs) -> i32 {
+/// --json and --quiet are the `[output]` keys.
+fn set_output(t: &mut toml::Table, out: &OutArgs) -> Result<(), InputError> {
+    if let Some(p) = &out.json {
+        set_key(t, "output.json", Value::String(p.display().to_string()))?;
+    }
+    if out.quiet {
+        set_key(t, "output.quiet", Value::Boolean(true))?;
+    }
+    Ok(())
+}
+
+fn run_and_report(src: &Source, sc: &Scenario) -> i32 {
+    let json_path = sc.output.json.as_ref().map(PathBuf::from);
+    if let Some(path) = &json_path {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(d) = dir.filter(|d| !d.is_dir()) {
+            eprintln!(
+                "schedlab: error: --json {}: directory {} does not exist",
+                path.display(),
+                d.display()
+            );
+            return 2;
+        }
+    }
     let result = match run(src, sc) {
         Ok(r) => r,
         Err(e) => {
@@ -141,7 +165,14 @@ fn run_and_report(src: &Source, sc: &Scenario, out: &OutArgs) -> i32 {
             };
         }
     };
-    if out.quiet {
+    if let Some(path) = &json_path {
+        let text = serde_json::to_string_pretty(&to_json(&result)).unwrap_or_default() + "\n";
+        if let Err(e) = write_atomic(path, text.as_bytes()) {
+            eprintln!("schedlab: error: cannot write {}: {e}", path.display());
+            return 2;
+        }
+    }
+    if sc.output.quiet {
         for (w, tasks) in &result.workloads {
             for l in w.report(&result.kernel, tasks).lines {
                 println!("{l}");
@@ -149,13 +180,6 @@ fn run_and_report(src: &Source, sc: &Scenario, out: &OutArgs) -> i32 {
         }
     } else {
         print!("{}", summary(&result));
-    }
-    if let Some(path) = &out.json {
-        let text = serde_json::to_string_pretty(&to_json(&result)).unwrap_or_default() + "\n";
-        if let Err(e) = write_atomic(path, text.as_bytes()) {
-            eprintln!("schedlab: error: cannot write {}: {e}", path.display());
-            return 2;
-        }
     }
     0
 }
@@ -169,7 +193,7 @@ pub fn main() -> i32 {
         }),
         Some(Cmd::Demo(out)) => demo(&out),
         Some(Cmd::Run(args)) => match load(&args) {
-            Ok((src, sc)) => run_and_report(&src, &sc, &args.out),
+            Ok((src, sc)) => run_and_report(&src, &sc),
             Err(e) => {
                 eprintln!("schedlab: error: {e}");
                 2
@@ -212,7 +236,12 @@ fn demo(out: &OutArgs) -> i32 {
     println!(
         "schedlab demo: hackbench -pipe, 4 groups × 40 tasks, on a simulated 104-CPU Xeon 8269CY\n"
     );
-    let (src, t) = match Source::parse(Some("<built-in demo>".into()), DEMO.into()) {
+    let loaded =
+        Source::parse(Some("<built-in demo>".into()), DEMO.into()).and_then(|(src, mut t)| {
+            set_output(&mut t, out)?;
+            Ok((src, t))
+        });
+    let (src, t) = match loaded {
         Ok(x) => x,
         Err(e) => {
             eprintln!("schedlab: error: {e}");
@@ -220,7 +249,7 @@ fn demo(out: &OutArgs) -> i32 {
         }
     };
     match Scenario::resolve(&src, &t) {
-        Ok(sc) => run_and_report(&src, &sc, out),
+        Ok(sc) => run_and_report(&src, &sc),
         Err(e) => {
             eprintln!("schedlab: error: {e}");
             2

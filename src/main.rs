@@ -1,3 +1,9 @@
 fn main() {
+    // Die quietly on a closed pipe (`schedlab ... | head`), like other Unix
+    // tools, instead of panicking in println!.
+    // SAFETY: called once at start-up, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     std::process::exit(schedlab::cli::main());
 }

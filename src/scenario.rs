@@ -52,6 +52,16 @@ pub struct Scenario {
     pub machine: String,
     pub kernel: KernelConfig,
     pub workloads: Vec<Params>,
+    /// Where results go (`[output]`: json, quiet). Not part of the
+    /// simulation, so `to_table` leaves it out of the resolved scenario.
+    pub output: Output,
+}
+
+/// The `[output]` table: --json and --quiet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Output {
+    pub json: Option<String>,
+    pub quiet: bool,
 }
 
 /// The built-in demo: hackbench over pipes on the seed-000 Xeon.
@@ -263,6 +273,7 @@ impl Scenario {
             machine: "vm-2".into(),
             kernel: KernelConfig::default(),
             workloads: Vec::new(),
+            output: Output::default(),
         };
         for (k, v) in root {
             match k.as_str() {
@@ -277,6 +288,20 @@ impl Scenario {
                     }
                 }
                 "kernel" => sc.resolve_kernel(src, expect_table(src, "kernel", v)?)?,
+                "output" => {
+                    for (ok, ov) in expect_table(src, "output", v)? {
+                        let key = format!("output.{ok}");
+                        match ok.as_str() {
+                            "json" => sc.output.json = Some(as_str(ov)),
+                            "quiet" => {
+                                sc.output.quiet = ov
+                                    .as_bool()
+                                    .ok_or_else(|| src.err(&key, "must be true or false"))?
+                            }
+                            _ => return Err(unknown(src, &key, &["json", "quiet"])),
+                        }
+                    }
+                }
                 "workload" => {
                     let list = v.as_array().ok_or_else(|| {
                         src.err("workload", "must be a list of [[workload]] tables")
@@ -287,7 +312,13 @@ impl Scenario {
                         sc.workloads.push(workload_params(src, &key, t)?);
                     }
                 }
-                _ => return Err(unknown(src, k, &["sim", "machine", "kernel", "workload"])),
+                _ => {
+                    return Err(unknown(
+                        src,
+                        k,
+                        &["sim", "machine", "kernel", "workload", "output"],
+                    ))
+                }
             }
         }
         if sc.workloads.is_empty() {

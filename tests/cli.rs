@@ -225,3 +225,27 @@ fn counters_per_operation_are_near_the_host_measurements() {
     assert!((0.016..=2.0).contains(&csw), "{csw} switches per message");
     assert!(v["benchmark"]["time_s"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn output_keys_in_a_scenario_write_json_like_the_flags() {
+    let f = tmp("out.toml");
+    let j = tmp("from-scenario.json");
+    std::fs::write(
+        &f,
+        format!(
+            "[machine]\npreset = \"vm-2\"\n[output]\njson = \"{}\"\nquiet = true\n[[workload]]\nkind = \"pipe\"\nloops = 500\n",
+            j.display()
+        ),
+    )
+    .unwrap();
+    let (rc, out, err) = schedlab(&["run", f.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains("usecs/op") && !out.contains("Performance counter stats"),
+        "{out}"
+    );
+    let v = json_without_wall(&j);
+    // Output paths are not part of the simulated scenario.
+    assert!(v["scenario"].get("output").is_none());
+    assert_eq!(v["benchmark"]["loops"], 500);
+}

@@ -70,7 +70,8 @@ impl Kernel {
     /// Whether a domain with SD_WAKE_AFFINE spans both CPUs: NUMA levels
     /// beyond node_reclaim_distance (30) drop the flag.
     fn wake_affine_spans(&self, this: usize, prev: usize) -> bool {
-        self.machine.node_distance(self.machine.cpus[this].node, self.machine.cpus[prev].node)
+        self.machine
+            .node_distance(self.machine.cpus[this].node, self.machine.cpus[prev].node)
             <= NODE_RECLAIM_DISTANCE
     }
 
@@ -179,7 +180,13 @@ impl Kernel {
     /// recent CPU, else an idle SMT sibling of prev (when no core is known
     /// idle), else a scan of the target's LLC. The waker pays for the CPUs
     /// the scan visits.
-    fn select_idle_sibling(&mut self, p: Pid, prev: usize, target: usize, waker: Option<Pid>) -> usize {
+    fn select_idle_sibling(
+        &mut self,
+        p: Pid,
+        prev: usize,
+        target: usize,
+        waker: Option<Pid>,
+    ) -> usize {
         if self.idle_cpu(target) {
             return target;
         }
@@ -217,11 +224,12 @@ impl Kernel {
 
     /// select_idle_smt: an idle sibling of `prev` in its LLC.
     fn select_idle_smt(&self, p: Pid, prev: usize) -> Option<usize> {
-        self.machine
-            .smt_siblings(prev)
-            .iter()
-            .copied()
-            .find(|&c| c != prev && self.machine.shares_llc(c, prev) && self.idle_cpu(c) && self.tasks[p].is_allowed(c))
+        self.machine.smt_siblings(prev).iter().copied().find(|&c| {
+            c != prev
+                && self.machine.shares_llc(c, prev)
+                && self.idle_cpu(c)
+                && self.tasks[p].is_allowed(c)
+        })
     }
 
     /// select_idle_cpu: scan the LLC from target + 1, wrapping. With the

@@ -6,7 +6,7 @@
 
 use super::params::Params;
 use super::program::{Mark, Op, ProgState};
-use super::{marked_span, BenchResult, Builder, TaskSpec};
+use super::{marked_span, BenchResult, Builder, TaskSpec, MAX_TASKS};
 use crate::kernel::pipe::{Pipe, PAGE_SIZE};
 use crate::kernel::task::Pid;
 use crate::kernel::unix_sock::UnixSock;
@@ -36,9 +36,17 @@ impl Hackbench {
                 "workload `hackbench`: parameter `datasize` = `{datasize}` is above {PAGE_SIZE} (PIPE_BUF), which is not modelled"
             ));
         }
+        let groups = p.count_max("groups", 10, MAX_TASKS)?;
+        let fds = p.count_max("fds", 20, MAX_TASKS)?;
+        if groups * fds * 2 > MAX_TASKS {
+            return Err(format!(
+                "workload `hackbench`: parameters `groups` × `fds` × 2 = {} tasks is above the limit of {MAX_TASKS}",
+                groups * fds * 2
+            ));
+        }
         Ok(Hackbench {
-            groups: p.count("groups", 10)?,
-            fds: p.count("fds", 20)?,
+            groups,
+            fds,
             loops: p.count("loops", 100)?,
             datasize: datasize as u32,
             pipe: p.choice("ipc", &["socket", "pipe"])? == "pipe",

@@ -128,6 +128,9 @@ pub struct TaskSpec<'a> {
     pub ops: Rc<[Op]>,
 }
 
+/// The most tasks one workload may create.
+pub const MAX_TASKS: u64 = 200_000;
+
 /// Pids start here so they look like user tasks in traces.
 const PID_BASE: u32 = 1000;
 

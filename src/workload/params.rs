@@ -32,7 +32,11 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
     let v: f64 = num
         .parse()
         .map_err(|_| format!("`{s}` is not a duration (e.g. 8ms, 100us, 2s)"))?;
-    Ok((v * mult).round() as u64)
+    let ns = (v * mult).round();
+    if ns >= u64::MAX as f64 {
+        return Err(format!("`{s}` is too long (the limit is about 584 years)"));
+    }
+    Ok(ns as u64)
 }
 
 /// Parse a distribution: `8ms` (fixed), `1ms..3ms` (uniform) or `exp:2ms`.
@@ -91,6 +95,15 @@ impl Params {
             self.kind,
             self.get(key).unwrap_or("")
         )
+    }
+
+    /// A positive integer in 1..=max.
+    pub fn count_max(&self, key: &str, default: u64, max: u64) -> Result<u64, String> {
+        let n = self.count(key, default)?;
+        if n > max {
+            return Err(self.bad(key, &format!("is above the limit of {max}")));
+        }
+        Ok(n)
     }
 
     /// A positive integer (≥ 1).

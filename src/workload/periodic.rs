@@ -3,7 +3,7 @@
 
 use super::params::Params;
 use super::program::{Dist, Op};
-use super::{BenchResult, Builder, TaskSpec};
+use super::{BenchResult, Builder, TaskSpec, MAX_TASKS};
 use crate::kernel::futex::Barrier;
 use crate::kernel::pelt;
 use crate::kernel::task::Pid;
@@ -26,7 +26,7 @@ impl Periodic {
     pub fn parse(p: &Params) -> Result<Self, String> {
         p.check_keys(&["tasks", "run", "sleep", "nice", "pin", "barrier"])?;
         Ok(Periodic {
-            tasks: p.count("tasks", 1)?,
+            tasks: p.count_max("tasks", 1, MAX_TASKS)?,
             run: p.dist("run", "8ms")?,
             sleep: p.dist("sleep", "8ms")?,
             nice: p.int("nice", 0, -20, 19)? as i32,
