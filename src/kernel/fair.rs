@@ -328,13 +328,13 @@ impl CfsRq {
             pelt::util_est_update(&mut tasks[p].se.avg, sleep);
         }
         self.update_curr(tasks, env);
-        if flags & DEQUEUE_DELAYED == 0 {
-            if env.feat.enabled(Feature::DelayDequeue) && sleep && !self.entity_eligible(tasks, p) {
-                self.update_load_avg(tasks, p, 0, env);
-                tasks[p].se.sched_delayed = true;
-                self.h_nr_runnable -= 1;
-                return false;
-            }
+        let delay =
+            flags & DEQUEUE_DELAYED == 0 && sleep && env.feat.enabled(Feature::DelayDequeue);
+        if delay && !self.entity_eligible(tasks, p) {
+            self.update_load_avg(tasks, p, 0, env);
+            tasks[p].se.sched_delayed = true;
+            self.h_nr_runnable -= 1;
+            return false;
         }
         let action = if flags & DEQUEUE_MIGRATING != 0 {
             UPDATE_TG | DO_DETACH
