@@ -429,25 +429,18 @@ impl Scenario {
         root.insert("machine".into(), Value::Table(m));
         let k = &self.kernel;
         let mut kt = Table::new();
-        kt.insert("hz".into(), Value::Integer(k.hz as i64));
         kt.insert("fair".into(), Value::String("eevdf".into()));
         kt.insert("preempt".into(), Value::String("full".into()));
-        kt.insert(
-            "base_slice_ns".into(),
-            Value::Integer(k.base_slice_ns as i64),
-        );
-        kt.insert(
-            "tunable_scaling".into(),
-            Value::Integer(k.tunable_scaling as i64),
-        );
-        kt.insert(
-            "migration_cost_ns".into(),
-            Value::Integer(k.migration_cost_ns as i64),
-        );
-        kt.insert(
-            "timer_slack_ns".into(),
-            Value::Integer(k.timer_slack_ns as i64),
-        );
+        let ints = [
+            ("hz", k.hz as u64),
+            ("base_slice_ns", k.base_slice_ns),
+            ("tunable_scaling", k.tunable_scaling as u64),
+            ("migration_cost_ns", k.migration_cost_ns),
+            ("timer_slack_ns", k.timer_slack_ns),
+        ];
+        for (name, v) in ints {
+            kt.insert(name.into(), Value::Integer(v as i64));
+        }
         let feats: Table = k
             .features
             .to_map()

@@ -71,6 +71,10 @@ pub struct Kernel {
     /// sd_llc_shared->has_idle_cores, per LLC: a hint that some core of the
     /// LLC is wholly idle.
     pub has_idle_cores: Vec<bool>,
+    /// Per-CPU stamps of the idle-core scan in progress (no allocation per
+    /// wakeup), and the current scan's number.
+    scan_stamp: Vec<u64>,
+    scan_gen: u64,
     /// Tasks forked or to be forked that have not exited.
     pub alive: usize,
     pub check: bool,
@@ -90,6 +94,8 @@ impl Kernel {
             tick_ns: cfg.tick_ns(),
             rqs: (0..n).map(Rq::new).collect(),
             has_idle_cores: vec![false; machine.nr_llcs],
+            scan_stamp: vec![0; n],
+            scan_gen: 0,
             machine,
             cfg,
             now: 0,

@@ -238,16 +238,24 @@ impl Kernel {
     /// The SIS_UTIL scan budget is not applied here: it comes from the load
     /// balancer's LLC statistics (nr_idle_scan). Returns the CPU found and
     /// the number of CPUs visited.
-    fn select_idle_cpu(&self, p: Pid, target: usize, has_idle_core: bool) -> (Option<usize>, u64) {
+    fn select_idle_cpu(
+        &mut self,
+        p: Pid,
+        target: usize,
+        has_idle_core: bool,
+    ) -> (Option<usize>, u64) {
+        // CPUs whose core was already examined carry this scan's stamp
+        // (the kernel clears them from its scan mask).
+        self.scan_gen += 1;
+        let stamp = self.scan_gen;
         let llc = self.machine.llc_cpus(self.machine.cpus[target].llc);
         let pos = llc.iter().position(|&c| c == target).unwrap_or(0);
-        let mut skip = vec![false; llc.len()];
         let mut idle_cpu = None;
         let mut scanned = 0;
         for i in 1..=llc.len() {
             let k = (pos + i) % llc.len();
             let cpu = llc[k];
-            if skip[k] || !self.tasks[p].is_allowed(cpu) {
+            if self.scan_stamp[cpu] == stamp || !self.tasks[p].is_allowed(cpu) {
                 continue;
             }
             if !has_idle_core {
@@ -261,9 +269,7 @@ impl Kernel {
             let mut idle = true;
             for &s in self.machine.smt_siblings(cpu) {
                 scanned += 1;
-                if let Some(j) = llc.iter().position(|&c| c == s) {
-                    skip[j] = true;
-                }
+                self.scan_stamp[s] = stamp;
                 if !self.idle_cpu(s) {
                     idle = false;
                     if idle_cpu.is_some() {
