@@ -218,7 +218,7 @@ pub fn main() -> i32 {
         }
         Some(Cmd::Workloads) => {
             for (name, params, what) in crate::workload::WORKLOADS {
-                println!("{name:<10} {what}\n{:<10} {name}:{params}", "");
+                println!("{name:<10} {name}:{params}  # {what}");
             }
             0
         }

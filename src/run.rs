@@ -57,7 +57,9 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
         .map_err(|e| RunError::Input(src.err("machine.preset", e)))?;
     let mut workloads = Vec::new();
     for (i, p) in sc.workloads.iter().enumerate() {
-        let w = Workload::parse(p).map_err(|e| RunError::Input(workload_error(src, i, p, e)))?;
+        let w = Workload::parse(p)
+            .and_then(|w| w.check_machine(m.nr_cpus()).map(|_| w))
+            .map_err(|e| RunError::Input(workload_error(src, i, p, e)))?;
         workloads.push(w);
     }
     let mut k = Kernel::new(m, sc.kernel.clone());

@@ -497,6 +497,7 @@ impl Kernel {
             // ttwu_runnable: a delayed task is requeued where it sits.
             let cpu = t.cpu;
             self.count_ttwu(p, cpu, from);
+            self.charge_rq_lock(cpu, from, waker);
             let env = env!(self);
             self.rqs[cpu].cfs.requeue_delayed(&mut self.tasks, p, &env);
             self.tasks[p].stats.wait_start = self.now;
@@ -573,11 +574,9 @@ impl Kernel {
         self.rqs[dst].cfs.resched_req = false;
     }
 
-    /// ttwu_queue → ttwu_do_activate: take the target's rq lock (waiting
-    /// behind other remote wakers), enqueue, and check preemption. The
-    /// waker pays for the lock and the enqueue. The wakelist path
-    /// (TTWU_QUEUE, ttwu_queue_wakelist) plugs in here.
-    fn ttwu_queue(&mut self, p: Pid, cpu: usize, wake_flags: u32, from: usize, waker: Option<Pid>) {
+    /// The waker takes `cpu`'s rq lock and enqueues: cheap on its own CPU;
+    /// remotely it waits behind other wakers holding that lock.
+    fn charge_rq_lock(&mut self, cpu: usize, from: usize, waker: Option<Pid>) {
         let c = &self.machine.cost;
         let cost = if cpu == from {
             c.wakeup_local_ns
@@ -591,6 +590,14 @@ impl Kernel {
         if let Some(w) = waker {
             self.tasks[w].overhead += cost;
         }
+    }
+
+    /// ttwu_queue → ttwu_do_activate: take the target's rq lock (waiting
+    /// behind other remote wakers), enqueue, and check preemption. The
+    /// waker pays for the lock and the enqueue. The wakelist path
+    /// (TTWU_QUEUE, ttwu_queue_wakelist) plugs in here.
+    fn ttwu_queue(&mut self, p: Pid, cpu: usize, wake_flags: u32, from: usize, waker: Option<Pid>) {
+        self.charge_rq_lock(cpu, from, waker);
         let mut flags = ENQUEUE_WAKEUP;
         if wake_flags & WF_MIGRATED != 0 {
             flags |= ENQUEUE_MIGRATED;

@@ -24,7 +24,7 @@ pub const WORKLOADS: &[(&str, &str, &str)] = &[
     ),
     (
         "pipe",
-        "loops=1000000,threads=false,variant=current|pingpong",
+        "loops=1000000,threads=false,variant=current|pingpong,cpu=(any)",
         "perf bench sched pipe: two tasks passing tokens through two pipes",
     ),
     (
@@ -82,6 +82,14 @@ impl Workload {
             Workload::Hackbench(_) => "hackbench",
             Workload::Pipe(_) => "pipe",
             Workload::Periodic(_) => "periodic",
+        }
+    }
+
+    /// Reject parameters the machine cannot honour (a pinned CPU it lacks).
+    pub fn check_machine(&self, ncpus: usize) -> Result<(), String> {
+        match self {
+            Workload::Pipe(w) => w.check_machine(ncpus),
+            _ => Ok(()),
         }
     }
 

@@ -16,6 +16,8 @@ pub struct PipeBench {
     pub loops: u64,
     pub threads: bool,
     pub pingpong: bool,
+    /// `taskset -c N`: every task of the benchmark pinned to this CPU.
+    pub cpu: Option<usize>,
 }
 
 /// Bytes per message (an int).
@@ -23,8 +25,13 @@ const MSG: u32 = 4;
 
 impl PipeBench {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&["loops", "threads", "variant"])?;
+        p.check_keys(&["loops", "threads", "variant", "cpu"])?;
+        let cpu = match p.values.contains_key("cpu") {
+            true => Some(p.int("cpu", 0, 0, i64::from(u32::MAX))? as usize),
+            false => None,
+        };
         Ok(PipeBench {
+            cpu,
             loops: p.count("loops", 1_000_000)?,
             threads: p.flag("threads", false)?,
             pingpong: p.choice("variant", &["current", "pingpong"])? == "pingpong",
@@ -51,6 +58,16 @@ impl PipeBench {
         ops
     }
 
+    /// The pinned CPU must exist on the machine.
+    pub fn check_machine(&self, ncpus: usize) -> Result<(), String> {
+        match self.cpu {
+            Some(c) if c >= ncpus => Err(format!(
+                "workload `pipe`: parameter `cpu` = `{c}` but the machine has {ncpus} CPUs"
+            )),
+            _ => Ok(()),
+        }
+    }
+
     pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
         let p1 = k.pipes.len();
         let p2 = p1 + 1;
@@ -66,7 +83,7 @@ impl PipeBench {
                 comm: "sched-pipe",
                 group_of: None,
                 nice: 0,
-                allowed: None,
+                allowed: self.cpu.map(|c| vec![c]),
                 ops: Rc::from(Vec::new()),
             },
         );
@@ -74,7 +91,7 @@ impl PipeBench {
             comm: "sched-pipe",
             group_of: if self.threads { Some(main) } else { None },
             nice: 0,
-            allowed: None,
+            allowed: self.cpu.map(|c| vec![c]),
             ops: Rc::from(ops),
         };
         let main_ops = if self.threads {
