@@ -249,7 +249,18 @@ fn demo(out: &OutArgs) -> i32 {
         }
     };
     match Scenario::resolve(&src, &t) {
-        Ok(sc) => run_and_report(&src, &sc),
+        Ok(sc) => {
+            let rc = run_and_report(&src, &sc);
+            if rc == 0 && !sc.output.quiet {
+                println!(
+                    "\nNext: change one thing and compare, e.g.\n  \
+                     schedlab run --machine xeon-8269cy --workload hackbench:groups=4,loops=200,ipc=pipe \
+                     --set kernel.features.WAKEUP_PREEMPTION=false\n  \
+                     schedlab machines | schedlab workloads | schedlab features"
+                );
+            }
+            rc
+        }
         Err(e) => {
             eprintln!("schedlab: error: {e}");
             2
