@@ -336,6 +336,10 @@ impl Kernel {
         rq.need_resched = false;
         rq.cfs.resched_req = false;
         if next == prev {
+            // An idle CPU woken for a task someone else took goes back to idle.
+            if next.is_none() && !self.rqs[cpu].is_idle() {
+                self.enter_idle(cpu);
+            }
             return next.is_some();
         }
         rq.curr = next;

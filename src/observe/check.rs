@@ -77,6 +77,12 @@ impl Kernel {
                     rq.cpu, cfs.avg_vruntime, cfs.avg_load
                 ));
             }
+            if rq.curr.is_none() && !rq.is_idle() {
+                return Err(format!(
+                    "cpu{}: nothing to run but not idle ({:?})",
+                    rq.cpu, rq.act
+                ));
+            }
             if let Some(c) = rq.curr {
                 if rq.cfs.curr != Some(c) {
                     return Err(format!("cpu{}: rq->curr is not cfs_rq->curr", rq.cpu));
