@@ -136,6 +136,7 @@ impl Kernel {
         (cap * pct / 100).max(1)
     }
 
+    /// Run `p`'s remaining work on `cpu` at the CPU's current speed.
     fn start_segment(&mut self, cpu: usize, p: Pid) {
         let speed = self.speed(cpu);
         let work = self.tasks[p].work_left;
@@ -179,6 +180,8 @@ impl Kernel {
         }
     }
 
+    /// do_idle entry: stop the tick (NO_HZ idle) and mark the core idle
+    /// for the LLC's idle-core hint (__update_idle_core).
     fn enter_idle(&mut self, cpu: usize) {
         let rq = &mut self.rqs[cpu];
         rq.stats.busy_ns += self.now - rq.busy_since;
@@ -193,6 +196,7 @@ impl Kernel {
         }
     }
 
+    /// Leaving the idle loop: restart the tick (tick_nohz_idle_exit).
     fn leave_idle(&mut self, cpu: usize) {
         let rq = &mut self.rqs[cpu];
         if let Activity::Idle { since } = rq.act {
@@ -204,6 +208,7 @@ impl Kernel {
         }
     }
 
+    /// Arm the tick at the next jiffy boundary (ticks are not skewed).
     fn start_tick(&mut self, cpu: usize) {
         let rq = &mut self.rqs[cpu];
         if rq.tick_on {
@@ -372,6 +377,7 @@ impl Kernel {
         false
     }
 
+    /// update_stats_wait_end: the task stops waiting on the run queue.
     fn account_wait_end(&mut self, p: Pid) {
         let t = &mut self.tasks[p];
         if t.stats.wait_start != 0 {
@@ -535,6 +541,7 @@ impl Kernel {
         }
     }
 
+    /// ttwu_stat: local and remote wakeup counters.
     fn count_ttwu(&mut self, p: Pid, cpu: usize, from: usize) {
         let rq = &mut self.rqs[cpu];
         rq.stats.ttwu_count += 1;
