@@ -17,8 +17,6 @@ pub use rng::Rng;
 /// Simulated time in nanoseconds.
 pub type Time = u64;
 
-pub const NSEC_PER_USEC: u64 = 1_000;
-pub const NSEC_PER_MSEC: u64 = 1_000_000;
 pub const NSEC_PER_SEC: u64 = 1_000_000_000;
 
 /// What happens when an event fires; `idx` names a CPU or a task.
@@ -38,7 +36,7 @@ pub enum EventKind {
     End,
 }
 
-/// Per-CPU event kinds, in slot order.
+/// Per-CPU event kinds, in slot order (see `slot`).
 const CPU_KINDS: [EventKind; 4] = [
     EventKind::CpuDone,
     EventKind::Tick,
@@ -102,7 +100,10 @@ impl EventQueue {
         match kind {
             EventKind::End => 4 * self.ncpus,
             EventKind::Timer => 4 * self.ncpus + 1 + idx,
-            k => 4 * idx + CPU_KINDS.iter().position(|&c| c == k).unwrap_or(0),
+            EventKind::CpuDone => 4 * idx,
+            EventKind::Tick => 4 * idx + 1,
+            EventKind::Resched => 4 * idx + 2,
+            EventKind::IdleBalance => 4 * idx + 3,
         }
     }
 
@@ -228,41 +229,38 @@ impl EventQueue {
         self.remove_at(i as usize);
     }
 
-    fn remove_at(&mut self, i: usize) {
+    /// Remove the entry at `i` (Floyd's method): walk the hole down along
+    /// the smaller children to a leaf, then sift the last entry up from
+    /// there; it usually belongs near the bottom, so this halves the
+    /// comparisons of a plain sift-down.
+    fn remove_at(&mut self, mut i: usize) -> Entry {
         let e = self.heap[i];
         self.pos[e.slot()] = NONE;
         let last = self.heap.pop().expect("non-empty heap");
-        if i < self.heap.len() {
-            self.place(i, last);
-            self.sift_down(i);
-            let j = self.pos[last.slot()] as usize;
-            self.sift_up(j);
+        let n = self.heap.len();
+        if i == n {
+            return e;
         }
+        loop {
+            let first = ARITY * i + 1;
+            if first >= n {
+                break;
+            }
+            let c = self.min_child(first, n);
+            let ce = self.heap[c];
+            self.place(i, ce);
+            i = c;
+        }
+        self.place(i, last);
+        self.sift_up(i);
+        e
     }
 
     pub fn pop(&mut self) -> Option<Event> {
-        let e = *self.heap.first()?;
-        self.pos[e.slot()] = NONE;
-        let last = self.heap.pop().expect("non-empty heap");
-        if !self.heap.is_empty() {
-            // Floyd's pop: walk the hole down along the smaller children to
-            // a leaf, then sift the last entry up from there; it usually
-            // belongs near the bottom, so this halves the comparisons.
-            let n = self.heap.len();
-            let mut i = 0;
-            loop {
-                let first = ARITY * i + 1;
-                if first >= n {
-                    break;
-                }
-                let c = self.min_child(first, n);
-                let ce = self.heap[c];
-                self.place(i, ce);
-                i = c;
-            }
-            self.place(i, last);
-            self.sift_up(i);
+        if self.heap.is_empty() {
+            return None;
         }
+        let e = self.remove_at(0);
         self.popped += 1;
         let (kind, idx) = self.decode(e.slot());
         Some(Event {
@@ -270,10 +268,6 @@ impl EventQueue {
             kind,
             idx,
         })
-    }
-
-    pub fn len(&self) -> usize {
-        self.heap.len()
     }
 
     pub fn is_empty(&self) -> bool {

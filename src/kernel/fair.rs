@@ -241,16 +241,14 @@ impl CfsRq {
 
     /// update_cfs_rq_load_avg: fold in removed load, then age the cfs_rq.
     pub fn update_cfs_rq_load_avg(&mut self, now: u64) -> bool {
-        let removed = pelt::apply_removed(&mut self.avg, &mut self.removed);
-        let running = self.curr.is_some();
-        let decayed = pelt::update_cfs_rq(
+        pelt::update_cfs_rq_load_avg(
             now,
             &mut self.avg,
+            &mut self.removed,
             scale_load_down(self.load),
             self.h_nr_runnable as u64,
-            running,
-        );
-        removed || decayed
+            self.curr.is_some(),
+        )
     }
 
     /// remove_entity_load_avg: a task leaves this cfs_rq while not queued

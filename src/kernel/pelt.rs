@@ -233,17 +233,6 @@ pub fn update_cfs_rq(
     false
 }
 
-/// update_rt_rq_load_avg / update_dl_rq_load_avg: rq->avg_rt or rq->avg_dl,
-/// with `running` used for all three inputs and weight 1.
-pub fn update_rt_dl(now: u64, sa: &mut SchedAvg, running: bool) -> bool {
-    let r = running as u64;
-    if update_load_sum(now, sa, r, r, r) {
-        update_load_avg(sa, 1);
-        return true;
-    }
-    false
-}
-
 /// update_cfs_rq_load_avg, first part: fold cfs_rq->removed into the
 /// averages, subtracting avg * divider from each sum and flooring each sum
 /// at avg * PELT_MIN_DIVIDER. Returns true if anything was removed.

@@ -353,10 +353,6 @@ impl Machine {
         self.cpus.len()
     }
 
-    pub fn nr_clusters(&self) -> usize {
-        self.cluster_cpus.len()
-    }
-
     pub fn nr_coregroups(&self) -> usize {
         self.coregroup_cpus.len()
     }
