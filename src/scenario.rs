@@ -3,7 +3,7 @@
 //! Every flag is a key: --machine is `machine.preset`, --workload adds a
 //! `[[workload]]` table, --seed is `sim.seed`, --duration `sim.duration`.
 
-use crate::kernel::features::{FairClass, KernelConfig, PreemptModel, FEATURES};
+use crate::kernel::features::{FairClass, KernelConfig, PreemptModel, Wakelist, FEATURES};
 use crate::workload::params::{parse_duration, Params};
 use std::fmt;
 use toml::{Table, Value};
@@ -360,6 +360,8 @@ impl Scenario {
             "tunable_scaling",
             "migration_cost_ns",
             "timer_slack_ns",
+            "wakelist",
+            "wakelist_cross_llc",
             "features",
         ];
         let kc = &mut self.kernel;
@@ -399,6 +401,17 @@ impl Scenario {
                 }
                 "migration_cost_ns" => kc.migration_cost_ns = get_u64(src, &key, v, 0)?,
                 "timer_slack_ns" => kc.timer_slack_ns = get_u64(src, &key, v, 0)?,
+                "wakelist" => {
+                    kc.wakelist = Wakelist::parse(&as_str(v)).ok_or_else(|| {
+                        let names = Wakelist::NAMES.map(|n| format!("\"{n}\"")).join(", ");
+                        src.err(&key, format!("must be one of {names}"))
+                    })?
+                }
+                "wakelist_cross_llc" => {
+                    kc.wakelist_cross_llc = v
+                        .as_bool()
+                        .ok_or_else(|| src.err(&key, "must be true or false"))?
+                }
                 "features" => {
                     for (f, fv) in expect_table(src, &key, v)? {
                         let fkey = format!("kernel.features.{f}");
@@ -431,6 +444,11 @@ impl Scenario {
         let mut kt = Table::new();
         kt.insert("fair".into(), Value::String("eevdf".into()));
         kt.insert("preempt".into(), Value::String("full".into()));
+        kt.insert("wakelist".into(), Value::String(k.wakelist.name().into()));
+        kt.insert(
+            "wakelist_cross_llc".into(),
+            Value::Boolean(k.wakelist_cross_llc),
+        );
         let ints = [
             ("hz", k.hz as u64),
             ("base_slice_ns", k.base_slice_ns),

@@ -213,6 +213,16 @@ impl EventQueue {
         }
     }
 
+    /// Arm (kind, idx) at `time` unless it already fires no later: two
+    /// interrupts on their way to one CPU are served by the first.
+    pub fn push_earliest(&mut self, time: Time, kind: EventKind, idx: usize) {
+        let slot = self.slot(kind, idx);
+        match self.pos.get(slot) {
+            Some(&i) if i != NONE && (self.heap[i as usize].key >> 64) as Time <= time => {}
+            _ => self.push(time, kind, idx),
+        }
+    }
+
     /// Whether (kind, idx) has a pending event.
     pub fn is_pending(&self, kind: EventKind, idx: usize) -> bool {
         let slot = self.slot(kind, idx);

@@ -74,6 +74,14 @@ pub struct Rq {
     pub busy_since: Time,
     /// When the CPU started waiting next to a migratable task (for --check).
     pub starved_since: Option<Time>,
+    /// The call-single wakelist: tasks woken onto this CPU that it has
+    /// not activated yet (rq->ttwu_pending is `!wake_list.is_empty()`
+    /// until sched_ttwu_pending runs).
+    pub wake_list: Vec<Pid>,
+    pub ttwu_pending: bool,
+    /// Interrupt work done on this CPU (IPI handlers, wakelist
+    /// activations) not yet charged: it delays whatever runs next.
+    pub irq_ns: u64,
     pub stats: RqStats,
 }
 
@@ -91,6 +99,9 @@ impl Rq {
             loaded_mm: u32::MAX,
             busy_since: 0,
             starved_since: None,
+            wake_list: Vec::new(),
+            ttwu_pending: false,
+            irq_ns: 0,
             stats: RqStats::default(),
         }
     }
@@ -113,10 +124,11 @@ macro_rules! env {
 }
 
 impl Kernel {
-    /// idle_cpu / available_idle_cpu: nothing running or queued.
+    /// idle_cpu / available_idle_cpu: nothing running, queued or pending
+    /// on the wakelist.
     pub fn idle_cpu(&self, cpu: usize) -> bool {
         let rq = &self.rqs[cpu];
-        rq.curr.is_none() && rq.nr_running == 0
+        rq.curr.is_none() && rq.nr_running == 0 && !rq.ttwu_pending
     }
 
     /// CPU speed in work-ns per 1024 ns: capacity, slowed when an SMT
@@ -186,6 +198,7 @@ impl Kernel {
         let rq = &mut self.rqs[cpu];
         rq.stats.busy_ns += self.now - rq.busy_since;
         rq.act = Activity::Idle { since: self.now };
+        rq.irq_ns = 0;
         rq.stats.sched_goidle += 1;
         rq.tick_on = false;
         self.events.cancel(EventKind::Tick, cpu);
@@ -239,8 +252,7 @@ impl Kernel {
                     self.stats.ipis_avoided_polling += 1;
                     exit
                 } else {
-                    self.stats.ipis_sent += 1;
-                    self.rqs[cpu].stats.ipis_received += 1;
+                    self.count_ipi(cpu, from);
                     self.machine.cost.ipi_latency_ns + exit
                 }
             }
@@ -248,27 +260,50 @@ impl Kernel {
             // dispatch loop it is in, or the caller's (tick, timer irq).
             _ if local => return,
             _ => {
-                self.stats.ipis_sent += 1;
-                rq.stats.ipis_received += 1;
+                self.count_ipi(cpu, from);
                 self.machine.cost.ipi_latency_ns
             }
         };
-        self.events.push(self.now + delay, EventKind::Resched, cpu);
+        let at = self.now + self.resched_after + delay;
+        self.events.push_earliest(at, EventKind::Resched, cpu);
+    }
+
+    /// An IPI from `from` to `cpu`: the sender's current task pays for
+    /// issuing it, the receiver for the interrupt entry and exit.
+    pub fn count_ipi(&mut self, cpu: usize, from: Option<usize>) {
+        self.stats.ipis_sent += 1;
+        let c = &self.machine.cost;
+        let rq = &mut self.rqs[cpu];
+        rq.stats.ipis_received += 1;
+        rq.irq_ns += c.irq_entry_exit_ns;
+        if let Some(w) = from.and_then(|f| self.rqs[f].curr) {
+            self.tasks[w].overhead += c.ipi_send_ns;
+        }
     }
 
     /// The reschedule request (IPI, or idle exit) takes effect on `cpu`.
+    /// The interrupt handler runs the wakelist (sched_ttwu_pending) first;
+    /// a CPU in the middle of a context switch has interrupts off and takes
+    /// it when the switch ends.
     pub fn on_resched(&mut self, cpu: usize) {
-        if !self.rqs[cpu].need_resched {
+        let rq = &self.rqs[cpu];
+        if !rq.need_resched && !rq.ttwu_pending {
             return;
         }
-        match self.rqs[cpu].act {
+        match rq.act {
             Activity::Idle { .. } => {
                 self.leave_idle(cpu);
+                if self.rqs[cpu].ttwu_pending {
+                    self.sched_ttwu_pending(cpu);
+                }
                 self.schedule(cpu, SchedMode::Voluntary);
                 self.dispatch(cpu);
             }
             Activity::Running { .. } => {
                 self.stop_segment(cpu);
+                if self.rqs[cpu].ttwu_pending {
+                    self.sched_ttwu_pending(cpu);
+                }
                 self.dispatch(cpu);
             }
             Activity::Switching { .. } | Activity::Kernel => {}
@@ -282,7 +317,11 @@ impl Kernel {
         if let (Activity::Running { .. }, Some(p)) = (rq.act, rq.curr) {
             self.tasks[p].work_left = 0;
         }
+        let switched = matches!(rq.act, Activity::Switching { .. });
         rq.act = Activity::Kernel;
+        if switched && rq.ttwu_pending {
+            self.sched_ttwu_pending(cpu);
+        }
         self.dispatch(cpu);
     }
 
@@ -299,6 +338,8 @@ impl Kernel {
                 }
                 continue;
             }
+            let irq = std::mem::take(&mut self.rqs[cpu].irq_ns);
+            self.tasks[p].overhead += irq;
             match self.step(p, cpu) {
                 Action::Run => {
                     self.start_segment(cpu, p);
@@ -367,7 +408,7 @@ impl Kernel {
             return false;
         };
         self.account_wait_end(n);
-        let cost = self.switch_cost(cpu, n);
+        let cost = self.switch_cost(cpu, n) + std::mem::take(&mut self.rqs[cpu].irq_ns);
         let rq = &mut self.rqs[cpu];
         rq.act = Activity::Switching {
             prev,
@@ -517,7 +558,19 @@ impl Kernel {
             return true;
         }
         let prev = self.tasks[p].cpu;
-        self.wait_on_cpu(p, prev, waker);
+        if let Some(end) = self.on_cpu_until(p, prev) {
+            // Still switching out: hand it to its CPU's wakelist if the
+            // variant allows, else spin until the switch is done.
+            self.stats.ttwu_on_cpu += 1;
+            if self.ttwu_queue_cond(prev, from, true) {
+                self.count_ttwu(p, prev, from);
+                self.ttwu_queue_wakelist(p, prev, wake_flags, from, waker);
+                return true;
+            }
+            if let Some(w) = waker {
+                self.tasks[w].overhead += end.saturating_sub(self.now);
+            }
+        }
         let cpu = self.select_task_rq(p, prev, wake_flags, from, waker);
         if cpu != prev {
             wake_flags |= WF_MIGRATED;
@@ -528,16 +581,11 @@ impl Kernel {
         true
     }
 
-    /// A task still being switched out is on_cpu: the waker spins
-    /// (smp_cond_load_acquire on p->on_cpu) until the switch completes.
-    fn wait_on_cpu(&mut self, p: Pid, cpu: usize, waker: Option<Pid>) {
-        if let Activity::Switching { prev: Some(q), end } = self.rqs[cpu].act {
-            if q == p {
-                self.stats.ttwu_on_cpu += 1;
-                if let Some(w) = waker {
-                    self.tasks[w].overhead += end.saturating_sub(self.now);
-                }
-            }
+    /// p->on_cpu: `p` is still being switched out of `cpu`; until when.
+    fn on_cpu_until(&self, p: Pid, cpu: usize) -> Option<Time> {
+        match self.rqs[cpu].act {
+            Activity::Switching { prev: Some(q), end } if q == p => Some(end),
+            _ => None,
         }
     }
 
@@ -547,8 +595,10 @@ impl Kernel {
         rq.stats.ttwu_count += 1;
         if cpu == from {
             rq.stats.ttwu_local += 1;
+            self.stats.ttwu_local += 1;
             self.tasks[p].stats.nr_wakeups_local += 1;
         } else {
+            self.stats.ttwu_remote += 1;
             self.tasks[p].stats.nr_wakeups_remote += 1;
         }
     }
@@ -585,36 +635,60 @@ impl Kernel {
         self.rqs[dst].cfs.resched_req = false;
     }
 
+    /// raw_spin_rq_lock from another CPU, held for `hold` ns: returns how
+    /// long the taker waits behind the holders before it (each hand-off
+    /// costs a cache-line transfer more).
+    pub fn take_rq_lock(&mut self, cpu: usize, hold: u64) -> u64 {
+        let rq = &mut self.rqs[cpu];
+        let mut wait = rq.lock_free_at.saturating_sub(self.now);
+        if wait > 0 {
+            wait += self.machine.cost.rq_lock_contention_ns;
+        }
+        rq.lock_free_at = self.now + wait + hold;
+        self.stats.rq_lock_wait_ns += wait;
+        wait
+    }
+
     /// The waker takes `cpu`'s rq lock and enqueues: cheap on its own CPU;
-    /// remotely it waits behind other wakers holding that lock.
-    fn charge_rq_lock(&mut self, cpu: usize, from: usize, waker: Option<Pid>) {
+    /// remotely the rq's lines come over and it waits behind other wakers
+    /// holding that lock. Returns the time the enqueue took.
+    fn charge_rq_lock(&mut self, cpu: usize, from: usize, waker: Option<Pid>) -> u64 {
         let c = &self.machine.cost;
         let cost = if cpu == from {
             c.wakeup_local_ns
         } else {
-            let rq = &mut self.rqs[cpu];
-            let wait = rq.lock_free_at.saturating_sub(self.now);
-            rq.lock_free_at = self.now + wait + c.remote_rq_lock_ns;
-            self.stats.rq_lock_wait_ns += wait;
-            wait + c.remote_rq_lock_ns
+            let (base, extra) = (c.wakeup_local_ns, c.remote_rq_lock_ns);
+            base + extra + self.take_rq_lock(cpu, extra + c.activate_ns)
         };
         if let Some(w) = waker {
             self.tasks[w].overhead += cost;
         }
+        cost
     }
 
-    /// ttwu_queue → ttwu_do_activate: take the target's rq lock (waiting
-    /// behind other remote wakers), enqueue, and check preemption. The
-    /// waker pays for the lock and the enqueue. The wakelist path
-    /// (TTWU_QUEUE, ttwu_queue_wakelist) plugs in here.
+    /// ttwu_queue: through the target's wakelist when ttwu_queue_cond says
+    /// so, else take the target's rq lock (waiting behind other remote
+    /// wakers), enqueue and check preemption, all paid by the waker.
     fn ttwu_queue(&mut self, p: Pid, cpu: usize, wake_flags: u32, from: usize, waker: Option<Pid>) {
-        self.charge_rq_lock(cpu, from, waker);
+        if self.ttwu_queue_cond(cpu, from, false) {
+            self.ttwu_queue_wakelist(p, cpu, wake_flags, from, waker);
+            return;
+        }
+        let took = self.charge_rq_lock(cpu, from, waker);
         let mut flags = ENQUEUE_WAKEUP;
         if wake_flags & WF_MIGRATED != 0 {
             flags |= ENQUEUE_MIGRATED;
         }
+        self.ttwu_do_activate(cpu, p, flags, from, took);
+    }
+
+    /// ttwu_do_activate: enqueue and check preemption; a reschedule IPI
+    /// leaves the waker `after` ns from now, once its enqueue is done.
+    pub fn ttwu_do_activate(&mut self, cpu: usize, p: Pid, flags: u32, from: usize, after: u64) {
         self.activate_task(cpu, p, flags);
+        self.resched_after = after;
         self.wakeup_preempt(cpu, p, Some(from));
+        self.resched_after = 0;
     }
 
     /// wake_up_new_task: initialise the child's load, place it with

@@ -19,6 +19,8 @@ pub enum Feature {
     WaWeight,
     WaBias,
     UtilEst,
+    TtwuQueue,
+    SisUtil,
 }
 
 /// (feature, kernel name, default in v6.15, what it does)
@@ -95,6 +97,18 @@ pub const FEATURES: &[(Feature, &str, bool, &str)] = &[
         true,
         "keep util_est, the utilization estimate of sleeping tasks",
     ),
+    (
+        Feature::TtwuQueue,
+        "TTWU_QUEUE",
+        true,
+        "remote wakeups may go through the target CPU's wakelist (see kernel.wakelist)",
+    ),
+    (
+        Feature::SisUtil,
+        "SIS_UTIL",
+        true,
+        "limit select_idle_cpu's scan by the LLC's utilization (nr_idle_scan)",
+    ),
 ];
 
 /// The set of enabled features, indexed by `Feature as usize`.
@@ -158,6 +172,39 @@ pub enum PreemptModel {
     Full,
 }
 
+/// When `ttwu_queue_cond` sends a same-LLC wakeup through the target's
+/// wakelist (seed 000): before the series, after its patch 1, after patch 2
+/// (mainline since v6.0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Wakelist {
+    /// Only a wakee still on_cpu (WF_ON_CPU), target nr_running <= 1.
+    #[serde(rename = "on_cpu_nr_le1")]
+    OnCpuNrLe1,
+    /// Only a wakee still on_cpu, target nr_running == 0.
+    #[serde(rename = "on_cpu_nr_0")]
+    OnCpuNr0,
+    /// Any wakeup whose target CPU has nr_running == 0.
+    #[serde(rename = "idle")]
+    Idle,
+}
+
+impl Wakelist {
+    pub const NAMES: [&'static str; 3] = ["on_cpu_nr_le1", "on_cpu_nr_0", "idle"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "on_cpu_nr_le1" => Some(Wakelist::OnCpuNrLe1),
+            "on_cpu_nr_0" => Some(Wakelist::OnCpuNr0),
+            "idle" => Some(Wakelist::Idle),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
 /// Everything the kernel model is configured with.
 #[derive(Clone, Debug)]
 pub struct KernelConfig {
@@ -171,6 +218,11 @@ pub struct KernelConfig {
     pub migration_cost_ns: u64,
     /// Timer slack of a normal task (current->timer_slack_ns, 50 µs).
     pub timer_slack_ns: u64,
+    /// ttwu_queue_cond's same-LLC rule (seed 000).
+    pub wakelist: Wakelist,
+    /// ttwu_queue_cond queues every wakeup across LLCs (all kernels since
+    /// v5.8 do); off makes cross-LLC wakeups follow the same-LLC rule.
+    pub wakelist_cross_llc: bool,
     pub features: Features,
 }
 
@@ -184,6 +236,8 @@ impl Default for KernelConfig {
             tunable_scaling: 1,
             migration_cost_ns: 500_000,
             timer_slack_ns: 50_000,
+            wakelist: Wakelist::Idle,
+            wakelist_cross_llc: true,
             features: Features::default(),
         }
     }

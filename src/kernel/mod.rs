@@ -14,6 +14,7 @@ pub mod select;
 pub mod task;
 pub mod unix_sock;
 pub mod wait;
+pub mod wakelist;
 
 use self::core::Rq;
 use crate::engine::{EventKind, EventQueue, Time};
@@ -37,6 +38,12 @@ pub struct Counters {
     pub ipis_avoided_polling: u64,
     pub rq_lock_wait_ns: u64,
     pub ttwu_move_affine: u64,
+    /// try_to_wake_up onto the waker's own CPU / another CPU (schedstat
+    /// ttwu_local and the rest of ttwu_count); every wakeup is one of them.
+    pub ttwu_local: u64,
+    pub ttwu_remote: u64,
+    /// Wakeups queued on the target's wakelist (a subset of the above).
+    pub ttwu_wakelist: u64,
     /// Wakeups that found the task still switching out (p->on_cpu).
     pub ttwu_on_cpu: u64,
     pub sis_scanned: u64,
@@ -78,6 +85,9 @@ pub struct Kernel {
     /// Tasks forked or to be forked that have not exited.
     pub alive: usize,
     pub check: bool,
+    /// Set during a waker's remote enqueue: how far into its wakeup the
+    /// reschedule IPI leaves (resched_curr adds it to the event time).
+    resched_after: u64,
 }
 
 impl Kernel {
@@ -108,6 +118,7 @@ impl Kernel {
             stats: Counters::default(),
             alive: 0,
             check: false,
+            resched_after: 0,
         }
     }
 

@@ -15,6 +15,8 @@ pub enum TaskState {
     New,
     /// TASK_RUNNING: runnable or running.
     Running,
+    /// TASK_WAKING: claimed by try_to_wake_up, waiting on a CPU's wakelist.
+    Waking,
     /// TASK_INTERRUPTIBLE: blocked on a wait queue or a timer.
     Interruptible,
     /// EXIT_DEAD after do_exit.
@@ -104,6 +106,8 @@ pub struct Task {
     pub wakee_flip_decay_ts: u64,
     pub last_wakee: Option<Pid>,
     pub recent_used_cpu: usize,
+    /// p->sched_remote_wakeup: queued on a wakelist after a migration.
+    pub remote_wakeup: bool,
     /// The CPU whose hrtimer base holds this task's sleep timer.
     pub timer_cpu: usize,
     /// Work (ns at full speed) left in the current run segment.

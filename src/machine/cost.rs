@@ -121,8 +121,13 @@ pub struct CostModel {
     /// `try_to_wake_up` onto the waker's own runqueue: select_task_rq,
     /// enqueue, wakeup preemption check.
     pub wakeup_local_ns: u64,
-    /// Taking another CPU's rq lock (its cache line comes over) plus the
-    /// remote enqueue, uncontended.
+    /// The part of `wakeup_local_ns` that is `ttwu_do_activate` (enqueue,
+    /// PELT update, wakeup preemption check). A wakelist wakeup moves it
+    /// from the waker to the target CPU (`sched_ttwu_pending`).
+    pub activate_ns: u64,
+    /// Extra over `wakeup_local_ns` for a waker that enqueues on another
+    /// CPU's rq itself: that rq's lock and data cache lines come over.
+    /// Uncontended; the rq lock is held for this plus `activate_ns`.
     pub remote_rq_lock_ns: u64,
     /// Extra wait per waker already queued on the same rq lock (qspinlock
     /// hand-off: one cache-line transfer to the next waiter).
@@ -237,6 +242,9 @@ pub fn kvm_guest() -> CostModel {
         syscall_ns: 180,
         // fit (see context_switch_ns); ftrace-typical ttwu is 0.3–0.5 µs
         wakeup_local_ns: 450,
+        // estimate: ttwu_do_activate is about 4/7 of try_to_wake_up in function_graph profiles
+        // (enqueue_task_fair + check_preempt; select_task_rq and the state/lock work are the rest)
+        activate_ns: 250,
         // measured: cache line CPU0→CPU1 115 ns one way; lock + enqueue ≈ 2 transfers
         remote_rq_lock_ns: 230,
         // estimate: one more cache-line hand-off (115 ns) per queued waiter, ×2 for the MCS node
@@ -305,6 +313,9 @@ pub fn cascade_lake() -> CostModel {
         syscall_ns: 70,
         // estimate: ftrace function_graph shows try_to_wake_up at ~0.3–0.5 µs on such servers
         wakeup_local_ns: 350,
+        // estimate: ttwu_do_activate is about 4/7 of try_to_wake_up in function_graph profiles
+        // (enqueue_task_fair + check_preempt; select_task_rq and the state/lock work are the rest)
+        activate_ns: 200,
         // published core-to-core latency for Skylake/Cascade Lake-SP mesh: ~50 ns one way within
         // a socket; lock + enqueue ≈ 2 transfers
         remote_rq_lock_ns: 100,
@@ -375,6 +386,9 @@ pub fn sandy_bridge_ep() -> CostModel {
         syscall_ns: 55,
         // estimate: ~1.2× Cascade Lake's 350 ns
         wakeup_local_ns: 420,
+        // estimate: ttwu_do_activate is about 4/7 of try_to_wake_up in function_graph profiles
+        // (enqueue_task_fair + check_preempt; select_task_rq and the state/lock work are the rest)
+        activate_ns: 240,
         // published: Sandy Bridge-EP ring core-to-core ~40 ns; 2 transfers
         remote_rq_lock_ns: 80,
         // estimate: 1–2 ring transfers + MCS node per waiter
@@ -434,6 +448,9 @@ pub fn haswell_ex() -> CostModel {
         syscall_ns: 55,
         // estimate: between Sandy Bridge and Cascade Lake
         wakeup_local_ns: 380,
+        // estimate: ttwu_do_activate is about 4/7 of try_to_wake_up in function_graph profiles
+        // (enqueue_task_fair + check_preempt; select_task_rq and the state/lock work are the rest)
+        activate_ns: 210,
         // published: Haswell-EX 18-core die (two rings) core-to-core ~55–65 ns; 2 transfers
         remote_rq_lock_ns: 120,
         // estimate: 1–2 transfers + MCS node per waiter
@@ -493,6 +510,9 @@ pub fn milan() -> CostModel {
         syscall_ns: 75,
         // estimate: as Cascade Lake
         wakeup_local_ns: 350,
+        // estimate: ttwu_do_activate is about 4/7 of try_to_wake_up in function_graph profiles
+        // (enqueue_task_fair + check_preempt; select_task_rq and the state/lock work are the rest)
+        activate_ns: 200,
         // published: Milan core-to-core ~100–110 ns between CCXs (through the IO die), which is
         // where 15 of 16 remote rqs are; 2 transfers
         remote_rq_lock_ns: 210,
@@ -555,6 +575,9 @@ pub fn altra() -> CostModel {
         syscall_ns: 60,
         // estimate: as Cascade Lake
         wakeup_local_ns: 350,
+        // estimate: ttwu_do_activate is about 4/7 of try_to_wake_up in function_graph profiles
+        // (enqueue_task_fair + check_preempt; select_task_rq and the state/lock work are the rest)
+        activate_ns: 200,
         // published: Altra core-to-core ~80–110 ns across the mesh; 2 transfers
         remote_rq_lock_ns: 200,
         // estimate: one mesh transfer + MCS node per waiter
@@ -616,6 +639,9 @@ pub fn power10() -> CostModel {
         syscall_ns: 100,
         // estimate: ~1.3× Cascade Lake's 350 ns
         wakeup_local_ns: 450,
+        // estimate: ttwu_do_activate is about 4/7 of try_to_wake_up in function_graph profiles
+        // (enqueue_task_fair + check_preempt; select_task_rq and the state/lock work are the rest)
+        activate_ns: 250,
         // estimate: another core's line on the chip ~60–80 ns (L2/L3 intervention); 2 transfers
         remote_rq_lock_ns: 250,
         // estimate: one transfer + MCS node per waiter

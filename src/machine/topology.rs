@@ -442,6 +442,12 @@ impl Machine {
         }
     }
 
+    /// One cache-line transfer from `from`'s cache to `to` (a core-to-core
+    /// latency): the per-line cost the refill penalties are built from.
+    pub fn line_transfer_ns(&self, from: usize, to: usize) -> u64 {
+        self.cache_refill_ns(from, to) * super::cost::REFILL_MLP / super::cost::REFILL_LINES
+    }
+
     /// One line describing the topology, e.g. "104 CPUs: 2 sockets × 26
     /// cores × SMT2; 2 LLCs of 52 CPUs; 2 NUMA nodes".
     pub fn summary(&self) -> String {

@@ -111,6 +111,12 @@ impl Kernel {
                         "task {pid} is TASK_RUNNING but not queued (lost wakeup)"
                     ));
                 }
+                TaskState::Waking if t.on_rq || !self.rqs[t.cpu].wake_list.contains(&p) => {
+                    return Err(format!(
+                        "task {pid} is TASK_WAKING but not on CPU {}'s wakelist",
+                        t.cpu
+                    ));
+                }
                 TaskState::Interruptible if !t.on_rq || t.se.sched_delayed => {
                     let ok = match blocked {
                         Blocked::Queue(q) => self.is_waiting_on(q, p),

@@ -53,9 +53,12 @@ pub fn summary(out: &RunOutput) -> String {
         ("involuntary-switches", nivcsw, false),
         ("cpu-migrations", st.cpu_migrations, true),
         ("wakeups", st.wakeups, true),
+        ("ttwu-remote", st.ttwu_remote, false),
+        ("ttwu-wakelist", st.ttwu_wakelist, false),
         ("forks", st.forks, false),
         ("ipis", st.ipis_sent, true),
         ("ipis-avoided-polling", st.ipis_avoided_polling, false),
+        ("rq-lock-wait-ns", st.rq_lock_wait_ns, false),
     ];
     for (name, v, show_rate) in rows {
         let r = if show_rate {

@@ -179,6 +179,7 @@ impl Builder {
             wakee_flip_decay_ts: 0,
             last_wakee: None,
             recent_used_cpu: 0,
+            remote_wakeup: false,
             timer_cpu: 0,
             work_left: 0,
             overhead: 0,
