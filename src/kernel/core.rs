@@ -726,6 +726,7 @@ impl Kernel {
             self.resched_curr(cpu, Some(cpu));
         }
         self.nohz_balancer_kick(cpu);
+        self.update_idle_cpu_scan(cpu);
         if let (Activity::Running { .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr) {
             self.stop_segment(cpu);
             self.tasks[p].overhead += self.machine.cost.tick_ns;

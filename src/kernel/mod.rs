@@ -78,6 +78,10 @@ pub struct Kernel {
     /// sd_llc_shared->has_idle_cores, per LLC: a hint that some core of the
     /// LLC is wholly idle.
     pub has_idle_cores: Vec<bool>,
+    /// sd_llc_shared->nr_idle_scan per LLC (SIS_UTIL), and when the tick
+    /// next refreshes it.
+    pub nr_idle_scan: Vec<u32>,
+    idle_scan_next: Vec<Time>,
     /// Per-CPU stamps of the idle-core scan in progress (no allocation per
     /// wakeup), and the current scan's number.
     scan_stamp: Vec<u64>,
@@ -104,6 +108,11 @@ impl Kernel {
             tick_ns: cfg.tick_ns(),
             rqs: (0..n).map(Rq::new).collect(),
             has_idle_cores: vec![false; machine.nr_llcs],
+            // As an idle LLC computes it: scan all of it.
+            nr_idle_scan: (0..machine.nr_llcs)
+                .map(|l| machine.llc_cpus(l).len() as u32)
+                .collect(),
+            idle_scan_next: vec![0; machine.nr_llcs],
             scan_stamp: vec![0; n],
             scan_gen: 0,
             machine,

@@ -212,9 +212,6 @@ impl Kernel {
             }
         }
         let (found, scanned) = self.select_idle_cpu(p, target, has_idle_core);
-        if has_idle_core && !found.is_some_and(|c| self.core_idle(c)) {
-            self.has_idle_cores[llc] = false;
-        }
         self.stats.sis_scanned += scanned;
         if let Some(w) = waker {
             self.tasks[w].overhead += scanned * self.machine.cost.sis_scan_per_cpu_ns;
@@ -234,10 +231,9 @@ impl Kernel {
 
     /// select_idle_cpu: scan the LLC from target + 1, wrapping. With the
     /// idle-core hint, look for a whole idle core (select_idle_core) and
-    /// remember the first idle thread; otherwise take the first idle CPU.
-    /// The SIS_UTIL scan budget is not applied here: it comes from the load
-    /// balancer's LLC statistics (nr_idle_scan). Returns the CPU found and
-    /// the number of CPUs visited.
+    /// remember the first idle thread; otherwise take the first idle CPU,
+    /// visiting at most nr_idle_scan CPUs under SIS_UTIL (none when the LLC
+    /// is overloaded). Returns the CPU found and the number visited.
     fn select_idle_cpu(
         &mut self,
         p: Pid,
@@ -250,6 +246,13 @@ impl Kernel {
         let stamp = self.scan_gen;
         let llc = self.machine.llc_cpus(self.machine.cpus[target].llc);
         let pos = llc.iter().position(|&c| c == target).unwrap_or(0);
+        let mut budget = match self.cfg.features.enabled(Feature::SisUtil) {
+            true => self.nr_idle_scan[self.machine.cpus[target].llc],
+            false => u32::MAX,
+        };
+        if budget == 0 {
+            return (None, 0);
+        }
         let mut idle_cpu = None;
         let mut scanned = 0;
         for i in 1..=llc.len() {
@@ -259,6 +262,10 @@ impl Kernel {
                 continue;
             }
             if !has_idle_core {
+                if budget == 0 {
+                    break;
+                }
+                budget -= 1;
                 scanned += 1;
                 if self.idle_cpu(cpu) {
                     return (Some(cpu), scanned);
@@ -285,7 +292,40 @@ impl Kernel {
                 return (Some(cpu), scanned);
             }
         }
+        // No wholly idle core: drop the LLC's hint (set_idle_cores false).
+        if has_idle_core {
+            self.has_idle_cores[self.machine.cpus[target].llc] = false;
+        }
         (idle_cpu, scanned)
+    }
+
+    /// update_idle_cpu_scan: the SIS_UTIL budget of `cpu`'s LLC, from the
+    /// LLC's summed cfs utilization x (per CPU, 0..1024): the fraction of
+    /// the LLC to scan is 1 − x²·pct²/(10000·1024²), reaching 0 at
+    /// x = 100/117 ≈ 85%. The kernel refreshes it during the periodic load
+    /// balance at the LLC level; here every LLC-weight ms (the LLC
+    /// domain's base balance interval) from the tick of one of its CPUs.
+    pub fn update_idle_cpu_scan(&mut self, cpu: usize) {
+        let llc = self.machine.cpus[cpu].llc;
+        if self.now < self.idle_scan_next[llc] {
+            return;
+        }
+        let cpus = self.machine.llc_cpus(llc);
+        let weight = cpus.len() as u64;
+        self.idle_scan_next[llc] = self.now + weight * 1_000_000;
+        let sum_util: u64 = cpus.iter().map(|&c| self.cpu_util_cfs(c)).sum();
+        self.nr_idle_scan[llc] = nr_idle_scan(sum_util, weight, LLC_IMBALANCE_PCT as u64);
+    }
+
+    /// cpu_util_cfs: the root cfs_rq's util_avg, or its util_est when
+    /// higher (UTIL_EST), capped at the CPU's capacity.
+    fn cpu_util_cfs(&self, cpu: usize) -> u64 {
+        let a = &self.rqs[cpu].cfs.avg;
+        let mut util = a.util_avg;
+        if self.cfg.features.enabled(Feature::UtilEst) {
+            util = util.max(a.util_est as u64);
+        }
+        util.min(self.machine.cpus[cpu].capacity as u64)
     }
 
     /// Fork placement, sched_balance_find_dst_group/_cpu flattened onto the
@@ -370,5 +410,30 @@ impl Kernel {
             }
         }
         std::mem::take(&mut groups[best].1)
+    }
+}
+
+/// The SIS_UTIL scan budget of an LLC of `weight` CPUs whose cfs
+/// utilizations sum to `sum_util` (update_idle_cpu_scan's arithmetic).
+fn nr_idle_scan(sum_util: u64, weight: u64, pct: u64) -> u32 {
+    let x = sum_util / weight;
+    let tmp = (x * x * pct * pct / (10_000 * 1024)).min(1024);
+    ((1024 - tmp) * weight / 1024) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nr_idle_scan;
+
+    #[test]
+    fn sis_util_budget_shrinks_with_utilization() {
+        // Idle LLC: scan every CPU; half busy: 1024 - 512²·117²/(10⁴·1024)
+        // = 1024 - 350 = 674 of 1024, i.e. 34 of 52 CPUs.
+        assert_eq!(nr_idle_scan(0, 52, 117), 52);
+        assert_eq!(nr_idle_scan(512 * 52, 52, 117), 34);
+        // At 100/117 of capacity (875) and above, no scan at all.
+        assert_eq!(nr_idle_scan(876 * 52, 52, 117), 0);
+        assert_eq!(nr_idle_scan(1024 * 52, 52, 117), 0);
+        assert!(nr_idle_scan(800 * 52, 52, 117) > 0);
     }
 }
