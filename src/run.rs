@@ -53,8 +53,11 @@ fn workload_error(
 
 /// Run a resolved scenario.
 pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
-    let m = machine::from_spec(&sc.machine)
+    let mut m = machine::from_spec(&sc.machine)
         .map_err(|e| RunError::Input(src.err("machine.preset", e)))?;
+    if let Some(n) = sc.max_cstate {
+        m.cost.idle_states.truncate(n + 1);
+    }
     let mut workloads = Vec::new();
     for (i, p) in sc.workloads.iter().enumerate() {
         let w = Workload::parse(p)
@@ -83,7 +86,11 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
         )));
     }
     let endless = built.iter().any(|(w, _)| !w.is_finite());
-    let end = sc.duration.or(endless.then_some(DEFAULT_DURATION));
+    let timed = built.iter().filter_map(|(w, _)| w.run_for()).max();
+    let end = sc
+        .duration
+        .or(timed)
+        .or(endless.then_some(DEFAULT_DURATION));
     let t0 = Instant::now();
     let result = k.run(end);
     k.finish();

@@ -50,6 +50,9 @@ pub struct Scenario {
     pub duration: Option<u64>,
     pub check: bool,
     pub machine: String,
+    /// `intel_idle.max_cstate=N`-style limit: idle states deeper than
+    /// index N (0 = the shallowest, POLL on x86) are disabled.
+    pub max_cstate: Option<usize>,
     pub kernel: KernelConfig,
     pub workloads: Vec<Params>,
     /// Where results go (`[output]`: json, quiet). Not part of the
@@ -271,6 +274,7 @@ impl Scenario {
             duration: None,
             check: false,
             machine: "vm-2".into(),
+            max_cstate: None,
             kernel: KernelConfig::default(),
             workloads: Vec::new(),
             output: Output::default(),
@@ -283,7 +287,10 @@ impl Scenario {
                         let key = format!("machine.{mk}");
                         match mk.as_str() {
                             "preset" => sc.machine = as_str(mv),
-                            _ => return Err(unknown(src, &key, &["preset"])),
+                            "max_cstate" => {
+                                sc.max_cstate = Some(get_u64(src, &key, mv, 0)? as usize)
+                            }
+                            _ => return Err(unknown(src, &key, &["preset", "max_cstate"])),
                         }
                     }
                 }
@@ -439,6 +446,9 @@ impl Scenario {
         root.insert("sim".into(), Value::Table(sim));
         let mut m = Table::new();
         m.insert("preset".into(), Value::String(self.machine.clone()));
+        if let Some(n) = self.max_cstate {
+            m.insert("max_cstate".into(), Value::Integer(n as i64));
+        }
         root.insert("machine".into(), Value::Table(m));
         let k = &self.kernel;
         let mut kt = Table::new();

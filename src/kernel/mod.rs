@@ -74,6 +74,8 @@ pub struct Kernel {
     pub socks: Vec<UnixSock>,
     pub futexes: Vec<Futex>,
     pub barriers: Vec<Barrier>,
+    /// User-space memory the workloads' threads share.
+    pub shm: crate::workload::shm::Shm,
     pub stats: Counters,
     /// sd_llc_shared->has_idle_cores, per LLC: a hint that some core of the
     /// LLC is wholly idle.
@@ -124,6 +126,7 @@ impl Kernel {
             socks: Vec::new(),
             futexes: Vec::new(),
             barriers: Vec::new(),
+            shm: Default::default(),
             stats: Counters::default(),
             alive: 0,
             check: false,

@@ -1,11 +1,14 @@
 //! Workloads: benchmarks compiled to task programs, and their results in
 //! the benchmark's own output format.
 
+pub mod context1;
 pub mod hackbench;
 pub mod params;
 pub mod periodic;
 pub mod pipe;
 pub mod program;
+pub mod schbench;
+pub mod shm;
 
 use crate::engine::Rng;
 use crate::kernel::task::{Entity, Pid, Task, TaskState, TaskStats};
@@ -28,6 +31,21 @@ pub const WORKLOADS: &[(&str, &str, &str)] = &[
         "perf bench sched pipe: two tasks passing tokens through two pipes",
     ),
     (
+        "schbench",
+        "m=1,t=ncpus/m,r=30s,s=100us,F=256,n=5,lock=true",
+        "schbench (current): m message threads wake t workers each; wakeup/request latency, rps",
+    ),
+    (
+        "schbench-old",
+        "m=2,t=16,r=30s,s=30ms,c=30ms",
+        "schbench 2016-2021: workers spin c, message threads sleep s..1.25s; wakeup latency",
+    ),
+    (
+        "context1",
+        "copies=1,duration=10s",
+        "UnixBench pipe-based context switching: parent/child pass a counter through two pipes",
+    ),
+    (
         "periodic",
         "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false,barrier=false",
         "tasks that run then sleep forever (durations: 8ms, 1ms..3ms, exp:2ms)",
@@ -40,6 +58,8 @@ pub enum Workload {
     Hackbench(hackbench::Hackbench),
     Pipe(pipe::PipeBench),
     Periodic(periodic::Periodic),
+    Schbench(schbench::Schbench),
+    Context1(context1::Context1),
 }
 
 /// A benchmark's result: its own output lines and its JSON fields.
@@ -70,6 +90,9 @@ impl Workload {
             "hackbench" => Ok(Workload::Hackbench(hackbench::Hackbench::parse(p)?)),
             "pipe" => Ok(Workload::Pipe(pipe::PipeBench::parse(p)?)),
             "periodic" => Ok(Workload::Periodic(periodic::Periodic::parse(p)?)),
+            "schbench" => Ok(Workload::Schbench(schbench::Schbench::parse(p, false)?)),
+            "schbench-old" => Ok(Workload::Schbench(schbench::Schbench::parse(p, true)?)),
+            "context1" => Ok(Workload::Context1(context1::Context1::parse(p)?)),
             k => Err(format!(
                 "unknown workload `{k}` (known: {})",
                 WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
@@ -82,6 +105,8 @@ impl Workload {
             Workload::Hackbench(_) => "hackbench",
             Workload::Pipe(_) => "pipe",
             Workload::Periodic(_) => "periodic",
+            Workload::Schbench(w) => w.name(),
+            Workload::Context1(_) => "context1",
         }
     }
 
@@ -95,7 +120,17 @@ impl Workload {
 
     /// Whether the workload ends by itself.
     pub fn is_finite(&self) -> bool {
-        !matches!(self, Workload::Periodic(_))
+        matches!(self, Workload::Hackbench(_) | Workload::Pipe(_))
+    }
+
+    /// How long a workload that runs for a set time runs (schbench -r,
+    /// UnixBench's alarm), unless the scenario says otherwise.
+    pub fn run_for(&self) -> Option<u64> {
+        match self {
+            Workload::Schbench(w) => Some(w.r),
+            Workload::Context1(w) => Some(w.duration),
+            _ => None,
+        }
     }
 
     /// Create the workload's tasks and start its first ones.
@@ -104,6 +139,8 @@ impl Workload {
             Workload::Hackbench(w) => w.build(k, b),
             Workload::Pipe(w) => w.build(k, b),
             Workload::Periodic(w) => w.build(k, b),
+            Workload::Schbench(w) => w.build(k, b),
+            Workload::Context1(w) => w.build(k, b),
         }
     }
 
@@ -115,6 +152,8 @@ impl Workload {
             Workload::Hackbench(w) => w.report(k, tasks),
             Workload::Pipe(w) => w.report(k, tasks),
             Workload::Periodic(w) => w.report(k, tasks),
+            Workload::Schbench(w) => w.report(k, tasks),
+            Workload::Context1(w) => w.report(k, tasks),
         }
     }
 }

@@ -95,6 +95,44 @@ pub enum Op {
     Yield,
     /// Record a benchmark timestamp.
     Mark(Mark),
+    /// Store `val` in a futex word, waking nobody (a user-space store).
+    FutexSet {
+        futex: usize,
+        val: u32,
+    },
+    /// schbench's fpost: CAS the word BLOCKED (0) → RUNNING (1) and, if
+    /// that changed it, FUTEX_WAKE one waiter.
+    Post {
+        futex: usize,
+    },
+    /// xlist_add: push this task on shared list `list`.
+    Enlist {
+        list: usize,
+    },
+    /// xlist_wake_all: splice `list`, stamp every task on it with one
+    /// timestamp (stamp slot 0), then fpost each one's futex in turn.
+    WakeList {
+        list: usize,
+    },
+    /// Remember now in this task's stamp `slot`.
+    Stamp {
+        slot: usize,
+    },
+    /// Record now − stamp `slot`, in µs, in histogram `hist`.
+    Latency {
+        slot: usize,
+        hist: usize,
+    },
+    /// pthread_spin_lock on this CPU's lock of set `set` (schbench's
+    /// per-CPU lock): spin, burning CPU, while another task holds it.
+    CpuLock {
+        set: usize,
+    },
+    CpuUnlock {
+        set: usize,
+    },
+    /// Count one iteration of a benchmark loop.
+    Count,
     /// Repeat the ops up to the matching EndLoop `count` times (0 = forever).
     Loop {
         count: u64,
@@ -103,6 +141,10 @@ pub enum Op {
     /// exit(2)
     Exit,
 }
+
+/// How long a spinner burns between two looks at a held lock: a few
+/// hundred trylock + pause rounds (an estimate; pause is ~40–140 cycles).
+const SPIN_CHUNK_NS: u64 = 1000;
 
 /// What a task sleeps on, for diagnostics and the lost-wakeup check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +172,8 @@ pub struct ProgState {
     pub woken: bool,
     /// Timestamps recorded by Mark ops.
     pub marks: Vec<(Mark, u64)>,
+    /// Iterations counted by Count ops.
+    pub count: u64,
 }
 
 impl ProgState {
@@ -143,6 +187,7 @@ impl ProgState {
             blocked: Blocked::Nothing,
             woken: false,
             marks: Vec::new(),
+            count: 0,
         }
     }
 
@@ -212,7 +257,19 @@ impl Kernel {
         let c = &self.machine.cost;
         let copy = |bytes: u32, ps: u64| c.syscall_ns + bytes as u64 * ps / 1000;
         match *op {
-            Op::Run(_) | Op::Mark(_) | Op::Loop { .. } | Op::EndLoop => None,
+            Op::Run(_)
+            | Op::Mark(_)
+            | Op::Loop { .. }
+            | Op::EndLoop
+            | Op::FutexSet { .. }
+            | Op::Post { .. }
+            | Op::Enlist { .. }
+            | Op::WakeList { .. }
+            | Op::Stamp { .. }
+            | Op::Latency { .. }
+            | Op::CpuLock { .. }
+            | Op::CpuUnlock { .. }
+            | Op::Count => None,
             Op::Sleep(_)
             | Op::PollIn { .. }
             | Op::WaitChild
@@ -326,6 +383,41 @@ impl Kernel {
                 self.tasks[p].prog.advance();
                 Some(Action::Yield)
             }
+            Op::FutexSet { futex, val } => {
+                self.futexes[futex].val = val;
+                self.tasks[p].prog.advance();
+                None
+            }
+            Op::Post { futex } => self.fpost(p, cpu, futex),
+            Op::Enlist { list } => {
+                self.shm.lists[list].push(p);
+                self.tasks[p].prog.advance();
+                None
+            }
+            Op::WakeList { list } => self.wake_list_all(p, cpu, list),
+            Op::Stamp { slot } => {
+                self.shm.stamp(p, slot, self.now);
+                self.tasks[p].prog.advance();
+                None
+            }
+            Op::Latency { slot, hist } => {
+                let us = (self.now - self.shm.stamp_of(p, slot)) / 1000;
+                self.shm.hists[hist].add(us);
+                self.tasks[p].prog.advance();
+                None
+            }
+            Op::CpuLock { set } => self.cpu_lock(p, cpu, set),
+            Op::CpuUnlock { set } => {
+                let held = self.shm.stamp_of(p, 2) as usize;
+                self.shm.cpu_locks[set][held] = None;
+                self.tasks[p].prog.advance();
+                None
+            }
+            Op::Count => {
+                self.tasks[p].prog.count += 1;
+                self.tasks[p].prog.advance();
+                None
+            }
             Op::Mark(m) => {
                 let t = &mut self.tasks[p];
                 t.prog.marks.push((m, self.now));
@@ -359,6 +451,75 @@ impl Kernel {
                 Some(Action::Block)
             }
         }
+    }
+
+    /// fpost: phase 0 flips the word and pays the FUTEX_WAKE syscall if it
+    /// was BLOCKED; phase 1 wakes.
+    fn fpost(&mut self, p: Pid, cpu: usize, futex: usize) -> Option<Action> {
+        if self.tasks[p].prog.phase == 0 {
+            if self.futexes[futex].val != 0 {
+                self.tasks[p].prog.advance();
+                return None;
+            }
+            self.futexes[futex].val = 1;
+            self.tasks[p].prog.phase = 1;
+            return Some(self.charge(p, self.machine.cost.syscall_ns));
+        }
+        self.futex_store_wake(futex, 1, 1, cpu, p);
+        self.tasks[p].prog.advance();
+        None
+    }
+
+    /// xlist_wake_all: phase 0 splices the list and stamps it; then one
+    /// fpost per queued task (`progress` counts them), phase 2 being the
+    /// wake after a post's syscall cost.
+    fn wake_list_all(&mut self, p: Pid, cpu: usize, list: usize) -> Option<Action> {
+        let prog = &mut self.tasks[p].prog;
+        match prog.phase {
+            0 => {
+                prog.phase = 1;
+                prog.progress = 0;
+                let batch = std::mem::take(&mut self.shm.lists[list]);
+                for &w in &batch {
+                    self.shm.stamp(w, 0, self.now);
+                }
+                self.shm.batches[list] = batch;
+            }
+            2 => {
+                let w = self.shm.batches[list][prog.progress as usize];
+                prog.phase = 1;
+                prog.progress += 1;
+                let f = self.shm.futex_of[w];
+                self.futex_store_wake(f, 1, 1, cpu, p);
+            }
+            _ => {}
+        }
+        let batch = &self.shm.batches[list];
+        let mut i = self.tasks[p].prog.progress as usize;
+        while i < batch.len() && self.futexes[self.shm.futex_of[batch[i]]].val != 0 {
+            i += 1;
+        }
+        let prog = &mut self.tasks[p].prog;
+        prog.progress = i as u32;
+        if i == batch.len() {
+            prog.advance();
+            return None;
+        }
+        prog.phase = 2;
+        Some(self.charge(p, self.machine.cost.syscall_ns))
+    }
+
+    /// pthread_spin_lock on this CPU's lock: take it if free, else spin a
+    /// while (trylock + pause) and retry.
+    fn cpu_lock(&mut self, p: Pid, cpu: usize, set: usize) -> Option<Action> {
+        let lock = &mut self.shm.cpu_locks[set][cpu];
+        if lock.is_none() {
+            *lock = Some(p);
+            self.shm.stamp(p, 2, cpu as u64);
+            self.tasks[p].prog.advance();
+            return None;
+        }
+        Some(self.charge(p, SPIN_CHUNK_NS))
     }
 
     /// Finish a read/write: advance when all `want` bytes moved, otherwise
