@@ -47,13 +47,21 @@ enum Cmd {
         after_help = "Example:\n  schedlab features\n  schedlab run ... --set kernel.features.RUN_TO_PARITY=false"
     )]
     Features,
+    /// Run two configurations N times each and test which metrics differ
+    #[command(after_help = "Examples:\n  \
+        schedlab compare scenarios/seed-000-wakelist/xeon-context1.toml --set-a kernel.wakelist=on_cpu_nr_le1 --set-b kernel.wakelist=idle --runs 5\n  \
+        schedlab compare a.toml b.toml --runs 10 --json cmp.json")]
+    Compare(crate::compare::CompareArgs),
+    /// Reproduce a seed's experiment, before vs after, beside the seed's numbers
+    #[command(after_help = "Example:\n  schedlab repro wakelist --runs 3")]
+    Repro(crate::repro::ReproArgs),
     /// Measure simulator speed: events and context switches per wall second, peak RSS
     #[command(after_help = "Example:\n  schedlab bench")]
     Bench(crate::bench::BenchArgs),
 }
 
 #[derive(Args)]
-struct OutArgs {
+pub struct OutArgs {
     /// Write results as JSON to this file, atomically [output.json]
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -66,6 +74,18 @@ struct OutArgs {
 struct RunArgs {
     /// Scenario file (TOML); flags below override its keys
     scenario: Option<PathBuf>,
+    #[command(flatten)]
+    common: ScenarioArgs,
+    /// Verify the scheduler's invariants after every event [sim.check]
+    #[arg(long)]
+    check: bool,
+    #[command(flatten)]
+    out: OutArgs,
+}
+
+/// The flags that build a scenario, shared by `run` and `compare`.
+#[derive(Args, Default)]
+pub struct ScenarioArgs {
     /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]` or `host` [machine.preset]
     #[arg(long)]
     machine: Option<String>,
@@ -78,19 +98,32 @@ struct RunArgs {
     /// Stop after this much simulated time, e.g. 3s [sim.duration]
     #[arg(long)]
     duration: Option<String>,
-    /// Verify the scheduler's invariants after every event [sim.check]
-    #[arg(long)]
-    check: bool,
     /// Override any scenario key, e.g. kernel.hz=1000 (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
-    #[command(flatten)]
-    out: OutArgs,
 }
 
 /// Load and merge a scenario from a file (or the demo) and flags.
 fn load(args: &RunArgs) -> Result<(Source, Scenario), InputError> {
-    let (file, text) = match &args.scenario {
+    load_scenario(
+        args.scenario.as_ref(),
+        &args.common,
+        args.check,
+        Some(&args.out),
+        &[],
+    )
+}
+
+/// A scenario file (or none) with the common flags, then `extra` --set
+/// overrides applied last.
+pub fn load_scenario(
+    scenario: Option<&PathBuf>,
+    args: &ScenarioArgs,
+    check: bool,
+    out: Option<&OutArgs>,
+    extra: &[String],
+) -> Result<(Source, Scenario), InputError> {
+    let (file, text) = match scenario {
         Some(p) => {
             let name = p.display().to_string();
             let text = std::fs::read_to_string(p)
@@ -117,11 +150,13 @@ fn load(args: &RunArgs) -> Result<(Source, Scenario), InputError> {
     if let Some(d) = &args.duration {
         set_key(&mut t, "sim.duration", Value::String(d.clone()))?;
     }
-    if args.check {
+    if check {
         set_key(&mut t, "sim.check", Value::Boolean(true))?;
     }
-    set_output(&mut t, &args.out)?;
-    for kv in &args.sets {
+    if let Some(out) = out {
+        set_output(&mut t, out)?;
+    }
+    for kv in args.sets.iter().chain(extra) {
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| InputError::new(format!("--set `{kv}`: expected KEY=VALUE")))?;
@@ -229,6 +264,8 @@ pub fn main() -> i32 {
             0
         }
         Some(Cmd::Bench(args)) => crate::bench::main(&args),
+        Some(Cmd::Compare(args)) => crate::compare::main(&args),
+        Some(Cmd::Repro(args)) => crate::repro::main(&args),
     }
 }
 

@@ -3,11 +3,13 @@
 
 pub mod bench;
 pub mod cli;
+pub mod compare;
 pub mod engine;
 pub mod kernel;
 pub mod machine;
 pub mod observe;
 pub mod report;
+pub mod repro;
 pub mod run;
 pub mod scenario;
 pub mod workload;

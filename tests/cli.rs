@@ -250,3 +250,114 @@ fn output_keys_in_a_scenario_write_json_like_the_flags() {
     assert!(v["scenario"].get("output").is_none());
     assert_eq!(v["benchmark"]["loops"], 500);
 }
+
+fn json_of(args: &[&str], name: &str) -> serde_json::Value {
+    let path = tmp(name);
+    let mut all = args.to_vec();
+    let p = path.display().to_string();
+    all.extend(["--json", &p, "--quiet"]);
+    let (rc, _, err) = schedlab(&all);
+    assert_eq!(rc, 0, "{err}");
+    json_without_wall(&path)
+}
+
+#[test]
+fn wakelist_variants_route_wakeups_as_ttwu_queue_cond_says() {
+    // Pipe ping-pong across two idle CPUs of one LLC: before the seed only
+    // wakees still on_cpu use the wakelist; after it every wakeup to an
+    // idle CPU does. Without TTWU_QUEUE none does.
+    let run = |set: &str, name: &str| {
+        json_of(
+            &[
+                "run",
+                "--machine",
+                "smp:cpus=4",
+                "--workload",
+                "pipe:loops=2000,variant=pingpong",
+                "--set",
+                set,
+            ],
+            name,
+        )
+    };
+    let before = run("kernel.wakelist=on_cpu_nr_le1", "wl-before.json");
+    let after = run("kernel.wakelist=idle", "wl-after.json");
+    let off = run("kernel.features.TTWU_QUEUE=false", "wl-off.json");
+    let t = |v: &serde_json::Value, k: &str| v["totals"][k].as_u64().unwrap();
+    assert_eq!(t(&off, "ttwu_wakelist"), 0);
+    assert!(t(&after, "ttwu_wakelist") > t(&before, "ttwu_wakelist"));
+    assert!(t(&after, "ttwu_wakelist") * 2 > t(&after, "ttwu_remote"));
+    for v in [&before, &after, &off] {
+        assert_eq!(t(v, "ttwu_local") + t(v, "ttwu_remote"), t(v, "wakeups"));
+    }
+}
+
+#[test]
+fn schbench_and_context1_report_their_contract_fields() {
+    let s = json_of(
+        &[
+            "run",
+            "--machine",
+            "snb-32",
+            "--workload",
+            "schbench:m=2,t=4,r=200ms",
+            "--check",
+        ],
+        "schbench.json",
+    );
+    let b = &s["benchmark"];
+    for k in ["p50", "p90", "p99", "p99_9"] {
+        assert!(b["wakeup_latency_us"][k].is_u64() && b["request_latency_us"][k].is_u64());
+    }
+    assert!(b["wakeup_latency_us"]["p50"].as_u64() <= b["wakeup_latency_us"]["p99"].as_u64());
+    assert!(b["rps"].as_f64().unwrap() > 0.0);
+    let c = json_of(
+        &[
+            "run",
+            "--machine",
+            "snb-32",
+            "--workload",
+            "context1:copies=4,duration=20ms",
+        ],
+        "context1.json",
+    );
+    let lps = c["benchmark"]["lps"].as_f64().unwrap();
+    // Each round trip is two pipe writes, two reads and two wakeups:
+    // microseconds, so between 10k and 10M round trips per second per copy.
+    assert!(lps > 4.0 * 1e4 && lps < 4.0 * 1e7, "{lps}");
+}
+
+#[test]
+fn compare_reports_a_significant_difference_and_rejects_equal_sides() {
+    let (rc, out, err) = schedlab(&[
+        "compare",
+        "--machine",
+        "smp:cpus=4",
+        "--workload",
+        "pipe:loops=500",
+        "--set-a",
+        "kernel.features.TTWU_QUEUE=false",
+        "--runs",
+        "2",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("totals.ttwu_wakelist"), "{out}");
+    let (rc, _, err) = schedlab(&[
+        "compare",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "pipe:loops=10",
+    ]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("same scenario"), "{err}");
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--workload",
+        "pipe",
+        "--set",
+        "kernel.wakelist=sometimes",
+    ]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("kernel.wakelist"), "{err}");
+}

@@ -1,0 +1,391 @@
+//! `schedlab compare`: an A/B experiment. Both configurations run N times
+//! with seeds seed, seed+1, …; every numeric benchmark and totals metric
+//! gets mean ± stddev per side, the % change, and Welch's t-test.
+//!
+//! Runs are spread over threads, each building its own kernel; results are
+//! gathered by run index, so the output does not depend on thread timing.
+
+use crate::cli::{load_scenario, ScenarioArgs};
+use crate::report::{json::to_json, write_atomic};
+use crate::run::run;
+use crate::scenario::{InputError, Scenario, Source};
+use clap::Args;
+use serde_json::{json, Map, Value};
+use std::path::PathBuf;
+
+/// One run's flattened numeric results.
+pub type Metrics = Map<String, Value>;
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// Scenario file for side A (and for B when B is not given)
+    a: Option<PathBuf>,
+    /// Scenario file for side B
+    b: Option<PathBuf>,
+    #[command(flatten)]
+    common: ScenarioArgs,
+    /// Override a key on side A only (repeatable)
+    #[arg(long = "set-a", value_name = "KEY=VALUE")]
+    set_a: Vec<String>,
+    /// Override a key on side B only (repeatable)
+    #[arg(long = "set-b", value_name = "KEY=VALUE")]
+    set_b: Vec<String>,
+    /// Runs per side, with seeds seed, seed+1, …
+    #[arg(long, default_value_t = 5)]
+    runs: u64,
+    /// Write the comparison as JSON to this file, atomically
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+/// Two-sided confidence the significance verdict is stated at.
+const CONFIDENCE: f64 = 0.95;
+
+pub fn main(args: &CompareArgs) -> i32 {
+    match compare(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("schedlab: error: {e}");
+            2
+        }
+    }
+}
+
+fn compare(args: &CompareArgs) -> Result<(), InputError> {
+    if args.runs == 0 {
+        return Err(InputError::new("--runs must be at least 1"));
+    }
+    let b_file = args.b.as_ref().or(args.a.as_ref());
+    let a = load_scenario(args.a.as_ref(), &args.common, false, None, &args.set_a)?;
+    let b = load_scenario(b_file, &args.common, false, None, &args.set_b)?;
+    if a.1.to_table() == b.1.to_table() {
+        return Err(InputError::new(
+            "sides A and B are the same scenario: give two files or --set-a/--set-b that differ",
+        ));
+    }
+    let ra = run_side(&a, args.runs)?;
+    let rb = run_side(&b, args.runs)?;
+    let rows = metric_rows(&ra, &rb);
+    print_table(&rows, args.runs, &a.1, &b.1);
+    if let Some(path) = &args.json {
+        let v = json!({
+            "runs": args.runs,
+            "confidence": CONFIDENCE,
+            "a": serde_json::to_value(a.1.to_table()).unwrap_or(Value::Null),
+            "b": serde_json::to_value(b.1.to_table()).unwrap_or(Value::Null),
+            "metrics": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+        });
+        let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
+        write_atomic(path, text.as_bytes())
+            .map_err(|e| InputError::new(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// Run one side `runs` times in parallel; the flattened numeric metrics of
+/// each run, in seed order.
+pub fn run_side(
+    (src, sc): &(Source, Scenario),
+    runs: u64,
+) -> Result<Vec<Map<String, Value>>, InputError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let mut out: Vec<Option<Result<Map<String, Value>, String>>> = vec![None; runs as usize];
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.min(runs))
+            .map(|t| {
+                s.spawn(move || {
+                    (t..runs)
+                        .step_by(threads as usize)
+                        .map(|i| {
+                            let mut sc = sc.clone();
+                            sc.seed += i;
+                            let r = run(src, &sc).map_err(|e| e.to_string())?;
+                            Ok((i, metrics(&to_json(&r))))
+                        })
+                        .collect::<Result<Vec<_>, String>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            match h.join().unwrap_or_else(|_| Err("a run panicked".into())) {
+                Ok(v) => v
+                    .into_iter()
+                    .for_each(|(i, m)| out[i as usize] = Some(Ok(m))),
+                Err(e) => out[0] = Some(Err(e)),
+            }
+        }
+    });
+    out.into_iter()
+        .map(|r| r.unwrap_or(Err("a run did not report".into())))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(InputError::new)
+}
+
+/// The numbers worth comparing: the benchmark's and the totals, flattened
+/// to dotted keys (`benchmark.wakeup_latency_us.p99`).
+fn metrics(v: &Value) -> Map<String, Value> {
+    let mut m = Map::new();
+    for section in ["benchmark", "totals"] {
+        if let Some(x) = v.get(section) {
+            flatten(section, x, &mut m);
+        }
+    }
+    // The first workload's fields also stand at the top of `benchmark`.
+    if let Some(name) = v.pointer("/benchmark/name").and_then(Value::as_str) {
+        let nested = format!("benchmark.{name}.");
+        m.retain(|k, _| !k.starts_with(&nested));
+    }
+    m
+}
+
+fn flatten(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
+    match v {
+        Value::Number(_) => {
+            out.insert(prefix.to_string(), v.clone());
+        }
+        Value::Object(o) => o
+            .iter()
+            .for_each(|(k, x)| flatten(&format!("{prefix}.{k}"), x, out)),
+        _ => {}
+    }
+}
+
+struct Row {
+    metric: String,
+    a: (f64, f64),
+    b: (f64, f64),
+    change_pct: f64,
+    p: f64,
+}
+
+impl Row {
+    fn significant(&self) -> bool {
+        self.p < 1.0 - CONFIDENCE
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "metric": self.metric,
+            "a_mean": self.a.0, "a_stddev": self.a.1,
+            "b_mean": self.b.0, "b_stddev": self.b.1,
+            "change_pct": self.change_pct,
+            "p_value": self.p,
+            "significant": self.significant(),
+        })
+    }
+}
+
+fn metric_rows(ra: &[Map<String, Value>], rb: &[Map<String, Value>]) -> Vec<Row> {
+    let keys = ra[0].keys().filter(|k| rb[0].contains_key(*k));
+    keys.filter_map(|k| {
+        let xs: Vec<f64> = ra.iter().filter_map(|m| m.get(k)?.as_f64()).collect();
+        let ys: Vec<f64> = rb.iter().filter_map(|m| m.get(k)?.as_f64()).collect();
+        if xs.iter().chain(&ys).all(|&v| v == 0.0) || k.ends_with(".cpus") {
+            return None;
+        }
+        let (a, b) = (mean_sd(&xs), mean_sd(&ys));
+        let change_pct = if a.0 != 0.0 {
+            (b.0 - a.0) / a.0.abs() * 100.0
+        } else {
+            f64::NAN
+        };
+        Some(Row {
+            metric: k.clone(),
+            a,
+            b,
+            change_pct,
+            p: welch_p(&xs, &ys),
+        })
+    })
+    .collect()
+}
+
+fn print_table(rows: &[Row], runs: u64, a: &Scenario, b: &Scenario) {
+    println!(
+        "A/B comparison, {runs} run(s) per side (seeds {}..), Welch's t-test at {:.0}% confidence",
+        a.seed,
+        CONFIDENCE * 100.0
+    );
+    for (name, side, other) in [("A", a, b), ("B", b, a)] {
+        println!("  {name}: {}", differences(side, other));
+    }
+    println!(
+        "\n{:<40} {:>24} {:>24} {:>9}  significant",
+        "metric", "A mean ± sd", "B mean ± sd", "change"
+    );
+    for r in rows {
+        let verdict = if runs < 2 {
+            "n/a (1 run)".to_string()
+        } else if r.significant() {
+            format!("yes (p={:.3})", r.p)
+        } else {
+            format!("no (p={:.2})", r.p)
+        };
+        println!(
+            "{:<40} {:>24} {:>24} {:>8.1}%  {verdict}",
+            r.metric,
+            fmt_ms(r.a),
+            fmt_ms(r.b),
+            r.change_pct
+        );
+    }
+}
+
+fn fmt_ms((m, sd): (f64, f64)) -> String {
+    let prec = if m.abs() >= 100.0 { 0 } else { 3 };
+    format!("{m:.prec$} ± {sd:.prec$}")
+}
+
+/// The keys where one side's resolved scenario differs from the other's.
+fn differences(side: &Scenario, other: &Scenario) -> String {
+    let (mut x, mut y) = (Map::new(), Map::new());
+    flatten_all(
+        "",
+        &serde_json::to_value(side.to_table()).unwrap_or(Value::Null),
+        &mut x,
+    );
+    flatten_all(
+        "",
+        &serde_json::to_value(other.to_table()).unwrap_or(Value::Null),
+        &mut y,
+    );
+    let d: Vec<String> = x
+        .iter()
+        .filter(|(k, v)| y.get(*k) != Some(v))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    d.join(" ")
+}
+
+fn flatten_all(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
+    match v {
+        Value::Object(o) => o.iter().for_each(|(k, x)| {
+            let key = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            flatten_all(&key, x, out)
+        }),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, x)| flatten_all(&format!("{prefix}.{i}"), x, out)),
+        _ => {
+            out.insert(prefix.to_string(), v.clone());
+        }
+    }
+}
+
+/// Mean and sample standard deviation.
+fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 {
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (m, var.sqrt())
+}
+
+/// Two-sided p-value of Welch's unequal-variances t-test. Identical
+/// constant samples give 1; different constant samples give 0.
+fn welch_p(xs: &[f64], ys: &[f64]) -> f64 {
+    let (n1, n2) = (xs.len() as f64, ys.len() as f64);
+    if n1 < 2.0 || n2 < 2.0 {
+        return 1.0;
+    }
+    let ((m1, s1), (m2, s2)) = (mean_sd(xs), mean_sd(ys));
+    let (v1, v2) = (s1 * s1 / n1, s2 * s2 / n2);
+    if v1 + v2 == 0.0 {
+        return if m1 == m2 { 1.0 } else { 0.0 };
+    }
+    let t = (m1 - m2) / (v1 + v2).sqrt();
+    let df = (v1 + v2).powi(2) / (v1 * v1 / (n1 - 1.0) + v2 * v2 / (n2 - 1.0));
+    // P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2)
+    inc_beta(df / 2.0, 0.5, df / (df + t * t))
+}
+
+/// The regularized incomplete beta function I_x(a, b) by its continued
+/// fraction (modified Lentz).
+fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    if x > (a + 1.0) / (a + b + 2.0) {
+        return 1.0 - inc_beta(b, a, 1.0 - x);
+    }
+    let ln_front = a * x.ln() + b * (1.0 - x).ln() - ln_beta(a, b) - a.ln();
+    let tiny = 1e-300;
+    let (mut c, mut d) = (1.0, 1.0 - (a + b) * x / (a + 1.0));
+    d = 1.0 / if d.abs() < tiny { tiny } else { d };
+    let mut f = d;
+    for m in 1..300 {
+        let m = m as f64;
+        for num in [
+            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
+        ] {
+            d = 1.0 + num * d;
+            d = 1.0 / if d.abs() < tiny { tiny } else { d };
+            c = 1.0 + num / c;
+            c = if c.abs() < tiny { tiny } else { c };
+            f *= c * d;
+        }
+        if (c * d - 1.0).abs() < 1e-12 {
+            break;
+        }
+    }
+    ln_front.exp() * f
+}
+
+fn ln_beta(a: f64, b: f64) -> f64 {
+    ln_gamma(a) + ln_gamma(b) - ln_gamma(a + b)
+}
+
+/// Lanczos approximation (g = 7, n = 9).
+fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = G[0];
+    for (i, g) in G.iter().enumerate().skip(1) {
+        a += g / (x + i as f64);
+    }
+    let t = x + 7.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn welch_matches_known_values() {
+        // t = 2.228 with 10 df is the two-sided 5% point of Student's t.
+        let p = inc_beta(5.0, 0.5, 10.0 / (10.0 + 2.228f64.powi(2)));
+        assert!((p - 0.05).abs() < 1e-3, "{p}");
+        let same = welch_p(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]);
+        assert!((same - 1.0).abs() < 1e-9);
+        let apart = welch_p(&[1.0, 1.1, 0.9, 1.0], &[2.0, 2.1, 1.9, 2.0]);
+        assert!(apart < 1e-4, "{apart}");
+        assert_eq!(mean_sd(&[2.0, 4.0]), (3.0, 2f64.sqrt()));
+    }
+}
