@@ -25,6 +25,12 @@ pub const CASES: &[(&str, &str, &str, Option<&str>)] = &[
         "hackbench:groups=10,loops=1000",
         None,
     ),
+    (
+        "schbench -m 2 -t 8 on xeon-8269cy",
+        "xeon-8269cy",
+        "schbench:m=2,t=8",
+        Some("2s"),
+    ),
 ];
 
 #[derive(Args)]
