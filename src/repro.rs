@@ -184,12 +184,17 @@ Notes (see README, \"Seed 000\"). Costs come from the cost model; nothing is fit
 - context1 (xeon): faster after, as in the seed, but absolute lps is ~6x the
   seed's: the simulated kernel keeps many pairs on one CPU (local wakeups), where
   the real one evidently ran them across CPUs at ~30 us per round trip.
-- hackbench (xeon): the simulation goes the other way (slower after). Receivers
-  wait for their own CPU to activate them; in this model that delay outweighs
-  the senders' savings. Not understood yet: an open question, not a result.
-- altra-80: no difference at all. The preset takes the 2-core cluster as the LLC,
-  so every remote wakeup crosses LLCs and is queued in both variants. The seed's
-  kernel must have seen a larger LLC; try the same runs on smp:cpus=80.";
+- hackbench (xeon): the simulation goes the other way (slower after). With
+  the wakelist the receivers sleep and are woken more often (-l 2000: 28k -> 47k
+  wakeups, twice the IPIs): woken slightly sooner, they drain their sockets and
+  block again before much new data arrives. In this cost model a sender saves
+  only ~250 ns per wakeup; the seed's machine evidently saved more (remote rq
+  cache misses under load). A finding to investigate, not a fitted result.
+- altra-80: context1 shows no difference: every pair ends up on one CPU (80
+  copies, 160 tasks, 80 CPUs), so all wakeups are local and the wakelist never
+  applies. The preset's LLC is the 2-core cluster (as the kernel builds it on
+  Altra), so most other remote wakeups cross LLCs and are queued in both
+  variants: hackbench changes little, schbench not at all.";
 
 fn counters(runs: &[Map<String, Value>]) -> Vec<f64> {
     WAKELIST_COUNTERS.iter().map(|k| mean(runs, k)).collect()
