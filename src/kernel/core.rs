@@ -296,8 +296,9 @@ impl Kernel {
                 if self.rqs[cpu].ttwu_pending {
                     self.sched_ttwu_pending(cpu);
                 }
+                // Coming from idle there is no task to continue: the
+                // switch (or the return to idle) is all that happens now.
                 self.schedule(cpu, SchedMode::Voluntary);
-                self.dispatch(cpu);
             }
             Activity::Running { .. } => {
                 self.stop_segment(cpu);
