@@ -133,6 +133,25 @@ pub enum Op {
     },
     /// Count one iteration of a benchmark loop.
     Count,
+    /// schbench -R message thread: queue `count` requests round-robin over
+    /// the workers of `list` (stamping and posting each; a worker with more
+    /// than 128 pending is skipped after a 100 µs nap).
+    RpsBurst {
+        list: usize,
+        count: u32,
+    },
+    /// schbench -R worker: take a pending request (its queue time becomes
+    /// stamp 1); with none, wait on futex `own` until one is posted, and
+    /// record the wakeup latency in `wake_hist`.
+    TakeRequest {
+        own: usize,
+        wake_hist: usize,
+    },
+    /// Sleep until `after` ns past this task's stamp `slot`, if still ahead.
+    SleepUntil {
+        slot: usize,
+        after: u64,
+    },
     /// Repeat the ops up to the matching EndLoop `count` times (0 = forever).
     Loop {
         count: u64,
@@ -145,6 +164,9 @@ pub enum Op {
 /// How long a spinner burns between two looks at a held lock: a few
 /// hundred trylock + pause rounds (an estimate; pause is ~40–140 cycles).
 const SPIN_CHUNK_NS: u64 = 1000;
+
+/// schbench -R skips a worker with more requests than this queued.
+const RPS_MAX_PENDING: usize = 128;
 
 /// What a task sleeps on, for diagnostics and the lost-wakeup check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,6 +291,9 @@ impl Kernel {
             | Op::Latency { .. }
             | Op::CpuLock { .. }
             | Op::CpuUnlock { .. }
+            | Op::RpsBurst { .. }
+            | Op::TakeRequest { .. }
+            | Op::SleepUntil { .. }
             | Op::Count => None,
             Op::Sleep(_)
             | Op::PollIn { .. }
@@ -413,6 +438,17 @@ impl Kernel {
                 self.tasks[p].prog.advance();
                 None
             }
+            Op::RpsBurst { list, count } => self.rps_burst(p, cpu, list, count),
+            Op::TakeRequest { own, wake_hist } => self.take_request(p, own, wake_hist),
+            Op::SleepUntil { slot, after } => {
+                let at = self.shm.stamp_of(p, slot) + after;
+                self.tasks[p].prog.advance();
+                if at <= self.now {
+                    return None;
+                }
+                self.hrtimer_sleep(p, cpu, at - self.now);
+                Some(Action::Block)
+            }
             Op::Count => {
                 self.tasks[p].prog.count += 1;
                 self.tasks[p].prog.advance();
@@ -506,6 +542,66 @@ impl Kernel {
             return None;
         }
         prog.phase = 2;
+        Some(self.charge(p, self.machine.cost.syscall_ns))
+    }
+
+    /// schbench's RPS sender: phase 2 wakes the worker just posted, phase 3
+    /// is the nap after finding a worker swamped; `progress` counts the
+    /// requests queued this burst.
+    fn rps_burst(&mut self, p: Pid, cpu: usize, list: usize, count: u32) -> Option<Action> {
+        let n = self.shm.members[list].len();
+        match self.tasks[p].prog.phase {
+            2 => {
+                let w = self.shm.members[list][self.shm.rr[list] % n];
+                self.futex_store_wake(self.shm.futex_of[w], 1, 1, cpu, p);
+                self.tasks[p].prog.progress += 1;
+                self.shm.rr[list] += 1;
+            }
+            3 => self.shm.rr[list] += 1,
+            _ => {}
+        }
+        self.tasks[p].prog.phase = 1;
+        if self.tasks[p].prog.progress >= count {
+            self.tasks[p].prog.advance();
+            return None;
+        }
+        let w = self.shm.members[list][self.shm.rr[list] % n];
+        if self.shm.pending(w).len() > RPS_MAX_PENDING {
+            self.tasks[p].prog.phase = 3;
+            self.hrtimer_sleep(p, cpu, 100_000);
+            return Some(Action::Block);
+        }
+        self.shm.pending(w).push_back(self.now);
+        self.shm.stamp(w, 0, self.now);
+        let f = self.shm.futex_of[w];
+        if self.futexes[f].val == 0 {
+            self.futexes[f].val = 1;
+            self.tasks[p].prog.phase = 2;
+            return Some(self.charge(p, self.machine.cost.syscall_ns));
+        }
+        self.tasks[p].prog.progress += 1;
+        self.shm.rr[list] += 1;
+        None
+    }
+
+    /// schbench's RPS worker side of msg_and_wait: phase 1 is the
+    /// FUTEX_WAIT after finding no request.
+    fn take_request(&mut self, p: Pid, own: usize, wake_hist: usize) -> Option<Action> {
+        if self.tasks[p].prog.phase == 1 {
+            if self.futex_wait(p, own, 0) == Io::Block {
+                return Some(Action::Block);
+            }
+            let us = (self.now - self.shm.stamp_of(p, 0)) / 1000;
+            self.shm.hists[wake_hist].add(us);
+            self.tasks[p].prog.phase = 0;
+        }
+        if let Some(t) = self.shm.pending(p).pop_front() {
+            self.shm.stamp(p, 1, t);
+            self.tasks[p].prog.advance();
+            return None;
+        }
+        self.futexes[own].val = 0;
+        self.tasks[p].prog.phase = 1;
         Some(self.charge(p, self.machine.cost.syscall_ns))
     }
 

@@ -45,6 +45,8 @@ pub struct Schbench {
     pub n: u64,
     /// the per-CPU lock (current; -L turns it off)
     pub lock: bool,
+    /// -R requests per second over all message threads (0: off)
+    pub rps: u64,
 }
 
 /// Per-instance shared state indices, filled in by build.
@@ -59,7 +61,7 @@ impl Schbench {
         if old {
             p.check_keys(&["m", "t", "r", "s", "c"])?;
         } else {
-            p.check_keys(&["m", "t", "r", "s", "F", "n", "lock"])?;
+            p.check_keys(&["m", "t", "r", "s", "F", "n", "lock", "R"])?;
         }
         let us = |key: &str, default: &str| -> Result<u64, String> {
             match p.dist(key, default)? {
@@ -94,6 +96,11 @@ impl Schbench {
                 p.int("n", 5, 0, 1_000_000)? as u64
             },
             lock: if old { false } else { p.flag("lock", true)? },
+            rps: if old {
+                0
+            } else {
+                p.int("R", 0, 0, 100_000_000)? as u64
+            },
         })
     }
 
@@ -147,13 +154,28 @@ impl Schbench {
                 let ops = self.worker_ops(list, mfutex, own, ids, lockset);
                 let w = b.task(k, spec(ops, Some(leader_pid)));
                 k.shm.set_futex(w, own);
+                k.shm.members[list].push(w);
                 b.launch(k, w);
             }
         }
     }
 
-    /// run_msg_thread
+    /// run_msg_thread, or run_rps_thread with -R: each second, queue this
+    /// thread's share of requests, then sleep out the second.
     fn message_ops(&self, list: usize, own: usize) -> Vec<Op> {
+        if self.rps > 0 {
+            let count = (self.rps / self.m).max(1) as u32;
+            return vec![
+                Op::Loop { count: 0 },
+                Op::Stamp { slot: WORK_START },
+                Op::RpsBurst { list, count },
+                Op::SleepUntil {
+                    slot: WORK_START,
+                    after: crate::engine::NSEC_PER_SEC,
+                },
+                Op::EndLoop,
+            ];
+        }
         let mut ops = vec![
             Op::Loop { count: 0 },
             Op::FutexSet { futex: own, val: 0 },
@@ -168,7 +190,8 @@ impl Schbench {
         ops
     }
 
-    /// worker_thread: msg_and_wait, then the request.
+    /// worker_thread: msg_and_wait (or, with -R, take a queued request),
+    /// then the request: sleep, matrix work under the CPU's lock.
     fn worker_ops(
         &self,
         list: usize,
@@ -181,21 +204,30 @@ impl Schbench {
         if self.old {
             ops.push(Op::Run(Dist::Fixed(self.c)));
         }
-        ops.extend([
-            Op::FutexSet { futex: own, val: 0 },
-            Op::Enlist { list },
-            Op::Post { futex: mfutex },
-            Op::FutexWait { futex: own, val: 0 },
-            Op::Latency {
-                slot: WAKE_TIME,
-                hist: ids.wakeup_hist,
-            },
-        ]);
-        if !self.old {
+        if self.rps > 0 {
+            // TakeRequest sets stamp 1 to the request's queue time, so the
+            // request latency includes the time it sat queued.
+            ops.push(Op::TakeRequest {
+                own,
+                wake_hist: ids.wakeup_hist,
+            });
+        } else {
             ops.extend([
-                Op::Stamp { slot: WORK_START },
-                Op::Sleep(Dist::Fixed(self.s)),
+                Op::FutexSet { futex: own, val: 0 },
+                Op::Enlist { list },
+                Op::Post { futex: mfutex },
+                Op::FutexWait { futex: own, val: 0 },
+                Op::Latency {
+                    slot: WAKE_TIME,
+                    hist: ids.wakeup_hist,
+                },
             ]);
+            if !self.old {
+                ops.push(Op::Stamp { slot: WORK_START });
+            }
+        }
+        if !self.old {
+            ops.push(Op::Sleep(Dist::Fixed(self.s)));
             if self.lock {
                 ops.push(Op::CpuLock { set: lockset });
             }
@@ -251,6 +283,9 @@ fn hists_of(k: &Kernel, tasks: &[Pid]) -> (usize, usize) {
             Op::Latency {
                 slot: WAKE_TIME,
                 hist,
+            }
+            | Op::TakeRequest {
+                wake_hist: hist, ..
             } => found.0 = hist,
             Op::Latency {
                 slot: WORK_START,

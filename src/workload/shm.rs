@@ -103,6 +103,11 @@ pub struct Shm {
     pub batches: Vec<Vec<Pid>>,
     /// Per task: the futex word it waits on when queued on a list.
     pub futex_of: Vec<usize>,
+    /// schbench -R: each list's workers, its round-robin position, and per
+    /// task the queue times of its pending requests.
+    pub members: Vec<Vec<Pid>>,
+    pub rr: Vec<usize>,
+    pub requests: Vec<std::collections::VecDeque<u64>>,
     /// Per-CPU pthread spinlocks (holder), one set per schbench instance.
     pub cpu_locks: Vec<Vec<Option<Pid>>>,
     pub hists: Vec<PlatHist>,
@@ -121,6 +126,8 @@ impl Shm {
     pub fn new_list(&mut self) -> usize {
         self.lists.push(Vec::new());
         self.batches.push(Vec::new());
+        self.members.push(Vec::new());
+        self.rr.push(0);
         self.lists.len() - 1
     }
 
@@ -129,6 +136,14 @@ impl Shm {
             self.futex_of.resize(p + 1, 0);
         }
         self.futex_of[p] = futex;
+    }
+
+    /// Task `p`'s pending requests.
+    pub fn pending(&mut self, p: Pid) -> &mut std::collections::VecDeque<u64> {
+        if self.requests.len() <= p {
+            self.requests.resize(p + 1, Default::default());
+        }
+        &mut self.requests[p]
     }
 
     pub fn stamp(&mut self, p: Pid, i: usize, t: u64) {
