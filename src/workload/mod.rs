@@ -32,7 +32,7 @@ pub const WORKLOADS: &[(&str, &str, &str)] = &[
     ),
     (
         "schbench",
-        "m=1,t=ncpus/m,r=30s,s=100us,F=256,n=5,lock=true",
+        "m=1,t=ncpus/m,r=30s,s=100us,F=256,n=5,lock=true,R=0",
         "schbench (current): m message threads wake t workers each; wakeup/request latency, rps",
     ),
     (
