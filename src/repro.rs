@@ -181,15 +181,16 @@ Notes (see README, \"Seed 000\"). Costs come from the cost model; nothing is fit
   queues the task (no remote rq lock, no remote activation), so later workers wake
   sooner. The seed's low latencies after 30 ms idle periods imply shallow idle
   states, so these scenarios set machine.max_cstate = 1.
-- context1 (xeon): faster after, as in the seed, but absolute lps is ~6x the
-  seed's: the simulated kernel keeps many pairs on one CPU (local wakeups), where
-  the real one evidently ran them across CPUs at ~30 us per round trip.
-- hackbench (xeon): the simulation goes the other way (slower after). With
-  the wakelist the receivers sleep and are woken more often (-l 2000: 28k -> 47k
-  wakeups, twice the IPIs): woken slightly sooner, they drain their sockets and
-  block again before much new data arrives. In this cost model a sender saves
-  only ~250 ns per wakeup; the seed's machine evidently saved more (remote rq
-  cache misses under load). A finding to investigate, not a fitted result.
+- context1 (xeon): barely faster after (seed +11 %), and absolute lps is ~8x
+  the seed's: the simulated kernel keeps most pairs on one CPU (local
+  wakeups, where no variant queues), where the real one evidently ran them
+  across CPUs at ~30 us per round trip.
+- hackbench (xeon): slightly slower after (seed -31 %). With the wakelist
+  the receivers sleep and are woken more often (+21 % wakeups at -l 10000):
+  woken a little sooner, they drain their sockets and block again. In this
+  cost model a sender saves only ~250 ns per queued wakeup; the seed's
+  machine evidently saved far more (remote rq cache misses under load).
+  A finding to investigate, not a fitted result.
 - altra-80: context1 shows no difference: every pair ends up on one CPU (80
   copies, 160 tasks, 80 CPUs), so all wakeups are local and the wakelist never
   applies. The preset's LLC is the 2-core cluster (as the kernel builds it on
