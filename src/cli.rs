@@ -106,7 +106,7 @@ pub struct ScenarioArgs {
 /// Load and merge a scenario from a file (or the demo) and flags.
 fn load(args: &RunArgs) -> Result<(Source, Scenario), InputError> {
     load_scenario(
-        args.scenario.as_ref(),
+        read_scenario(args.scenario.as_ref())?,
         &args.common,
         args.check,
         Some(&args.out),
@@ -117,21 +117,12 @@ fn load(args: &RunArgs) -> Result<(Source, Scenario), InputError> {
 /// A scenario file (or none) with the common flags, then `extra` --set
 /// overrides applied last.
 pub fn load_scenario(
-    scenario: Option<&PathBuf>,
+    (file, text): (Option<String>, String),
     args: &ScenarioArgs,
     check: bool,
     out: Option<&OutArgs>,
     extra: &[String],
 ) -> Result<(Source, Scenario), InputError> {
-    let (file, text) = match scenario {
-        Some(p) => {
-            let name = p.display().to_string();
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| InputError::new(format!("{name}: cannot read scenario: {e}")))?;
-            (Some(name), text)
-        }
-        None => (None, String::new()),
-    };
     let (src, mut t) = Source::parse(file, text)?;
     if let Some(m) = &args.machine {
         set_key(&mut t, "machine.preset", Value::String(m.clone()))?;
@@ -164,6 +155,17 @@ pub fn load_scenario(
     }
     let sc = Scenario::resolve(&src, &t)?;
     Ok((src, sc))
+}
+
+/// A scenario file's name and text; no file is an empty scenario.
+pub fn read_scenario(path: Option<&PathBuf>) -> Result<(Option<String>, String), InputError> {
+    let Some(p) = path else {
+        return Ok((None, String::new()));
+    };
+    let name = p.display().to_string();
+    let text = std::fs::read_to_string(p)
+        .map_err(|e| InputError::new(format!("{name}: cannot read scenario: {e}")))?;
+    Ok((Some(name), text))
 }
 
 /// --json and --quiet are the `[output]` keys.

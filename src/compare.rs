@@ -5,7 +5,7 @@
 //! Runs are spread over threads, each building its own kernel; results are
 //! gathered by run index, so the output does not depend on thread timing.
 
-use crate::cli::{load_scenario, ScenarioArgs};
+use crate::cli::{load_scenario, read_scenario, ScenarioArgs};
 use crate::report::{json::to_json, write_atomic};
 use crate::run::run;
 use crate::scenario::{InputError, Scenario, Source};
@@ -56,8 +56,20 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
         return Err(InputError::new("--runs must be at least 1"));
     }
     let b_file = args.b.as_ref().or(args.a.as_ref());
-    let a = load_scenario(args.a.as_ref(), &args.common, false, None, &args.set_a)?;
-    let b = load_scenario(b_file, &args.common, false, None, &args.set_b)?;
+    let a = load_scenario(
+        read_scenario(args.a.as_ref())?,
+        &args.common,
+        false,
+        None,
+        &args.set_a,
+    )?;
+    let b = load_scenario(
+        read_scenario(b_file)?,
+        &args.common,
+        false,
+        None,
+        &args.set_b,
+    )?;
     if a.1.to_table() == b.1.to_table() {
         return Err(InputError::new(
             "sides A and B are the same scenario: give two files or --set-a/--set-b that differ",

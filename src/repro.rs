@@ -1,7 +1,7 @@
 //! `schedlab repro`: the seeds' experiments, before vs after, with the
 //! seed's published numbers beside the simulated ones.
 
-use crate::cli::{load_scenario, ScenarioArgs};
+use crate::cli::{load_scenario, read_scenario, ScenarioArgs};
 use crate::compare::{run_side, Metrics};
 use crate::scenario::InputError;
 use clap::{Args, Subcommand};
@@ -25,9 +25,10 @@ struct WakelistArgs {
     /// Runs per side (seeds 1..=N); the table shows means
     #[arg(long, default_value_t = 3)]
     runs: u64,
-    /// Directory holding the seed-000 scenario files
-    #[arg(long, default_value = "scenarios/seed-000-wakelist")]
-    dir: PathBuf,
+    /// Read the scenario files from this directory instead of the copies
+    /// built into schedlab (scenarios/seed-000-wakelist)
+    #[arg(long)]
+    dir: Option<PathBuf>,
 }
 
 pub fn main(args: &ReproArgs) -> i32 {
@@ -104,6 +105,26 @@ const WAKELIST_ROWS: &[SeedRow] = &[
     },
 ];
 
+/// The seed-000 scenario files, built in so `repro` runs from anywhere.
+fn builtin(file: &str) -> &'static str {
+    macro_rules! files {
+        ($($f:literal),*) => {
+            match file {
+                $($f => include_str!(concat!("../scenarios/seed-000-wakelist/", $f)),)*
+                _ => "",
+            }
+        };
+    }
+    files!(
+        "xeon-context1.toml",
+        "xeon-hackbench.toml",
+        "xeon-schbench.toml",
+        "altra-context1.toml",
+        "altra-hackbench.toml",
+        "altra-schbench.toml"
+    )
+}
+
 /// The counters that explain a wakelist difference.
 const WAKELIST_COUNTERS: &[&str] = &[
     "totals.ttwu_remote",
@@ -132,10 +153,16 @@ fn wakelist(args: &WakelistArgs) -> Result<(), InputError> {
     let mut cache: Option<(Vec<Metrics>, Vec<Metrics>)> = None;
     for row in WAKELIST_ROWS {
         if row.file != last_file {
-            let path = args.dir.join(row.file);
+            let text = match &args.dir {
+                Some(d) => read_scenario(Some(&d.join(row.file)))?,
+                None => (
+                    Some(format!("<built-in {}>", row.file)),
+                    builtin(row.file).to_string(),
+                ),
+            };
             let common = ScenarioArgs::default();
-            let a = load_scenario(Some(&path), &common, false, None, &before)?;
-            let b = load_scenario(Some(&path), &common, false, None, &after)?;
+            let a = load_scenario(text.clone(), &common, false, None, &before)?;
+            let b = load_scenario(text, &common, false, None, &after)?;
             let results = (run_side(&a, args.runs)?, run_side(&b, args.runs)?);
             explained.push((row.file, counters(&results.0), counters(&results.1)));
             cache = Some(results);
