@@ -390,14 +390,9 @@ impl Scenario {
                         )
                     }
                 },
-                "preempt" => match as_str(v).as_str() {
-                    "full" => kc.preempt = PreemptModel::Full,
-                    _ => {
-                        return Err(
-                            src.err(&key, "must be \"full\" (other models are not modelled yet)")
-                        )
-                    }
-                },
+                "preempt" => {
+                    kc.preempt = PreemptModel::parse(&as_str(v)).map_err(|e| src.err(&key, e))?
+                }
                 "base_slice_ns" => kc.base_slice_ns = get_u64(src, &key, v, 100_000)?,
                 "tunable_scaling" => {
                     let s = get_u64(src, &key, v, 0)?;
@@ -453,7 +448,7 @@ impl Scenario {
         let k = &self.kernel;
         let mut kt = Table::new();
         kt.insert("fair".into(), Value::String("eevdf".into()));
-        kt.insert("preempt".into(), Value::String("full".into()));
+        kt.insert("preempt".into(), Value::String(k.preempt.name().into()));
         kt.insert("wakelist".into(), Value::String(k.wakelist.name().into()));
         kt.insert(
             "wakelist_cross_llc".into(),

@@ -7,6 +7,7 @@ use super::fair::{
     ENQUEUE_MIGRATED, ENQUEUE_WAKEUP,
 };
 use super::pelt;
+use super::preempt::{Cause, Req, RqPreempt};
 use super::task::{Pid, TaskState};
 use super::Kernel;
 use crate::engine::{EventKind, Time};
@@ -64,6 +65,8 @@ pub struct Rq {
     pub cfs: CfsRq,
     /// TIF_NEED_RESCHED of curr (or of the idle task).
     pub need_resched: bool,
+    /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
+    pub pre: RqPreempt,
     pub act: Activity,
     pub tick_on: bool,
     /// When the rq lock is next free (remote wakers queue up behind it).
@@ -93,6 +96,7 @@ impl Rq {
             nr_running: 0,
             cfs: CfsRq::default(),
             need_resched: false,
+            pre: RqPreempt::default(),
             act: Activity::Idle { since: 0 },
             tick_on: false,
             lock_free_at: 0,
@@ -232,12 +236,31 @@ impl Kernel {
         self.events.push(next, EventKind::Tick, cpu);
     }
 
-    /// resched_curr: set need-resched on `cpu`. The running CPU notices it at
-    /// its next preemption point; a remote CPU gets a reschedule IPI unless
-    /// it is polling in idle; an idle CPU pays its idle-state exit latency.
+    /// resched_curr: set TIF_NEED_RESCHED on `cpu`.
     pub fn resched_curr(&mut self, cpu: usize, from: Option<usize>) {
+        self.set_need_resched(cpu, from, false, Cause::Other);
+    }
+
+    /// __resched_curr: set need-resched on `cpu`, the lazy bit if `lazy`
+    /// (the idle task always gets the full one). The running CPU notices it
+    /// at its next preemption point; for the full bit a remote CPU gets a
+    /// reschedule IPI unless it is polling in idle, and an idle CPU pays its
+    /// idle-state exit latency. A lazy request never sends an IPI.
+    pub fn set_need_resched(&mut self, cpu: usize, from: Option<usize>, lazy: bool, cause: Cause) {
         let rq = &mut self.rqs[cpu];
-        if rq.need_resched {
+        let lazy = lazy && rq.curr.is_some();
+        if rq.need_resched || (lazy && rq.pre.lazy) {
+            return;
+        }
+        if !rq.pre.lazy {
+            rq.pre.since = self.now;
+        }
+        if !rq.pre.lazy || cause == Cause::LazyUpgrade {
+            rq.pre.cause = cause;
+        }
+        if lazy {
+            rq.pre.lazy = true;
+            self.stats.preempt.lazy_set += 1;
             return;
         }
         rq.need_resched = true;
@@ -287,7 +310,7 @@ impl Kernel {
     /// it when the switch ends.
     pub fn on_resched(&mut self, cpu: usize) {
         let rq = &self.rqs[cpu];
-        if !rq.need_resched && !rq.ttwu_pending {
+        if !rq.need_resched && !rq.pre.lazy && !rq.ttwu_pending {
             return;
         }
         match rq.act {
@@ -320,6 +343,7 @@ impl Kernel {
         }
         let switched = matches!(rq.act, Activity::Switching { .. });
         rq.act = Activity::Kernel;
+        rq.pre.switched_in = switched;
         if switched && rq.ttwu_pending {
             self.sched_ttwu_pending(cpu);
         }
@@ -333,7 +357,7 @@ impl Kernel {
             let Some(p) = self.rqs[cpu].curr else {
                 return;
             };
-            if self.rqs[cpu].need_resched {
+            if self.preempt_point(cpu, p) {
                 if !self.schedule(cpu, SchedMode::Preempt) {
                     return;
                 }
@@ -348,6 +372,11 @@ impl Kernel {
                 }
                 Action::Block => {
                     if !self.schedule(cpu, SchedMode::Voluntary) {
+                        return;
+                    }
+                }
+                Action::Preempt => {
+                    if !self.schedule(cpu, SchedMode::Preempt) {
                         return;
                     }
                 }
@@ -379,9 +408,9 @@ impl Kernel {
             }
         }
         let next = self.pick_next_task(cpu, prev);
+        self.rqs[cpu].cfs.resched_req = false;
+        self.account_resched(cpu, prev, next != prev, mode);
         let rq = &mut self.rqs[cpu];
-        rq.need_resched = false;
-        rq.cfs.resched_req = false;
         if next == prev {
             // An idle CPU woken for a task someone else took goes back to idle.
             if next.is_none() && !self.rqs[cpu].is_idle() {
@@ -519,8 +548,9 @@ impl Kernel {
             Some(_) => rq.cfs.check_preempt_wakeup(&mut self.tasks, p, &env),
         };
         let requested = std::mem::take(&mut rq.cfs.resched_req);
+        let cause = if preempt { Cause::Wakeup } else { Cause::Tick };
         if preempt || requested {
-            self.resched_curr(cpu, from);
+            self.resched_curr_lazy(cpu, from, Req::Fair, cause);
         }
     }
 
@@ -715,6 +745,7 @@ impl Kernel {
     /// sched_tick: charge curr, age its load, request a resched when its
     /// slice is used up, and kick an idle sibling CPU to pull waiting tasks.
     pub fn on_tick(&mut self, cpu: usize) {
+        self.tick_upgrade_lazy(cpu);
         let env = env!(self);
         let rq = &mut self.rqs[cpu];
         if rq.curr.is_some() {
@@ -724,7 +755,7 @@ impl Kernel {
         self.events
             .push(self.now + self.tick_ns, EventKind::Tick, cpu);
         if resched {
-            self.resched_curr(cpu, Some(cpu));
+            self.resched_curr_lazy(cpu, Some(cpu), Req::Fair, Cause::Tick);
         }
         self.nohz_balancer_kick(cpu);
         self.update_idle_cpu_scan(cpu);
@@ -743,7 +774,7 @@ impl Kernel {
         let cpu = self.tasks[p].timer_cpu;
         self.try_to_wake_up(p, 0, cpu, None);
         // Return from the timer interrupt: a preemption point.
-        if self.rqs[cpu].need_resched && matches!(self.rqs[cpu].act, Activity::Running { .. }) {
+        if self.resched_pending(cpu) && matches!(self.rqs[cpu].act, Activity::Running { .. }) {
             self.stop_segment(cpu);
             self.dispatch(cpu);
         }

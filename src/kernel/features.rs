@@ -164,13 +164,7 @@ pub enum FairClass {
     Eevdf,
 }
 
-/// Preemption model (CONFIG_PREEMPT_*). `full`: a need-resched request
-/// preempts the running task at once (locally) or on IPI arrival (remotely).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PreemptModel {
-    Full,
-}
+pub use super::preempt::PreemptModel;
 
 /// When `ttwu_queue_cond` sends a same-LLC wakeup through the target's
 /// wakelist (seed 000): before the series, after its patch 1, after patch 2

@@ -9,6 +9,7 @@ pub mod futex;
 pub mod idle;
 pub mod pelt;
 pub mod pipe;
+pub mod preempt;
 pub mod prio;
 pub mod select;
 pub mod task;
@@ -49,6 +50,8 @@ pub struct Counters {
     pub sis_scanned: u64,
     pub newidle_pulls: u64,
     pub idle_balance_pulls: u64,
+    /// Preemptions by cause and point, need-resched latency.
+    pub preempt: preempt::PreemptStats,
 }
 
 /// Why a run stopped early.

@@ -47,7 +47,7 @@ pub const WORKLOADS: &[(&str, &str, &str)] = &[
     ),
     (
         "periodic",
-        "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false,barrier=false",
+        "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false,barrier=false,mode=user|kernel,cond_resched=0,atomic=false",
         "tasks that run then sleep forever (durations: 8ms, 1ms..3ms, exp:2ms)",
     ),
 ];

@@ -147,6 +147,12 @@ impl Params {
         }
     }
 
+    /// A duration, 0 allowed.
+    pub fn duration(&self, key: &str, default: &str) -> Result<u64, String> {
+        parse_duration(self.get(key).unwrap_or(default))
+            .map_err(|e| format!("workload `{}`: parameter `{key}`: {e}", self.kind))
+    }
+
     /// A positive duration distribution.
     pub fn dist(&self, key: &str, default: &str) -> Result<Dist, String> {
         let v = self.get(key).unwrap_or(default);
