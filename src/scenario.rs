@@ -384,10 +384,9 @@ impl Scenario {
                 }
                 "fair" => match as_str(v).as_str() {
                     "eevdf" => kc.fair = FairClass::Eevdf,
+                    "cfs" => kc.fair = FairClass::Cfs,
                     _ => {
-                        return Err(
-                            src.err(&key, "must be \"eevdf\" (legacy CFS is not modelled yet)")
-                        )
+                        return Err(src.err(&key, "must be \"eevdf\" or \"cfs\" (legacy CFS, v6.5)"))
                     }
                 },
                 "preempt" => {
@@ -447,7 +446,17 @@ impl Scenario {
         root.insert("machine".into(), Value::Table(m));
         let k = &self.kernel;
         let mut kt = Table::new();
-        kt.insert("fair".into(), Value::String("eevdf".into()));
+        kt.insert(
+            "fair".into(),
+            Value::String(
+                if k.fair == FairClass::Cfs {
+                    "cfs"
+                } else {
+                    "eevdf"
+                }
+                .into(),
+            ),
+        );
         kt.insert("preempt".into(), Value::String(k.preempt.name().into()));
         kt.insert("wakelist".into(), Value::String(k.wakelist.name().into()));
         kt.insert(

@@ -123,6 +123,7 @@ macro_rules! env {
             base_slice: $k.base_slice,
             tick_ns: $k.tick_ns,
             feat: &$k.cfg.features,
+            legacy: $k.legacy_cfs,
         }
     };
 }

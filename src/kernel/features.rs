@@ -156,12 +156,13 @@ impl Features {
     }
 }
 
-/// The fair-class policy. Only EEVDF exists in this version; legacy CFS is a
-/// later switch, so the key already exists and rejects anything else.
+/// The fair-class policy: EEVDF (v6.6+) or legacy CFS (`kernel.fair`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FairClass {
     Eevdf,
+    /// Legacy CFS as in v6.5 (cfs_legacy.rs).
+    Cfs,
 }
 
 pub use super::preempt::PreemptModel;

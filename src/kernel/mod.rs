@@ -2,6 +2,7 @@
 //! the engine's events. Submodules mirror kernel/sched/.
 
 pub mod balance;
+pub mod cfs_legacy;
 pub mod core;
 pub mod fair;
 pub mod features;
@@ -68,6 +69,8 @@ pub struct Kernel {
     pub cfg: KernelConfig,
     /// sysctl_sched_base_slice after boot scaling.
     pub base_slice: u64,
+    /// Legacy CFS tunables after boot scaling, when `kernel.fair = "cfs"`.
+    pub legacy_cfs: Option<cfs_legacy::CfsTunables>,
     pub tick_ns: u64,
     pub now: Time,
     pub events: EventQueue,
@@ -110,6 +113,8 @@ impl Kernel {
         let n = machine.nr_cpus();
         Kernel {
             base_slice: cfg.scaled_base_slice(n),
+            legacy_cfs: (cfg.fair == features::FairClass::Cfs)
+                .then(|| cfs_legacy::CfsTunables::scaled(cfg.sysctl_factor(n))),
             tick_ns: cfg.tick_ns(),
             rqs: (0..n).map(Rq::new).collect(),
             has_idle_cores: vec![false; machine.nr_llcs],
