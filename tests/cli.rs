@@ -432,3 +432,30 @@ fn repro_preempt_prints_seed_and_simulated_numbers() {
     assert!(out.contains("involuntary") && out.contains("seed none"));
     assert!(out.contains("What the simulation explains"));
 }
+
+#[test]
+fn rt_parameters_are_checked() {
+    for spec in [
+        "cyclictest:prio=0",
+        "cyclictest:prio=100",
+        "periodic:policy=fifo,prio=120",
+        "periodic:policy=normal,prio=10",
+        "periodic:policy=deadline",
+    ] {
+        let (rc, _, err) = schedlab(&["run", "--workload", spec]);
+        assert_eq!(rc, 2, "{spec}: {err}");
+        assert!(
+            err.contains("prio") || err.contains("policy"),
+            "{spec}: {err}"
+        );
+    }
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--workload",
+        "pipe:loops=10",
+        "--set",
+        "kernel.rt_bandwidth=often",
+    ]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("kernel.rt_bandwidth"), "{err}");
+}

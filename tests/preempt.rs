@@ -137,3 +137,34 @@ fn a_user_mode_hog_is_preempted_at_once_by_a_full_request_only() {
     assert!(k.stats.preempt.resched_latency.count > 100);
     assert!(k.stats.preempt.resched_latency.quantile(0.99) < MS);
 }
+
+/// cyclictest at FIFO 80 next to fair kernel-mode hogs on 2 CPUs: its
+/// latency is bounded by the hogs' kernel sections under none, by the
+/// tick under auto-none (the RT wakeup only sets the lazy bit), and tiny
+/// under full.
+fn cyclictest_p99(model: &str) -> f64 {
+    use schedlab::run::run;
+    use schedlab::scenario::{Scenario, Source};
+    let text = format!(
+        "[machine]\npreset = \"smp:cpus=2\"\n[sim]\nduration = \"500ms\"\ncheck = true\n\
+         [kernel]\npreempt = \"{model}\"\n\
+         [[workload]]\nkind = \"cyclictest\"\nthreads = 2\n\
+         [[workload]]\nkind = \"periodic\"\ntasks = 4\nrun = \"20ms\"\nsleep = \"1ms\"\nmode = \"kernel\"\n"
+    );
+    let (src, t) = Source::parse(None, text).unwrap();
+    let sc = Scenario::resolve(&src, &t).unwrap();
+    let out = run(&src, &sc).unwrap();
+    let (w, pids) = &out.workloads[0];
+    let f = w.report(&out.kernel, pids).fields;
+    f["latency_us"]["p99"].as_f64().unwrap()
+}
+
+#[test]
+fn cyclictest_latency_follows_the_preemption_model() {
+    let none = cyclictest_p99("none");
+    let auto = cyclictest_p99("auto-none");
+    let full = cyclictest_p99("full");
+    assert!(none > 10_000.0, "none p99 {none} µs");
+    assert!(auto > 1_000.0 && auto <= 4_100.0, "auto-none p99 {auto} µs");
+    assert!(full < 50.0, "full p99 {full} µs");
+}

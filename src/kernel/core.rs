@@ -8,6 +8,7 @@ use super::fair::{
 };
 use super::pelt;
 use super::preempt::{Cause, Req, RqPreempt};
+use super::rt::RtRq;
 use super::task::{Pid, TaskState};
 use super::Kernel;
 use crate::engine::{EventKind, Time};
@@ -67,6 +68,7 @@ pub struct Rq {
     pub need_resched: bool,
     /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
     pub pre: RqPreempt,
+    pub rt: RtRq,
     pub act: Activity,
     pub tick_on: bool,
     /// When the rq lock is next free (remote wakers queue up behind it).
@@ -97,6 +99,7 @@ impl Rq {
             cfs: CfsRq::default(),
             need_resched: false,
             pre: RqPreempt::default(),
+            rt: RtRq::default(),
             act: Activity::Idle { since: 0 },
             tick_on: false,
             lock_free_at: 0,
@@ -478,9 +481,21 @@ impl Kernel {
         cost
     }
 
+    /// put_prev_task_fair for a fair prev that an RT task replaces.
+    pub fn put_prev_fair(&mut self, cpu: usize, p: Pid) {
+        let env = env!(self);
+        self.rqs[cpu].cfs.put_prev_entity(&mut self.tasks, p, &env);
+    }
+
     /// try_to_block_task: dequeue a task that is going to sleep (possibly
     /// delayed by DELAY_DEQUEUE).
     fn block_task(&mut self, cpu: usize, p: Pid) {
+        if self.is_rt(p) {
+            self.dequeue_rt(cpu, p);
+            self.rqs[cpu].nr_running -= 1;
+            self.tasks[p].on_rq = false;
+            return;
+        }
         let env = env!(self);
         let rq = &mut self.rqs[cpu];
         if rq.cfs.dequeue_task(&mut self.tasks, p, DEQUEUE_SLEEP, &env) {
@@ -493,7 +508,14 @@ impl Kernel {
     /// winner (finishing the dequeue of delayed tasks it meets), swap prev
     /// and next; with nothing queued, try a newidle pull, else go idle.
     fn pick_next_task(&mut self, cpu: usize, prev: Option<Pid>) -> Option<Pid> {
+        self.update_curr_rt(cpu);
+        if prev.is_some_and(|p| self.is_rt(p)) && self.rqs[cpu].rt.queue.is_empty() {
+            self.pull_rt_task(cpu);
+        }
         loop {
+            if let Some(n) = self.pick_next_rt(cpu, prev) {
+                return Some(n);
+            }
             let env = env!(self);
             let rq = &mut self.rqs[cpu];
             if rq.cfs.nr_queued == 0 {
@@ -528,9 +550,15 @@ impl Kernel {
 
     /// activate_task on `cpu` and check whether the new arrival preempts.
     fn activate_task(&mut self, cpu: usize, p: Pid, flags: u32) {
-        let env = env!(self);
+        if self.is_rt(p) {
+            self.enqueue_rt(cpu, p, false);
+        } else {
+            let env = env!(self);
+            self.rqs[cpu]
+                .cfs
+                .enqueue_task(&mut self.tasks, p, flags, &env);
+        }
         let rq = &mut self.rqs[cpu];
-        rq.cfs.enqueue_task(&mut self.tasks, p, flags, &env);
         rq.nr_running += 1;
         let t = &mut self.tasks[p];
         t.on_rq = true;
@@ -541,6 +569,12 @@ impl Kernel {
     /// wakeup_preempt: the idle task always yields; a running fair task is
     /// checked by check_preempt_wakeup_fair.
     fn wakeup_preempt(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
+        if self.is_rt(p) {
+            return self.wakeup_preempt_rt(cpu, p, from);
+        }
+        if !self.fair_wakeup_may_preempt(cpu, p) {
+            return;
+        }
         let env = env!(self);
         let rq = &mut self.rqs[cpu];
         let preempt = match rq.curr {
@@ -651,9 +685,13 @@ impl Kernel {
     /// attach_task of the load balancer).
     pub fn move_queued_task(&mut self, p: Pid, src: usize, dst: usize) {
         let env = env!(self);
-        self.rqs[src]
-            .cfs
-            .dequeue_task(&mut self.tasks, p, DEQUEUE_MIGRATING, &env);
+        if self.is_rt(p) {
+            self.rqs[src].rt.queue.retain(|&q| q != p);
+        } else {
+            self.rqs[src]
+                .cfs
+                .dequeue_task(&mut self.tasks, p, DEQUEUE_MIGRATING, &env);
+        }
         self.rqs[src].nr_running -= 1;
         self.rqs[src].cfs.resched_req = false;
         let t = &mut self.tasks[p];
@@ -747,6 +785,7 @@ impl Kernel {
     /// slice is used up, and kick an idle sibling CPU to pull waiting tasks.
     pub fn on_tick(&mut self, cpu: usize) {
         self.tick_upgrade_lazy(cpu);
+        self.task_tick_rt(cpu);
         let env = env!(self);
         let rq = &mut self.rqs[cpu];
         if rq.curr.is_some() {

@@ -206,6 +206,7 @@ pub struct KernelConfig {
     pub hz: u32,
     pub fair: FairClass,
     pub preempt: PreemptModel,
+    pub rt_bandwidth: super::rt::RtBandwidth,
     /// sysctl_sched_base_slice before boot scaling (normalized), ns.
     pub base_slice_ns: u64,
     /// sysctl_sched_tunable_scaling: 0 none, 1 log (default), 2 linear.
@@ -227,6 +228,7 @@ impl Default for KernelConfig {
             hz: 250,
             fair: FairClass::Eevdf,
             preempt: PreemptModel::Full,
+            rt_bandwidth: super::rt::RtBandwidth::FairServer,
             base_slice_ns: 700_000,
             tunable_scaling: 1,
             migration_cost_ns: 500_000,

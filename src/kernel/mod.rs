@@ -12,6 +12,7 @@ pub mod pelt;
 pub mod pipe;
 pub mod preempt;
 pub mod prio;
+pub mod rt;
 pub mod select;
 pub mod task;
 pub mod unix_sock;
@@ -51,6 +52,10 @@ pub struct Counters {
     pub sis_scanned: u64,
     pub newidle_pulls: u64,
     pub idle_balance_pulls: u64,
+    /// RT tasks pushed to and pulled by other CPUs; bandwidth holds.
+    pub rt_pushes: u64,
+    pub rt_pulls: u64,
+    pub rt_throttled: u64,
     /// Preemptions by cause and point, need-resched latency.
     pub preempt: preempt::PreemptStats,
 }

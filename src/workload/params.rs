@@ -89,7 +89,7 @@ impl Params {
         self.values.get(key).map(String::as_str)
     }
 
-    fn bad(&self, key: &str, what: &str) -> String {
+    pub fn bad(&self, key: &str, what: &str) -> String {
         format!(
             "workload `{}`: parameter `{key}` = `{}` {what}",
             self.kind,

@@ -3,6 +3,7 @@
 
 use super::params::Params;
 use super::program::{Dist, Op};
+use super::sched_attr::SchedAttr;
 use super::{BenchResult, Builder, TaskSpec, MAX_TASKS};
 use crate::kernel::futex::Barrier;
 use crate::kernel::pelt;
@@ -27,6 +28,7 @@ pub struct Periodic {
     pub cond_resched: u64,
     /// The kernel segment runs with preemption disabled.
     pub atomic: bool,
+    pub attr: SchedAttr,
 }
 
 impl Periodic {
@@ -41,6 +43,8 @@ impl Periodic {
             "mode",
             "cond_resched",
             "atomic",
+            "policy",
+            "prio",
         ])?;
         let w = Periodic {
             tasks: p.count_max("tasks", 1, MAX_TASKS)?,
@@ -52,6 +56,7 @@ impl Periodic {
             kernel: p.choice("mode", &["user", "kernel"])? == "kernel",
             cond_resched: p.duration("cond_resched", "0")?,
             atomic: p.flag("atomic", false)?,
+            attr: SchedAttr::parse(p, "normal", 50)?,
         };
         w.check_kernel_mode()?;
         Ok(w)
@@ -119,6 +124,7 @@ impl Periodic {
                     ops: ops.clone(),
                 },
             );
+            self.attr.apply(k, p);
             b.launch(k, p);
         }
     }

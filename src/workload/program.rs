@@ -109,6 +109,15 @@ pub enum Op {
     },
     /// sched_yield(2)
     Yield,
+    /// clock_nanosleep(TIMER_ABSTIME) to cyclictest thread `thread`'s next
+    /// deadline (set one interval from now the first time).
+    CyclicSleep {
+        thread: usize,
+    },
+    /// cyclictest: record how late the wakeup was and step the deadline.
+    CyclicWoke {
+        thread: usize,
+    },
     /// Record a benchmark timestamp.
     Mark(Mark),
     /// Store `val` in a futex word, waking nobody (a user-space store).
@@ -340,14 +349,16 @@ impl Kernel {
             | Op::RpsBurst { .. }
             | Op::TakeRequest { .. }
             | Op::SleepUntil { .. }
-            | Op::Count => None,
+            | Op::Count
+            | Op::CyclicWoke { .. } => None,
             Op::Sleep(_)
             | Op::PollIn { .. }
             | Op::WaitChild
             | Op::FutexWait { .. }
             | Op::FutexWake { .. }
             | Op::Barrier { .. }
-            | Op::Yield => Some(c.syscall_ns),
+            | Op::Yield
+            | Op::CyclicSleep { .. } => Some(c.syscall_ns),
             Op::PipeWrite { bytes, .. } | Op::PipeRead { bytes, .. } => {
                 Some(copy(bytes, c.pipe_copy_ps_per_byte) + c.pipe_op_ns)
             }
@@ -388,6 +399,24 @@ impl Kernel {
                 cond_resched,
                 atomic,
             } => self.kernel_run(p, dist, cond_resched, atomic),
+            Op::CyclicSleep { thread } => {
+                let th = &mut self.shm.cyclic[thread];
+                if th.next == 0 {
+                    th.next = self.now + th.interval;
+                }
+                let at = th.next;
+                self.tasks[p].prog.advance();
+                if at <= self.now {
+                    return None;
+                }
+                self.hrtimer_sleep_until(p, cpu, at);
+                Some(Action::Block)
+            }
+            Op::CyclicWoke { thread } => {
+                self.shm.cyclic[thread].woke(self.now);
+                self.tasks[p].prog.advance();
+                None
+            }
             Op::Sleep(d) => {
                 let ns = d.sample(&mut self.tasks[p].rng);
                 self.tasks[p].prog.advance();
@@ -714,7 +743,18 @@ impl Kernel {
     /// hrtimer_nanosleep: arm the task's timer on this CPU (with the
     /// default 50 µs timer slack of a normal task) and sleep.
     fn hrtimer_sleep(&mut self, p: Pid, cpu: usize, ns: u64) {
-        let at = self.now + ns + self.cfg.timer_slack_ns;
+        self.hrtimer_sleep_until(p, cpu, self.now + ns);
+    }
+
+    /// Arm an absolute hrtimer: an RT task has no timer slack
+    /// (hrtimer_nanosleep uses 0 for rt_task), others the default.
+    fn hrtimer_sleep_until(&mut self, p: Pid, cpu: usize, at: u64) {
+        let slack = if self.is_rt(p) {
+            0
+        } else {
+            self.cfg.timer_slack_ns
+        };
+        let at = at + slack;
         let t = &mut self.tasks[p];
         t.timer_cpu = cpu;
         t.state = TaskState::Interruptible;
