@@ -240,12 +240,7 @@ impl Kernel {
         self.events.push(next, EventKind::Tick, cpu);
     }
 
-    /// resched_curr: set TIF_NEED_RESCHED on `cpu`.
-    pub fn resched_curr(&mut self, cpu: usize, from: Option<usize>) {
-        self.set_need_resched(cpu, from, false, Cause::Other);
-    }
-
-    /// __resched_curr: set need-resched on `cpu`, the lazy bit if `lazy`
+    /// __resched_curr (resched_curr is the full bit): set need-resched on `cpu`, the lazy bit if `lazy`
     /// (the idle task always gets the full one). The running CPU notices it
     /// at its next preemption point; for the full bit a remote CPU gets a
     /// reschedule IPI unless it is polling in idle, and an idle CPU pays its

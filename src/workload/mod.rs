@@ -24,7 +24,7 @@ use std::rc::Rc;
 pub const WORKLOADS: &[(&str, &str, &str)] = &[
     (
         "hackbench",
-        "groups=10,fds=20,loops=100,datasize=100,ipc=socket|pipe,mode=process|thread,output=hackbench|perf",
+        "groups=10,fds=20,loops=100,datasize=100,ipc=socket|pipe,mode=process|thread,output=hackbench|perf,policy=normal,prio=50,nice=0",
         "rt-tests hackbench / perf bench sched messaging: groups of senders spraying receivers",
     ),
     (

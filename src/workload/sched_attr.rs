@@ -39,4 +39,12 @@ impl SchedAttr {
     pub fn apply(&self, k: &mut Kernel, p: Pid) {
         k.set_scheduler(p, self.policy, self.prio);
     }
+
+    /// apply, after setting a fair task's nice value (set_user_nice).
+    pub fn apply_with_nice(&self, k: &mut Kernel, p: Pid, nice: i32) {
+        let t = &mut k.tasks[p];
+        t.nice = nice;
+        t.se.load = crate::kernel::prio::LoadWeight::from_nice(nice);
+        self.apply(k, p);
+    }
 }
