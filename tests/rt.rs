@@ -115,3 +115,16 @@ fn rt_tasks_spread_to_cpus_running_lower_priorities() {
     let cpus: std::collections::BTreeSet<usize> = rts.iter().map(|&p| k.tasks[p].cpu).collect();
     assert_eq!(cpus.len(), 3);
 }
+
+#[test]
+fn a_throttled_rt_hog_alone_idles_out_the_period_and_resumes() {
+    let mut k = kernel(1, RtBandwidth::Throttle);
+    let mut b = Builder::new(0, 1);
+    let rt = hog(&mut k, &mut b, Policy::Fifo, 50, None);
+    k.run(Some(2_000 * MS)).unwrap();
+    k.finish();
+    // 950 ms per period, to within a tick each.
+    let ran = exec(&k, rt) / MS;
+    assert!((1_880..=1_910).contains(&ran), "ran {ran} ms in 2 s");
+    assert!(k.stats.rt_throttled >= 2);
+}

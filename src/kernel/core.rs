@@ -215,6 +215,7 @@ impl Kernel {
         if self.machine.smt_width() > 1 && self.core_idle(cpu) {
             self.has_idle_cores[self.machine.cpus[cpu].llc] = true;
         }
+        self.arm_rt_period_timer(cpu);
     }
 
     /// Leaving the idle loop: restart the tick (tick_nohz_idle_exit).
@@ -308,6 +309,7 @@ impl Kernel {
     /// a CPU in the middle of a context switch has interrupts off and takes
     /// it when the switch ends.
     pub fn on_resched(&mut self, cpu: usize) {
+        self.rt_period_expired(cpu);
         let rq = &self.rqs[cpu];
         if !rq.need_resched && !rq.pre.lazy && !rq.ttwu_pending {
             return;

@@ -9,7 +9,7 @@ use super::core::Activity;
 use super::preempt::{Cause, Req};
 use super::task::Pid;
 use super::Kernel;
-use crate::engine::Time;
+use crate::engine::{EventKind, Time};
 
 /// sched_rr_timeslice_ms = RR_TIMESLICE (100 ms).
 pub const RR_TIMESLICE_NS: u64 = 100_000_000;
@@ -295,6 +295,26 @@ impl Kernel {
             self.rqs[cpu].rt.dequeue(c);
             self.enqueue_rt(cpu, c, false);
             self.set_need_resched(cpu, Some(cpu), false, Cause::Tick);
+        }
+    }
+
+    /// A CPU that idles while its RT tasks are held back still wakes when
+    /// the hold ends (sched_rt_period_timer, or the server's replenishment).
+    pub fn arm_rt_period_timer(&mut self, cpu: usize) {
+        let rt = &self.rqs[cpu].rt;
+        if !rt.queue.is_empty() && rt.blocked_until > self.now {
+            self.events
+                .push_earliest(rt.blocked_until, EventKind::Resched, cpu);
+        }
+    }
+
+    /// That timer on an idle CPU: lift the hold and reschedule.
+    pub fn rt_period_expired(&mut self, cpu: usize) {
+        let rq = &mut self.rqs[cpu];
+        let due = rq.rt.blocked_until != 0 && self.now >= rq.rt.blocked_until;
+        if due && !rq.rt.queue.is_empty() && rq.is_idle() {
+            rq.rt.blocked_until = 0;
+            rq.need_resched = true;
         }
     }
 

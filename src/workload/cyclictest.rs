@@ -78,7 +78,7 @@ impl Cyclictest {
             distance: p.duration("distance", "500us")?,
             loops: p.int("loops", 0, 0, i64::MAX)? as u64,
             duration: p.duration("duration", "1s")?.max(1),
-            histogram: p.int("histogram", 0, 0, 100_000)? as u64,
+            histogram: p.int("histogram", 0, 0, 10_000)? as u64,
             attr: SchedAttr::parse(p, "fifo", 80)?,
         })
     }
