@@ -131,7 +131,8 @@ pub fn to_json(out: &RunOutput) -> Value {
     })
 }
 
-/// A histogram of ns as µs: count, p50, p99, max, mean.
+/// A histogram of ns as µs: count, p50, p99, max, mean, and its
+/// non-empty buckets as [low ns, high ns, count].
 pub fn latency_us(h: &Histogram) -> Value {
     let us = |ns: u64| ns as f64 / 1e3;
     json!({
@@ -140,5 +141,6 @@ pub fn latency_us(h: &Histogram) -> Value {
         "p99": us(h.quantile(0.99)),
         "max": us(h.max),
         "mean": h.mean() / 1e3,
+        "histogram_ns": h.buckets().iter().map(|b| [b.0, b.1, b.2]).collect::<Vec<_>>(),
     })
 }
