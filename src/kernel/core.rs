@@ -241,8 +241,9 @@ impl Kernel {
         self.events.push(next, EventKind::Tick, cpu);
     }
 
-    /// __resched_curr (resched_curr is the full bit): set need-resched on `cpu`, the lazy bit if `lazy`
-    /// (the idle task always gets the full one). The running CPU notices it
+    /// __resched_curr (resched_curr when `lazy` is false): set need-resched
+    /// on `cpu`, the lazy bit if `lazy` (the idle task always gets the full
+    /// one). The running CPU notices it
     /// at its next preemption point; for the full bit a remote CPU gets a
     /// reschedule IPI unless it is polling in idle, and an idle CPU pays its
     /// idle-state exit latency. A lazy request never sends an IPI.
