@@ -31,6 +31,12 @@ pub const CASES: &[(&str, &str, &str, Option<&str>)] = &[
         "schbench:m=2,t=8",
         Some("2s"),
     ),
+    (
+        "hackbench pipe g60 process power10-96",
+        "power10-96",
+        "hackbench:groups=60,loops=20,ipc=pipe,mode=process",
+        None,
+    ),
 ];
 
 #[derive(Args)]

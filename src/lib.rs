@@ -10,6 +10,7 @@ pub mod machine;
 pub mod observe;
 pub mod report;
 pub mod repro;
+pub mod repro_preempt;
 pub mod run;
 pub mod scenario;
 pub mod workload;

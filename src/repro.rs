@@ -18,6 +18,8 @@ pub struct ReproArgs {
 enum Which {
     /// Seed 000: remote wakeups through the wakelist (kernel.wakelist on_cpu_nr_le1 → idle)
     Wakelist(WakelistArgs),
+    /// Seed 002: hackbench -pipe 60 process, preempt=none vs PREEMPT_AUTO's preempt=none
+    Preempt(crate::repro_preempt::PreemptArgs),
 }
 
 #[derive(Args)]
@@ -34,6 +36,7 @@ struct WakelistArgs {
 pub fn main(args: &ReproArgs) -> i32 {
     let r = match &args.which {
         Which::Wakelist(a) => wakelist(a),
+        Which::Preempt(a) => return crate::repro_preempt::main(a),
     };
     match r {
         Ok(()) => 0,

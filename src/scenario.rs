@@ -4,6 +4,7 @@
 //! `[[workload]]` table, --seed is `sim.seed`, --duration `sim.duration`.
 
 use crate::kernel::features::{FairClass, KernelConfig, PreemptModel, Wakelist, FEATURES};
+use crate::kernel::rt::RtBandwidth;
 use crate::workload::params::{parse_duration, Params};
 use std::fmt;
 use toml::{Table, Value};
@@ -363,6 +364,7 @@ impl Scenario {
             "hz",
             "fair",
             "preempt",
+            "rt_bandwidth",
             "base_slice_ns",
             "tunable_scaling",
             "migration_cost_ns",
@@ -384,20 +386,26 @@ impl Scenario {
                 }
                 "fair" => match as_str(v).as_str() {
                     "eevdf" => kc.fair = FairClass::Eevdf,
+                    "cfs" => kc.fair = FairClass::Cfs,
                     _ => {
-                        return Err(
-                            src.err(&key, "must be \"eevdf\" (legacy CFS is not modelled yet)")
-                        )
+                        return Err(src.err(&key, "must be \"eevdf\" or \"cfs\" (legacy CFS, v6.5)"))
                     }
                 },
-                "preempt" => match as_str(v).as_str() {
-                    "full" => kc.preempt = PreemptModel::Full,
-                    _ => {
-                        return Err(
-                            src.err(&key, "must be \"full\" (other models are not modelled yet)")
-                        )
+                "rt_bandwidth" => {
+                    kc.rt_bandwidth = match as_str(v).as_str() {
+                        "throttle" => RtBandwidth::Throttle,
+                        "fair_server" => RtBandwidth::FairServer,
+                        _ => {
+                            return Err(src.err(
+                                &key,
+                                "must be \"fair_server\" (v6.12+) or \"throttle\" (sched_rt_runtime_us, before)",
+                            ))
+                        }
                     }
-                },
+                }
+                "preempt" => {
+                    kc.preempt = PreemptModel::parse(&as_str(v)).map_err(|e| src.err(&key, e))?
+                }
                 "base_slice_ns" => kc.base_slice_ns = get_u64(src, &key, v, 100_000)?,
                 "tunable_scaling" => {
                     let s = get_u64(src, &key, v, 0)?;
@@ -452,8 +460,23 @@ impl Scenario {
         root.insert("machine".into(), Value::Table(m));
         let k = &self.kernel;
         let mut kt = Table::new();
-        kt.insert("fair".into(), Value::String("eevdf".into()));
-        kt.insert("preempt".into(), Value::String("full".into()));
+        kt.insert(
+            "fair".into(),
+            Value::String(
+                if k.fair == FairClass::Cfs {
+                    "cfs"
+                } else {
+                    "eevdf"
+                }
+                .into(),
+            ),
+        );
+        kt.insert("preempt".into(), Value::String(k.preempt.name().into()));
+        let bw = match k.rt_bandwidth {
+            RtBandwidth::Throttle => "throttle",
+            RtBandwidth::FairServer => "fair_server",
+        };
+        kt.insert("rt_bandwidth".into(), Value::String(bw.into()));
         kt.insert("wakelist".into(), Value::String(k.wakelist.name().into()));
         kt.insert(
             "wakelist_cross_llc".into(),

@@ -361,3 +361,101 @@ fn compare_reports_a_significant_difference_and_rejects_equal_sides() {
     assert_eq!(rc, 2);
     assert!(err.contains("kernel.wakelist"), "{err}");
 }
+
+#[test]
+fn preemption_models_and_kernel_segments_reject_bad_input() {
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--workload",
+        "periodic:tasks=1",
+        "--set",
+        "kernel.preempt=rt",
+    ]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("kernel.preempt") && err.contains("auto-none"),
+        "{err}"
+    );
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--workload",
+        "periodic:run=1ms,mode=kernel,cond_resched=2ms",
+    ]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("cond_resched") && err.contains("longer"),
+        "{err}"
+    );
+    let (rc, _, err) = schedlab(&["run", "--workload", "periodic:cond_resched=100us"]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("mode=kernel"), "{err}");
+}
+
+#[test]
+fn preemption_counters_reach_the_json() {
+    let out = tmp("preempt.json");
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "smp:cpus=2",
+        "--workload",
+        "periodic:tasks=4,run=3ms,sleep=1ms,mode=kernel,cond_resched=500us",
+        "--workload",
+        "pipe:loops=2000",
+        "--set",
+        "kernel.preempt=\"auto-none\"",
+        "--duration",
+        "300ms",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let v = json_without_wall(&out);
+    let t = &v["totals"];
+    assert!(t["preempt_lazy_upgrade"].as_u64().unwrap() > 0, "{t}");
+    let lat = &v["resched_latency_us"];
+    assert!(lat["count"].as_u64().unwrap() > 0);
+    assert!(lat["p50"].as_f64().unwrap() <= lat["p99"].as_f64().unwrap());
+    assert!(lat["p99"].as_f64().unwrap() <= lat["max"].as_f64().unwrap());
+    assert_eq!(v["scenario"]["kernel"]["preempt"], "auto-none");
+    // Each workload's result sits under its own name.
+    assert!(v["benchmark"]["periodic"].is_object() && v["benchmark"]["pipe"].is_object());
+}
+
+#[test]
+fn repro_preempt_prints_seed_and_simulated_numbers() {
+    let (rc, out, err) = schedlab(&["repro", "preempt", "--loops", "1", "--seeds", "1"]);
+    assert_eq!(rc, 0, "{err}");
+    for m in ["power10-96", "power-320", "milan-256"] {
+        assert!(out.contains(&format!("{m}: hackbench")), "{out}");
+    }
+    assert!(out.contains("involuntary") && out.contains("seed none"));
+    assert!(out.contains("What the simulation explains"));
+}
+
+#[test]
+fn rt_parameters_are_checked() {
+    for spec in [
+        "cyclictest:prio=0",
+        "cyclictest:prio=100",
+        "periodic:policy=fifo,prio=120",
+        "periodic:policy=normal,prio=10",
+        "periodic:policy=deadline",
+    ] {
+        let (rc, _, err) = schedlab(&["run", "--workload", spec]);
+        assert_eq!(rc, 2, "{spec}: {err}");
+        assert!(
+            err.contains("prio") || err.contains("policy"),
+            "{spec}: {err}"
+        );
+    }
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--workload",
+        "pipe:loops=10",
+        "--set",
+        "kernel.rt_bandwidth=often",
+    ]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("kernel.rt_bandwidth"), "{err}");
+}

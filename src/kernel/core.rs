@@ -7,6 +7,8 @@ use super::fair::{
     ENQUEUE_MIGRATED, ENQUEUE_WAKEUP,
 };
 use super::pelt;
+use super::preempt::{Cause, Req, RqPreempt};
+use super::rt::RtRq;
 use super::task::{Pid, TaskState};
 use super::Kernel;
 use crate::engine::{EventKind, Time};
@@ -64,6 +66,9 @@ pub struct Rq {
     pub cfs: CfsRq,
     /// TIF_NEED_RESCHED of curr (or of the idle task).
     pub need_resched: bool,
+    /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
+    pub pre: RqPreempt,
+    pub rt: RtRq,
     pub act: Activity,
     pub tick_on: bool,
     /// When the rq lock is next free (remote wakers queue up behind it).
@@ -93,6 +98,8 @@ impl Rq {
             nr_running: 0,
             cfs: CfsRq::default(),
             need_resched: false,
+            pre: RqPreempt::default(),
+            rt: RtRq::default(),
             act: Activity::Idle { since: 0 },
             tick_on: false,
             lock_free_at: 0,
@@ -119,6 +126,7 @@ macro_rules! env {
             base_slice: $k.base_slice,
             tick_ns: $k.tick_ns,
             feat: &$k.cfg.features,
+            legacy: $k.legacy_cfs,
         }
     };
 }
@@ -207,6 +215,7 @@ impl Kernel {
         if self.machine.smt_width() > 1 && self.core_idle(cpu) {
             self.has_idle_cores[self.machine.cpus[cpu].llc] = true;
         }
+        self.arm_rt_period_timer(cpu);
     }
 
     /// Leaving the idle loop: restart the tick (tick_nohz_idle_exit).
@@ -232,12 +241,27 @@ impl Kernel {
         self.events.push(next, EventKind::Tick, cpu);
     }
 
-    /// resched_curr: set need-resched on `cpu`. The running CPU notices it at
-    /// its next preemption point; a remote CPU gets a reschedule IPI unless
-    /// it is polling in idle; an idle CPU pays its idle-state exit latency.
-    pub fn resched_curr(&mut self, cpu: usize, from: Option<usize>) {
+    /// __resched_curr (resched_curr when `lazy` is false): set need-resched
+    /// on `cpu`, the lazy bit if `lazy` (the idle task always gets the full
+    /// one). The running CPU notices it
+    /// at its next preemption point; for the full bit a remote CPU gets a
+    /// reschedule IPI unless it is polling in idle, and an idle CPU pays its
+    /// idle-state exit latency. A lazy request never sends an IPI.
+    pub fn set_need_resched(&mut self, cpu: usize, from: Option<usize>, lazy: bool, cause: Cause) {
         let rq = &mut self.rqs[cpu];
-        if rq.need_resched {
+        let lazy = lazy && rq.curr.is_some();
+        if rq.need_resched || (lazy && rq.pre.lazy) {
+            return;
+        }
+        if !rq.pre.lazy {
+            rq.pre.since = self.now;
+        }
+        if !rq.pre.lazy || cause == Cause::LazyUpgrade {
+            rq.pre.cause = cause;
+        }
+        if lazy {
+            rq.pre.lazy = true;
+            self.stats.preempt.lazy_set += 1;
             return;
         }
         rq.need_resched = true;
@@ -286,8 +310,9 @@ impl Kernel {
     /// a CPU in the middle of a context switch has interrupts off and takes
     /// it when the switch ends.
     pub fn on_resched(&mut self, cpu: usize) {
+        self.rt_period_expired(cpu);
         let rq = &self.rqs[cpu];
-        if !rq.need_resched && !rq.ttwu_pending {
+        if !rq.need_resched && !rq.pre.lazy && !rq.ttwu_pending {
             return;
         }
         match rq.act {
@@ -320,6 +345,7 @@ impl Kernel {
         }
         let switched = matches!(rq.act, Activity::Switching { .. });
         rq.act = Activity::Kernel;
+        rq.pre.switched_in = switched;
         if switched && rq.ttwu_pending {
             self.sched_ttwu_pending(cpu);
         }
@@ -333,7 +359,7 @@ impl Kernel {
             let Some(p) = self.rqs[cpu].curr else {
                 return;
             };
-            if self.rqs[cpu].need_resched {
+            if self.preempt_point(cpu, p) {
                 if !self.schedule(cpu, SchedMode::Preempt) {
                     return;
                 }
@@ -348,6 +374,11 @@ impl Kernel {
                 }
                 Action::Block => {
                     if !self.schedule(cpu, SchedMode::Voluntary) {
+                        return;
+                    }
+                }
+                Action::Preempt => {
+                    if !self.schedule(cpu, SchedMode::Preempt) {
                         return;
                     }
                 }
@@ -379,9 +410,9 @@ impl Kernel {
             }
         }
         let next = self.pick_next_task(cpu, prev);
+        self.rqs[cpu].cfs.resched_req = false;
+        self.account_resched(cpu, prev, next != prev, mode);
         let rq = &mut self.rqs[cpu];
-        rq.need_resched = false;
-        rq.cfs.resched_req = false;
         if next == prev {
             // An idle CPU woken for a task someone else took goes back to idle.
             if next.is_none() && !self.rqs[cpu].is_idle() {
@@ -448,9 +479,21 @@ impl Kernel {
         cost
     }
 
+    /// put_prev_task_fair for a fair prev that an RT task replaces.
+    pub fn put_prev_fair(&mut self, cpu: usize, p: Pid) {
+        let env = env!(self);
+        self.rqs[cpu].cfs.put_prev_entity(&mut self.tasks, p, &env);
+    }
+
     /// try_to_block_task: dequeue a task that is going to sleep (possibly
     /// delayed by DELAY_DEQUEUE).
     fn block_task(&mut self, cpu: usize, p: Pid) {
+        if self.is_rt(p) {
+            self.dequeue_rt(cpu, p);
+            self.rqs[cpu].nr_running -= 1;
+            self.tasks[p].on_rq = false;
+            return;
+        }
         let env = env!(self);
         let rq = &mut self.rqs[cpu];
         if rq.cfs.dequeue_task(&mut self.tasks, p, DEQUEUE_SLEEP, &env) {
@@ -463,7 +506,14 @@ impl Kernel {
     /// winner (finishing the dequeue of delayed tasks it meets), swap prev
     /// and next; with nothing queued, try a newidle pull, else go idle.
     fn pick_next_task(&mut self, cpu: usize, prev: Option<Pid>) -> Option<Pid> {
+        self.update_curr_rt(cpu);
+        if prev.is_some_and(|p| self.is_rt(p)) && self.rqs[cpu].rt.queue.is_empty() {
+            self.pull_rt_task(cpu);
+        }
         loop {
+            if let Some(n) = self.pick_next_rt(cpu, prev) {
+                return Some(n);
+            }
             let env = env!(self);
             let rq = &mut self.rqs[cpu];
             if rq.cfs.nr_queued == 0 {
@@ -498,9 +548,15 @@ impl Kernel {
 
     /// activate_task on `cpu` and check whether the new arrival preempts.
     fn activate_task(&mut self, cpu: usize, p: Pid, flags: u32) {
-        let env = env!(self);
+        if self.is_rt(p) {
+            self.enqueue_rt(cpu, p, false);
+        } else {
+            let env = env!(self);
+            self.rqs[cpu]
+                .cfs
+                .enqueue_task(&mut self.tasks, p, flags, &env);
+        }
         let rq = &mut self.rqs[cpu];
-        rq.cfs.enqueue_task(&mut self.tasks, p, flags, &env);
         rq.nr_running += 1;
         let t = &mut self.tasks[p];
         t.on_rq = true;
@@ -511,6 +567,12 @@ impl Kernel {
     /// wakeup_preempt: the idle task always yields; a running fair task is
     /// checked by check_preempt_wakeup_fair.
     fn wakeup_preempt(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
+        if self.is_rt(p) {
+            return self.wakeup_preempt_rt(cpu, p, from);
+        }
+        if !self.fair_wakeup_may_preempt(cpu, p) {
+            return;
+        }
         let env = env!(self);
         let rq = &mut self.rqs[cpu];
         let preempt = match rq.curr {
@@ -519,8 +581,9 @@ impl Kernel {
             Some(_) => rq.cfs.check_preempt_wakeup(&mut self.tasks, p, &env),
         };
         let requested = std::mem::take(&mut rq.cfs.resched_req);
+        let cause = if preempt { Cause::Wakeup } else { Cause::Tick };
         if preempt || requested {
-            self.resched_curr(cpu, from);
+            self.resched_curr_lazy(cpu, from, Req::Fair, cause);
         }
     }
 
@@ -620,9 +683,13 @@ impl Kernel {
     /// attach_task of the load balancer).
     pub fn move_queued_task(&mut self, p: Pid, src: usize, dst: usize) {
         let env = env!(self);
-        self.rqs[src]
-            .cfs
-            .dequeue_task(&mut self.tasks, p, DEQUEUE_MIGRATING, &env);
+        if self.is_rt(p) {
+            self.rqs[src].rt.queue.retain(|&q| q != p);
+        } else {
+            self.rqs[src]
+                .cfs
+                .dequeue_task(&mut self.tasks, p, DEQUEUE_MIGRATING, &env);
+        }
         self.rqs[src].nr_running -= 1;
         self.rqs[src].cfs.resched_req = false;
         let t = &mut self.tasks[p];
@@ -715,6 +782,8 @@ impl Kernel {
     /// sched_tick: charge curr, age its load, request a resched when its
     /// slice is used up, and kick an idle sibling CPU to pull waiting tasks.
     pub fn on_tick(&mut self, cpu: usize) {
+        self.tick_upgrade_lazy(cpu);
+        self.task_tick_rt(cpu);
         let env = env!(self);
         let rq = &mut self.rqs[cpu];
         if rq.curr.is_some() {
@@ -724,7 +793,7 @@ impl Kernel {
         self.events
             .push(self.now + self.tick_ns, EventKind::Tick, cpu);
         if resched {
-            self.resched_curr(cpu, Some(cpu));
+            self.resched_curr_lazy(cpu, Some(cpu), Req::Fair, Cause::Tick);
         }
         self.nohz_balancer_kick(cpu);
         self.update_idle_cpu_scan(cpu);
@@ -743,7 +812,7 @@ impl Kernel {
         let cpu = self.tasks[p].timer_cpu;
         self.try_to_wake_up(p, 0, cpu, None);
         // Return from the timer interrupt: a preemption point.
-        if self.rqs[cpu].need_resched && matches!(self.rqs[cpu].act, Activity::Running { .. }) {
+        if self.resched_pending(cpu) && matches!(self.rqs[cpu].act, Activity::Running { .. }) {
             self.stop_segment(cpu);
             self.dispatch(cpu);
         }

@@ -7,6 +7,7 @@
 //! earliest eligible deadline, which gives the same result as the kernel's
 //! augmented rb-tree walk (ties go to the earlier insertion, as rb_add does).
 
+use super::cfs_legacy::CfsTunables;
 use super::features::{Feature, Features};
 use super::pelt::{self, RemovedLoad, SchedAvg};
 use super::prio::{calc_delta_fair, scale_load_down};
@@ -36,6 +37,8 @@ pub struct FairEnv<'a> {
     pub base_slice: u64,
     pub tick_ns: u64,
     pub feat: &'a Features,
+    /// Legacy CFS tunables when `kernel.fair = "cfs"`, None for EEVDF.
+    pub legacy: Option<CfsTunables>,
 }
 
 /// struct cfs_rq (the root one: task groups are not modelled yet).
@@ -159,6 +162,9 @@ impl CfsRq {
 
     /// place_entity
     fn place_entity(&self, tasks: &mut [Task], p: Pid, flags: u32, env: &FairEnv) {
+        if env.legacy.is_some() {
+            return self.place_entity_legacy(tasks, p, flags, env);
+        }
         let v = self.avg_vruntime(tasks);
         let mut load = self.avg_load;
         if let Some(c) = self.curr_on_rq(tasks) {
@@ -201,7 +207,7 @@ impl CfsRq {
         se.exec_start = env.now;
         se.sum_exec_runtime += delta;
         se.vruntime += calc_delta_fair(delta, &se.load) as i64;
-        let resched = update_deadline(se, env);
+        let resched = env.legacy.is_none() && update_deadline(se, env);
         self.update_min_vruntime(tasks);
         if self.nr_queued > 1 && (resched || self.did_preempt_short(tasks, c, env)) {
             self.resched_req = true;
@@ -211,7 +217,7 @@ impl CfsRq {
 
     /// did_preempt_short: curr lost its protection and is no longer eligible.
     fn did_preempt_short(&self, tasks: &[Task], c: Pid, env: &FairEnv) -> bool {
-        if !env.feat.enabled(Feature::PreemptShort) {
+        if !env.feat.enabled(Feature::PreemptShort) || env.legacy.is_some() {
             return false;
         }
         let se = &tasks[c].se;
@@ -326,8 +332,10 @@ impl CfsRq {
             pelt::util_est_update(&mut tasks[p].se.avg, sleep);
         }
         self.update_curr(tasks, env);
-        let delay =
-            flags & DEQUEUE_DELAYED == 0 && sleep && env.feat.enabled(Feature::DelayDequeue);
+        let delay = flags & DEQUEUE_DELAYED == 0
+            && sleep
+            && env.feat.enabled(Feature::DelayDequeue)
+            && env.legacy.is_none();
         if delay && !self.entity_eligible(tasks, p) {
             self.update_load_avg(tasks, p, 0, env);
             tasks[p].se.sched_delayed = true;
@@ -343,8 +351,12 @@ impl CfsRq {
         if flags & DEQUEUE_DELAYED == 0 {
             self.h_nr_runnable -= 1;
         }
-        self.update_entity_lag(tasks, p, env);
-        if env.feat.enabled(Feature::PlaceRelDeadline) && !sleep {
+        if env.legacy.is_some() {
+            self.dequeue_entity_legacy(tasks, p);
+        } else {
+            self.update_entity_lag(tasks, p, env);
+        }
+        if env.feat.enabled(Feature::PlaceRelDeadline) && !sleep && env.legacy.is_none() {
             let se = &mut tasks[p].se;
             se.deadline -= se.vruntime;
             se.rel_deadline = true;
@@ -369,6 +381,9 @@ impl CfsRq {
     /// __pick_eevdf (v6.15): the eligible entity with the earliest deadline,
     /// with RUN_TO_PARITY keeping curr while its protection stamp holds.
     pub fn pick_eevdf(&self, tasks: &[Task], env: &FairEnv) -> Option<Pid> {
+        if env.legacy.is_some() {
+            return self.pick_legacy(tasks);
+        }
         let leftmost = self.leftmost(tasks);
         if self.nr_queued == 1 {
             return self
@@ -445,6 +460,9 @@ impl CfsRq {
             return false;
         }
         self.update_curr(tasks, env);
+        if let Some(tun) = env.legacy {
+            return self.wakeup_preempt_legacy(tasks, p, &tun);
+        }
         if self.do_preempt_short(tasks, p, c, env) {
             // cancel_protect_slice
             tasks[c].se.vlag = tasks[c].se.deadline + 1;
@@ -468,6 +486,11 @@ impl CfsRq {
         self.update_curr(tasks, env);
         if let Some(c) = self.curr {
             self.update_load_avg(tasks, c, UPDATE_TG, env);
+        }
+        if let Some(tun) = env.legacy {
+            if self.nr_queued > 1 && self.check_preempt_tick(tasks, &tun) {
+                self.resched_req = true;
+            }
         }
     }
 

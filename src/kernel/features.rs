@@ -156,21 +156,16 @@ impl Features {
     }
 }
 
-/// The fair-class policy. Only EEVDF exists in this version; legacy CFS is a
-/// later switch, so the key already exists and rejects anything else.
+/// The fair-class policy: EEVDF (v6.6+) or legacy CFS (`kernel.fair`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FairClass {
     Eevdf,
+    /// Legacy CFS as in v6.5 (cfs_legacy.rs).
+    Cfs,
 }
 
-/// Preemption model (CONFIG_PREEMPT_*). `full`: a need-resched request
-/// preempts the running task at once (locally) or on IPI arrival (remotely).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PreemptModel {
-    Full,
-}
+pub use super::preempt::PreemptModel;
 
 /// When `ttwu_queue_cond` sends a same-LLC wakeup through the target's
 /// wakelist (seed 000): before the series, after its patch 1, after patch 2
@@ -211,6 +206,7 @@ pub struct KernelConfig {
     pub hz: u32,
     pub fair: FairClass,
     pub preempt: PreemptModel,
+    pub rt_bandwidth: super::rt::RtBandwidth,
     /// sysctl_sched_base_slice before boot scaling (normalized), ns.
     pub base_slice_ns: u64,
     /// sysctl_sched_tunable_scaling: 0 none, 1 log (default), 2 linear.
@@ -232,6 +228,7 @@ impl Default for KernelConfig {
             hz: 250,
             fair: FairClass::Eevdf,
             preempt: PreemptModel::Full,
+            rt_bandwidth: super::rt::RtBandwidth::FairServer,
             base_slice_ns: 700_000,
             tunable_scaling: 1,
             migration_cost_ns: 500_000,

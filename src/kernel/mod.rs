@@ -2,6 +2,7 @@
 //! the engine's events. Submodules mirror kernel/sched/.
 
 pub mod balance;
+pub mod cfs_legacy;
 pub mod core;
 pub mod fair;
 pub mod features;
@@ -9,7 +10,9 @@ pub mod futex;
 pub mod idle;
 pub mod pelt;
 pub mod pipe;
+pub mod preempt;
 pub mod prio;
+pub mod rt;
 pub mod select;
 pub mod task;
 pub mod unix_sock;
@@ -49,6 +52,12 @@ pub struct Counters {
     pub sis_scanned: u64,
     pub newidle_pulls: u64,
     pub idle_balance_pulls: u64,
+    /// RT tasks pushed to and pulled by other CPUs; bandwidth holds.
+    pub rt_pushes: u64,
+    pub rt_pulls: u64,
+    pub rt_throttled: u64,
+    /// Preemptions by cause and point, need-resched latency.
+    pub preempt: preempt::PreemptStats,
 }
 
 /// Why a run stopped early.
@@ -65,6 +74,8 @@ pub struct Kernel {
     pub cfg: KernelConfig,
     /// sysctl_sched_base_slice after boot scaling.
     pub base_slice: u64,
+    /// Legacy CFS tunables after boot scaling, when `kernel.fair = "cfs"`.
+    pub legacy_cfs: Option<cfs_legacy::CfsTunables>,
     pub tick_ns: u64,
     pub now: Time,
     pub events: EventQueue,
@@ -107,6 +118,8 @@ impl Kernel {
         let n = machine.nr_cpus();
         Kernel {
             base_slice: cfg.scaled_base_slice(n),
+            legacy_cfs: (cfg.fair == features::FairClass::Cfs)
+                .then(|| cfs_legacy::CfsTunables::scaled(cfg.sysctl_factor(n))),
             tick_ns: cfg.tick_ns(),
             rqs: (0..n).map(Rq::new).collect(),
             has_idle_cores: vec![false; machine.nr_llcs],

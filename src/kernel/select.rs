@@ -28,6 +28,9 @@ impl Kernel {
         if self.tasks[p].nr_cpus_allowed(ncpus) == 1 {
             return self.tasks[p].allowed.as_ref().map_or(prev, |v| v[0]);
         }
+        if self.is_rt(p) {
+            return self.select_task_rq_rt(p, prev);
+        }
         // A dying waker's CPU is about to free up: no sync bias.
         let exiting = waker.is_some_and(|w| self.tasks[w].state == TaskState::Dead);
         let sync = wake_flags & WF_SYNC != 0 && !exiting;
@@ -334,6 +337,9 @@ impl Kernel {
     /// rule), then take the idle CPU in the shallowest idle state, else the
     /// CPU with the fewest tasks and least load.
     pub fn select_task_rq_fork(&self, p: Pid, parent_cpu: usize) -> usize {
+        if self.is_rt(p) {
+            return self.select_task_rq_rt(p, parent_cpu);
+        }
         let m = &self.machine;
         let allowed: Vec<usize> = (0..m.nr_cpus())
             .filter(|&c| self.tasks[p].is_allowed(c))

@@ -83,6 +83,11 @@ pub struct Task {
     pub comm: String,
     pub workload: usize,
     pub nice: i32,
+    /// Scheduling policy and rt_priority (1-99 for FIFO/RR, else 0).
+    pub policy: super::rt::Policy,
+    pub rt_prio: u32,
+    /// SCHED_RR time slice left (ns).
+    pub rr_left: u64,
     pub state: TaskState,
     /// p->on_rq: queued on a runqueue (including a delayed dequeue).
     pub on_rq: bool,

@@ -48,7 +48,10 @@ impl Kernel {
                 }
             }
             let queued = cfs.tree.len() + curr_queued.is_some() as usize;
-            if queued != cfs.nr_queued || queued != rq.nr_running {
+            for &p in &rq.rt.queue {
+                seen[p] += 1;
+            }
+            if queued != cfs.nr_queued || queued + rq.rt.queue.len() != rq.nr_running {
                 return Err(format!(
                     "cpu{}: {} queued entities but nr_queued {} and nr_running {}",
                     rq.cpu, queued, cfs.nr_queued, rq.nr_running
@@ -83,7 +86,7 @@ impl Kernel {
                     rq.cpu, rq.act
                 ));
             }
-            if let Some(c) = rq.curr {
+            if let Some(c) = rq.curr.filter(|&c| !self.is_rt(c)) {
                 if rq.cfs.curr != Some(c) {
                     return Err(format!("cpu{}: rq->curr is not cfs_rq->curr", rq.cpu));
                 }

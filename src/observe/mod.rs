@@ -1,3 +1,4 @@
-//! Observers of the kernel model: the --check invariants.
+//! Observers of the kernel model: the --check invariants and histograms.
 
 pub mod check;
+pub mod hist;

@@ -2,6 +2,7 @@
 //! function of the scenario and seed.
 
 use crate::kernel::pelt;
+use crate::observe::hist::Histogram;
 use crate::run::RunOutput;
 use serde_json::{json, Map, Value};
 
@@ -12,6 +13,7 @@ pub fn to_json(out: &RunOutput) -> Value {
         .iter()
         .fold((0, 0), |(v, i), t| (v + t.stats.nvcsw, i + t.stats.nivcsw));
     let st = &k.stats;
+    let pr = &st.preempt;
     let cpus: Vec<Value> = k
         .rqs
         .iter()
@@ -107,10 +109,38 @@ pub fn to_json(out: &RunOutput) -> Value {
             "newidle_pulls": st.newidle_pulls,
             "idle_balance_pulls": st.idle_balance_pulls,
             "task_clock_ns": k.tasks.iter().map(|t| t.se.sum_exec_runtime).sum::<u64>(),
+            "preempt_wakeup": pr.wakeup,
+            "preempt_tick": pr.tick,
+            "preempt_lazy_upgrade": pr.lazy_upgrade,
+            "preempt_other": pr.other,
+            "preempt_at_irq_return": pr.at_irq,
+            "preempt_at_exit_to_user": pr.at_user,
+            "preempt_at_cond_resched": pr.at_cond_resched,
+            "preempt_at_kernel": pr.at_kernel,
+            "resched_lazy_set": pr.lazy_set,
+            "resched_lazy_upgraded": pr.lazy_upgraded,
+            "rt_pushes": st.rt_pushes,
+            "rt_pulls": st.rt_pulls,
+            "rt_bandwidth_holds": st.rt_throttled,
         },
+        "resched_latency_us": latency_us(&pr.resched_latency),
         "cpus": cpus,
         "tasks": tasks,
         "benchmark": bench,
         "scenario": serde_json::to_value(out.scenario.to_table()).unwrap_or(Value::Null),
+    })
+}
+
+/// A histogram of ns as µs: count, p50, p99, max, mean, and its
+/// non-empty buckets as [low ns, high ns, count].
+pub fn latency_us(h: &Histogram) -> Value {
+    let us = |ns: u64| ns as f64 / 1e3;
+    json!({
+        "count": h.count,
+        "p50": us(h.quantile(0.50)),
+        "p99": us(h.quantile(0.99)),
+        "max": us(h.max),
+        "mean": h.mean() / 1e3,
+        "histogram_ns": h.buckets().iter().map(|b| [b.0, b.1, b.2]).collect::<Vec<_>>(),
     })
 }

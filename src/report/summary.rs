@@ -51,6 +51,9 @@ pub fn summary(out: &RunOutput) -> String {
         ("context-switches", k.task_switches(), true),
         ("voluntary-switches", nvcsw, false),
         ("involuntary-switches", nivcsw, false),
+        ("preempt-wakeup", st.preempt.wakeup, false),
+        ("preempt-tick", st.preempt.tick, false),
+        ("preempt-lazy-upgrade", st.preempt.lazy_upgrade, false),
         ("cpu-migrations", st.cpu_migrations, true),
         ("wakeups", st.wakeups, true),
         ("ttwu-remote", st.ttwu_remote, false),
@@ -68,6 +71,16 @@ pub fn summary(out: &RunOutput) -> String {
         };
         let _ = writeln!(s, "{:>18}      {name:<22}  {r}", thousands(v));
     }
+    let h = &st.preempt.resched_latency;
+    let _ = writeln!(
+        s,
+        "{:>18}      need-resched → switch   #  p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs ({})",
+        "",
+        h.quantile(0.5) as f64 / 1e3,
+        h.quantile(0.99) as f64 / 1e3,
+        h.max as f64 / 1e3,
+        out.scenario.kernel.preempt.name()
+    );
     let _ = writeln!(s, "\n{secs:>18.9} seconds time elapsed (simulated)\n");
     let _ = writeln!(s, " per-CPU utilisation:");
     let mut line = String::new();

@@ -6,6 +6,7 @@
 
 use super::params::Params;
 use super::program::{Mark, Op, ProgState};
+use super::sched_attr::SchedAttr;
 use super::{marked_span, BenchResult, Builder, TaskSpec, MAX_TASKS};
 use crate::kernel::pipe::{Pipe, PAGE_SIZE};
 use crate::kernel::task::Pid;
@@ -23,12 +24,15 @@ pub struct Hackbench {
     pub pipe: bool,
     pub threads: bool,
     pub perf_output: bool,
+    /// chrt/nice of the whole run (children inherit it at fork).
+    pub attr: SchedAttr,
+    pub nice: i32,
 }
 
 impl Hackbench {
     pub fn parse(p: &Params) -> Result<Self, String> {
         p.check_keys(&[
-            "groups", "fds", "loops", "datasize", "ipc", "mode", "output",
+            "groups", "fds", "loops", "datasize", "ipc", "mode", "output", "policy", "prio", "nice",
         ])?;
         let datasize = p.count("datasize", 100)?;
         if datasize > PAGE_SIZE as u64 {
@@ -52,6 +56,8 @@ impl Hackbench {
             pipe: p.choice("ipc", &["socket", "pipe"])? == "pipe",
             threads: p.choice("mode", &["process", "thread"])? == "thread",
             perf_output: p.choice("output", &["hackbench", "perf"])? == "perf",
+            attr: SchedAttr::parse(p, "normal", 50)?,
+            nice: p.int("nice", 0, -20, 19)? as i32,
         })
     }
 
@@ -166,6 +172,9 @@ impl Hackbench {
         }
         ops.extend([Op::Mark(Mark::Stop), Op::Exit]);
         k.tasks[parent].prog = ProgState::new(Rc::from(ops));
+        for &t in &b.tasks {
+            self.attr.apply_with_nice(k, t, self.nice);
+        }
         b.launch(k, parent);
     }
 

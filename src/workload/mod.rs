@@ -2,12 +2,14 @@
 //! the benchmark's own output format.
 
 pub mod context1;
+pub mod cyclictest;
 pub mod hackbench;
 pub mod params;
 pub mod periodic;
 pub mod pipe;
 pub mod program;
 pub mod schbench;
+pub mod sched_attr;
 pub mod shm;
 
 use crate::engine::Rng;
@@ -22,7 +24,7 @@ use std::rc::Rc;
 pub const WORKLOADS: &[(&str, &str, &str)] = &[
     (
         "hackbench",
-        "groups=10,fds=20,loops=100,datasize=100,ipc=socket|pipe,mode=process|thread,output=hackbench|perf",
+        "groups=10,fds=20,loops=100,datasize=100,ipc=socket|pipe,mode=process|thread,output=hackbench|perf,policy=normal,prio=50,nice=0",
         "rt-tests hackbench / perf bench sched messaging: groups of senders spraying receivers",
     ),
     (
@@ -46,8 +48,13 @@ pub const WORKLOADS: &[(&str, &str, &str)] = &[
         "UnixBench pipe-based context switching: parent/child pass a counter through two pipes",
     ),
     (
+        "cyclictest",
+        "threads=1,interval=1000us,distance=500us,prio=80,policy=fifo|rr|normal|batch|idle,loops=0,duration=1s,histogram=0",
+        "rt-tests cyclictest: threads sleep to absolute deadlines; wakeup latency, T: lines, -h histogram",
+    ),
+    (
         "periodic",
-        "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false,barrier=false",
+        "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false,barrier=false,mode=user|kernel,cond_resched=0,atomic=false,policy=normal|batch|idle|fifo|rr,prio=50",
         "tasks that run then sleep forever (durations: 8ms, 1ms..3ms, exp:2ms)",
     ),
 ];
@@ -60,6 +67,7 @@ pub enum Workload {
     Periodic(periodic::Periodic),
     Schbench(schbench::Schbench),
     Context1(context1::Context1),
+    Cyclictest(cyclictest::Cyclictest),
 }
 
 /// A benchmark's result: its own output lines and its JSON fields.
@@ -93,6 +101,7 @@ impl Workload {
             "schbench" => Ok(Workload::Schbench(schbench::Schbench::parse(p, false)?)),
             "schbench-old" => Ok(Workload::Schbench(schbench::Schbench::parse(p, true)?)),
             "context1" => Ok(Workload::Context1(context1::Context1::parse(p)?)),
+            "cyclictest" => Ok(Workload::Cyclictest(cyclictest::Cyclictest::parse(p)?)),
             k => Err(format!(
                 "unknown workload `{k}` (known: {})",
                 WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
@@ -107,6 +116,7 @@ impl Workload {
             Workload::Periodic(_) => "periodic",
             Workload::Schbench(w) => w.name(),
             Workload::Context1(_) => "context1",
+            Workload::Cyclictest(_) => "cyclictest",
         }
     }
 
@@ -129,6 +139,7 @@ impl Workload {
         match self {
             Workload::Schbench(w) => Some(w.r),
             Workload::Context1(w) => Some(w.duration),
+            Workload::Cyclictest(w) => Some(w.duration),
             _ => None,
         }
     }
@@ -141,6 +152,7 @@ impl Workload {
             Workload::Periodic(w) => w.build(k, b),
             Workload::Schbench(w) => w.build(k, b),
             Workload::Context1(w) => w.build(k, b),
+            Workload::Cyclictest(w) => w.build(k, b),
         }
     }
 
@@ -154,6 +166,7 @@ impl Workload {
             Workload::Periodic(w) => w.report(k, tasks),
             Workload::Schbench(w) => w.report(k, tasks),
             Workload::Context1(w) => w.report(k, tasks),
+            Workload::Cyclictest(w) => w.report(k, tasks),
         }
     }
 }
@@ -204,6 +217,9 @@ impl Builder {
             comm: spec.comm.to_string(),
             workload: self.workload,
             nice: spec.nice,
+            policy: crate::kernel::rt::Policy::Normal,
+            rt_prio: 0,
+            rr_left: 0,
             state: TaskState::New,
             on_rq: false,
             cpu: 0,

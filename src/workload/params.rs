@@ -89,7 +89,7 @@ impl Params {
         self.values.get(key).map(String::as_str)
     }
 
-    fn bad(&self, key: &str, what: &str) -> String {
+    pub fn bad(&self, key: &str, what: &str) -> String {
         format!(
             "workload `{}`: parameter `{key}` = `{}` {what}",
             self.kind,
@@ -145,6 +145,12 @@ impl Params {
                 .copied()
                 .ok_or_else(|| self.bad(key, &format!("must be one of {}", options.join("|")))),
         }
+    }
+
+    /// A duration, 0 allowed.
+    pub fn duration(&self, key: &str, default: &str) -> Result<u64, String> {
+        parse_duration(self.get(key).unwrap_or(default))
+            .map_err(|e| format!("workload `{}`: parameter `{key}`: {e}", self.kind))
     }
 
     /// A positive duration distribution.

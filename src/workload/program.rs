@@ -7,6 +7,7 @@
 
 use crate::engine::Rng;
 use crate::kernel::pipe::Io;
+use crate::kernel::preempt::{ExecMode, Point};
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::wait::WaitQueueRef;
 use crate::kernel::Kernel;
@@ -22,6 +23,13 @@ pub enum Dist {
 }
 
 impl Dist {
+    /// The typical longest draw: the value, the range's top, or the mean.
+    pub fn longest(&self) -> u64 {
+        match *self {
+            Dist::Fixed(v) | Dist::Uniform(_, v) | Dist::Exp(v) => v,
+        }
+    }
+
     pub fn sample(&self, rng: &mut Rng) -> u64 {
         match *self {
             Dist::Fixed(v) => v,
@@ -44,6 +52,14 @@ pub enum Mark {
 pub enum Op {
     /// Compute in user mode.
     Run(Dist),
+    /// Work in kernel mode (a syscall's long loop): a cond_resched() call
+    /// every `cond_resched` ns of it (0 = none), or the whole section with
+    /// preemption disabled (`atomic`).
+    KernelRun {
+        dist: Dist,
+        cond_resched: u64,
+        atomic: bool,
+    },
     /// nanosleep: an hrtimer wakes the task.
     Sleep(Dist),
     /// write(2) of `bytes` ≤ PIPE_BUF to a pipe.
@@ -93,6 +109,15 @@ pub enum Op {
     },
     /// sched_yield(2)
     Yield,
+    /// clock_nanosleep(TIMER_ABSTIME) to cyclictest thread `thread`'s next
+    /// deadline (set one interval from now the first time).
+    CyclicSleep {
+        thread: usize,
+    },
+    /// cyclictest: record how late the wakeup was and step the deadline.
+    CyclicWoke {
+        thread: usize,
+    },
     /// Record a benchmark timestamp.
     Mark(Mark),
     /// Store `val` in a futex word, waking nobody (a user-space store).
@@ -196,6 +221,10 @@ pub struct ProgState {
     pub marks: Vec<(Mark, u64)>,
     /// Iterations counted by Count ops.
     pub count: u64,
+    /// Kernel-mode work left in the current KernelRun op.
+    pub kernel_left: u64,
+    /// User or kernel mode, for the preemption points.
+    pub mode: ExecMode,
 }
 
 impl ProgState {
@@ -210,6 +239,8 @@ impl ProgState {
             woken: false,
             marks: Vec::new(),
             count: 0,
+            kernel_left: 0,
+            mode: ExecMode::default(),
         }
     }
 
@@ -228,11 +259,13 @@ impl ProgState {
         }
     }
 
+    /// The op is done: a syscall returns to user space here.
     fn advance(&mut self) {
         self.pc += 1;
         self.phase = 0;
         self.progress = 0;
         self.woken = false;
+        self.mode.at = Point::User;
     }
 }
 
@@ -245,12 +278,26 @@ pub enum Action {
     Block,
     /// sched_yield()
     Yield,
+    /// A pending need-resched is honoured where the task now is.
+    Preempt,
 }
 
 impl Kernel {
-    /// Charge `ns` of work to `p` and ask the CPU to run it.
-    fn charge(&mut self, p: Pid, ns: u64) -> Action {
-        self.tasks[p].work_left = ns.max(1);
+    /// Charge `ns` of kernel work to `p` and ask the CPU to run it; the
+    /// task is then at `at`.
+    fn charge(&mut self, p: Pid, ns: u64, at: Point) -> Action {
+        self.charge_split(p, ns, u64::MAX, at)
+    }
+
+    /// Charge `ns` of work whose last `kern_tail` ns run in kernel mode.
+    fn charge_split(&mut self, p: Pid, ns: u64, kern_tail: u64, at: Point) -> Action {
+        let t = &mut self.tasks[p];
+        t.work_left = ns.max(1);
+        t.prog.mode = ExecMode {
+            at,
+            kern_tail,
+            atomic: false,
+        };
         Action::Run
     }
 
@@ -263,9 +310,16 @@ impl Kernel {
                 return Action::Run;
             }
             if t.overhead > 0 {
+                // Kernel work (wakeups done, interrupts) before the point.
                 t.work_left = std::mem::take(&mut t.overhead);
+                t.prog.mode.kern_tail = u64::MAX;
+                t.prog.mode.atomic = false;
                 return Action::Run;
             }
+            if self.preempt_point(cpu, p) {
+                return Action::Preempt;
+            }
+            let t = &self.tasks[p];
             let op = t.prog.ops.get(t.prog.pc).copied().unwrap_or(Op::Exit);
             if let Some(a) = self.exec(p, cpu, op) {
                 return a;
@@ -280,6 +334,7 @@ impl Kernel {
         let copy = |bytes: u32, ps: u64| c.syscall_ns + bytes as u64 * ps / 1000;
         match *op {
             Op::Run(_)
+            | Op::KernelRun { .. }
             | Op::Mark(_)
             | Op::Loop { .. }
             | Op::EndLoop
@@ -294,14 +349,16 @@ impl Kernel {
             | Op::RpsBurst { .. }
             | Op::TakeRequest { .. }
             | Op::SleepUntil { .. }
-            | Op::Count => None,
+            | Op::Count
+            | Op::CyclicWoke { .. } => None,
             Op::Sleep(_)
             | Op::PollIn { .. }
             | Op::WaitChild
             | Op::FutexWait { .. }
             | Op::FutexWake { .. }
             | Op::Barrier { .. }
-            | Op::Yield => Some(c.syscall_ns),
+            | Op::Yield
+            | Op::CyclicSleep { .. } => Some(c.syscall_ns),
             Op::PipeWrite { bytes, .. } | Op::PipeRead { bytes, .. } => {
                 Some(copy(bytes, c.pipe_copy_ps_per_byte) + c.pipe_op_ns)
             }
@@ -320,22 +377,45 @@ impl Kernel {
         if self.tasks[p].prog.phase == 0 {
             if let Some(ns) = self.op_cost(&op) {
                 self.tasks[p].prog.phase = 1;
-                return Some(self.charge(p, ns));
+                return Some(self.charge(p, ns, Point::MightSleep));
             }
         }
         match op {
             Op::Run(d) => {
-                let mut ns = d.sample(&mut self.tasks[p].rng);
+                let ns = d.sample(&mut self.tasks[p].rng);
                 self.tasks[p].prog.advance();
                 // Fold the next op's entry cost into this segment: the CPU
                 // goes straight from computing into the syscall.
                 let t = &self.tasks[p];
                 let next = t.prog.ops.get(t.prog.pc).copied().unwrap_or(Op::Exit);
                 if let Some(cost) = self.op_cost(&next) {
-                    ns += cost;
                     self.tasks[p].prog.phase = 1;
+                    return Some(self.charge_split(p, ns + cost, cost, Point::MightSleep));
                 }
-                Some(self.charge(p, ns))
+                Some(self.charge_split(p, ns, 0, Point::User))
+            }
+            Op::KernelRun {
+                dist,
+                cond_resched,
+                atomic,
+            } => self.kernel_run(p, dist, cond_resched, atomic),
+            Op::CyclicSleep { thread } => {
+                let th = &mut self.shm.cyclic[thread];
+                if th.next == 0 {
+                    th.next = self.now + th.interval;
+                }
+                let at = th.next;
+                self.tasks[p].prog.advance();
+                if at <= self.now {
+                    return None;
+                }
+                self.hrtimer_sleep_until(p, cpu, at);
+                Some(Action::Block)
+            }
+            Op::CyclicWoke { thread } => {
+                self.shm.cyclic[thread].woke(self.now);
+                self.tasks[p].prog.advance();
+                None
             }
             Op::Sleep(d) => {
                 let ns = d.sample(&mut self.tasks[p].rng);
@@ -499,7 +579,7 @@ impl Kernel {
             }
             self.futexes[futex].val = 1;
             self.tasks[p].prog.phase = 1;
-            return Some(self.charge(p, self.machine.cost.syscall_ns));
+            return Some(self.charge(p, self.machine.cost.syscall_ns, Point::MightSleep));
         }
         self.futex_store_wake(futex, 1, 1, cpu, p);
         self.tasks[p].prog.advance();
@@ -542,7 +622,7 @@ impl Kernel {
             return None;
         }
         prog.phase = 2;
-        Some(self.charge(p, self.machine.cost.syscall_ns))
+        Some(self.charge(p, self.machine.cost.syscall_ns, Point::MightSleep))
     }
 
     /// schbench's RPS sender: phase 2 wakes the worker just posted, phase 3
@@ -577,7 +657,7 @@ impl Kernel {
         if self.futexes[f].val == 0 {
             self.futexes[f].val = 1;
             self.tasks[p].prog.phase = 2;
-            return Some(self.charge(p, self.machine.cost.syscall_ns));
+            return Some(self.charge(p, self.machine.cost.syscall_ns, Point::MightSleep));
         }
         self.tasks[p].prog.progress += 1;
         self.shm.rr[list] += 1;
@@ -602,7 +682,7 @@ impl Kernel {
         }
         self.futexes[own].val = 0;
         self.tasks[p].prog.phase = 1;
-        Some(self.charge(p, self.machine.cost.syscall_ns))
+        Some(self.charge(p, self.machine.cost.syscall_ns, Point::MightSleep))
     }
 
     /// pthread_spin_lock on this CPU's lock: take it if free, else spin a
@@ -615,7 +695,33 @@ impl Kernel {
             self.tasks[p].prog.advance();
             return None;
         }
-        Some(self.charge(p, SPIN_CHUNK_NS))
+        Some(self.charge_split(p, SPIN_CHUNK_NS, 0, Point::User))
+    }
+
+    /// A kernel-mode section, run in pieces of `cond_resched` ns with a
+    /// cond_resched() between them; an atomic section ends with the
+    /// preempt_enable() that closes it.
+    fn kernel_run(&mut self, p: Pid, dist: Dist, every: u64, atomic: bool) -> Option<Action> {
+        let t = &mut self.tasks[p];
+        if t.prog.phase == 0 {
+            t.prog.kernel_left = dist.sample(&mut t.rng).max(1);
+            t.prog.phase = 1;
+        }
+        let left = t.prog.kernel_left;
+        if left == 0 {
+            t.prog.advance();
+            return None;
+        }
+        let piece = if every > 0 { every.min(left) } else { left };
+        t.prog.kernel_left -= piece;
+        let at = if every > 0 && piece < left {
+            Point::CondResched
+        } else {
+            Point::Kernel
+        };
+        let a = self.charge(p, piece, at);
+        self.tasks[p].prog.mode.atomic = atomic;
+        Some(a)
     }
 
     /// Finish a read/write: advance when all `want` bytes moved, otherwise
@@ -637,7 +743,18 @@ impl Kernel {
     /// hrtimer_nanosleep: arm the task's timer on this CPU (with the
     /// default 50 µs timer slack of a normal task) and sleep.
     fn hrtimer_sleep(&mut self, p: Pid, cpu: usize, ns: u64) {
-        let at = self.now + ns + self.cfg.timer_slack_ns;
+        self.hrtimer_sleep_until(p, cpu, self.now + ns);
+    }
+
+    /// Arm an absolute hrtimer: an RT task has no timer slack
+    /// (hrtimer_nanosleep uses 0 for rt_task), others the default.
+    fn hrtimer_sleep_until(&mut self, p: Pid, cpu: usize, at: u64) {
+        let slack = if self.is_rt(p) {
+            0
+        } else {
+            self.cfg.timer_slack_ns
+        };
+        let at = at + slack;
         let t = &mut self.tasks[p];
         t.timer_cpu = cpu;
         t.state = TaskState::Interruptible;

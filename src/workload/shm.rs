@@ -114,6 +114,8 @@ pub struct Shm {
     /// Per task: the timestamp another thread left for it (schbench's
     /// wake_time), its own request start, and the CPU lock it holds.
     pub stamps: Vec<[u64; 3]>,
+    /// cyclictest's measuring threads.
+    pub cyclic: Vec<super::cyclictest::Thread>,
 }
 
 impl Shm {
