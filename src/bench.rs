@@ -37,6 +37,12 @@ pub const CASES: &[(&str, &str, &str, Option<&str>)] = &[
         "hackbench:groups=60,loops=20,ipc=pipe,mode=process",
         None,
     ),
+    (
+        "kernbench j32 on xeon-8269cy",
+        "xeon-8269cy",
+        "kernbench:jobs=32",
+        None,
+    ),
 ];
 
 #[derive(Args)]

@@ -8,6 +8,8 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
+pub mod completion;
+
 #[derive(Args)]
 pub struct ReproArgs {
     #[command(subcommand)]
@@ -20,6 +22,8 @@ enum Which {
     Wakelist(WakelistArgs),
     /// Seed 002: hackbench -pipe 60 process, preempt=none vs PREEMPT_AUTO's preempt=none
     Preempt(crate::repro_preempt::PreemptArgs),
+    /// Seed 003: completions on simple wait queues (kernel.completion waitqueue | swait | swait-defer)
+    Completion(completion::CompletionArgs),
 }
 
 #[derive(Args)]
@@ -37,6 +41,9 @@ pub fn main(args: &ReproArgs) -> i32 {
     let r = match &args.which {
         Which::Wakelist(a) => wakelist(a),
         Which::Preempt(a) => return crate::repro_preempt::main(a),
+        Which::Completion(a) => completion::repro(a)
+            .map(|text| print!("{text}"))
+            .map_err(InputError::new),
     };
     match r {
         Ok(()) => 0,

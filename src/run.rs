@@ -73,7 +73,7 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
         w.build(&mut k, &mut b);
         built.push((w, b.tasks));
     }
-    let sources = 4 * k.machine.nr_cpus() + 1 + k.tasks.len();
+    let sources = crate::engine::PER_CPU * k.machine.nr_cpus() + 1 + k.tasks.len();
     if sources > crate::engine::MAX_SLOTS {
         return Err(RunError::Input(src.err(
             "workload",

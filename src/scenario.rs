@@ -372,6 +372,7 @@ impl Scenario {
             "wakelist",
             "wakelist_cross_llc",
             "features",
+            "completion",
         ];
         let kc = &mut self.kernel;
         for (k, v) in t {
@@ -427,6 +428,15 @@ impl Scenario {
                         .as_bool()
                         .ok_or_else(|| src.err(&key, "must be true or false"))?
                 }
+                "completion" => {
+                    use crate::kernel::completion::CompletionVariant as V;
+                    kc.completion = V::parse(&as_str(v)).ok_or_else(|| {
+                        src.err(
+                            &key,
+                            format!("must be one of \"{}\"", V::NAMES.join("\", \"")),
+                        )
+                    })?;
+                }
                 "features" => {
                     for (f, fv) in expect_table(src, &key, v)? {
                         let fkey = format!("kernel.features.{f}");
@@ -481,6 +491,10 @@ impl Scenario {
         kt.insert(
             "wakelist_cross_llc".into(),
             Value::Boolean(k.wakelist_cross_llc),
+        );
+        kt.insert(
+            "completion".into(),
+            Value::String(k.completion.name().into()),
         );
         let ints = [
             ("hz", k.hz as u64),

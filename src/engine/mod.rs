@@ -32,17 +32,23 @@ pub enum EventKind {
     IdleBalance,
     /// A task's hrtimer (sleep) expires.
     Timer,
+    /// A device interrupt (or the next step of its handler) on a CPU.
+    Irq,
     /// The end of the simulation window.
     End,
 }
 
 /// Per-CPU event kinds, in slot order (see `slot`).
-const CPU_KINDS: [EventKind; 4] = [
+const CPU_KINDS: [EventKind; PER_CPU] = [
     EventKind::CpuDone,
     EventKind::Tick,
     EventKind::Resched,
     EventKind::IdleBalance,
+    EventKind::Irq,
 ];
+
+/// Event slots per CPU.
+pub const PER_CPU: usize = 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
@@ -58,7 +64,7 @@ const ARITY: usize = 4;
 
 /// Bits of an entry's key that hold the slot id.
 const SLOT_BITS: u32 = 20;
-/// The most event sources (4 per CPU, 1 per task, the end) a run may have.
+/// The most event sources (5 per CPU, 1 per task, the end) a run may have.
 pub const MAX_SLOTS: usize = 1 << SLOT_BITS;
 
 /// One heap entry, 16 bytes so four children share a cache line:
@@ -98,19 +104,20 @@ impl EventQueue {
 
     fn slot(&self, kind: EventKind, idx: usize) -> usize {
         match kind {
-            EventKind::End => 4 * self.ncpus,
-            EventKind::Timer => 4 * self.ncpus + 1 + idx,
-            EventKind::CpuDone => 4 * idx,
-            EventKind::Tick => 4 * idx + 1,
-            EventKind::Resched => 4 * idx + 2,
-            EventKind::IdleBalance => 4 * idx + 3,
+            EventKind::End => PER_CPU * self.ncpus,
+            EventKind::Timer => PER_CPU * self.ncpus + 1 + idx,
+            EventKind::CpuDone => PER_CPU * idx,
+            EventKind::Tick => PER_CPU * idx + 1,
+            EventKind::Resched => PER_CPU * idx + 2,
+            EventKind::IdleBalance => PER_CPU * idx + 3,
+            EventKind::Irq => PER_CPU * idx + 4,
         }
     }
 
     fn decode(&self, slot: usize) -> (EventKind, usize) {
-        let base = 4 * self.ncpus;
+        let base = PER_CPU * self.ncpus;
         if slot < base {
-            (CPU_KINDS[slot % 4], slot / 4)
+            (CPU_KINDS[slot % PER_CPU], slot / PER_CPU)
         } else if slot == base {
             (EventKind::End, 0)
         } else {

@@ -170,7 +170,7 @@ impl Kernel {
     }
 
     /// Stop the running segment, keeping the work not yet done.
-    fn stop_segment(&mut self, cpu: usize) {
+    pub(crate) fn stop_segment(&mut self, cpu: usize) {
         let rq = &mut self.rqs[cpu];
         if let Activity::Running { start, speed } = rq.act {
             let done = (self.now - start) * speed / 1024;
@@ -219,7 +219,7 @@ impl Kernel {
     }
 
     /// Leaving the idle loop: restart the tick (tick_nohz_idle_exit).
-    fn leave_idle(&mut self, cpu: usize) {
+    pub(crate) fn leave_idle(&mut self, cpu: usize) {
         let rq = &mut self.rqs[cpu];
         if let Activity::Idle { since } = rq.act {
             rq.stats.idle_ns += self.now - since;
@@ -806,7 +806,7 @@ impl Kernel {
 
     /// A task's sleep timer fired on the CPU that armed it.
     pub fn on_timer(&mut self, p: Pid) {
-        if self.tasks[p].prog.blocked != crate::workload::program::Blocked::Timer {
+        if !self.timer_wakes(p) {
             return;
         }
         let cpu = self.tasks[p].timer_cpu;
@@ -820,9 +820,10 @@ impl Kernel {
 
     /// do_exit: the task is gone; its parent is told.
     pub fn exit_task(&mut self, p: Pid) {
+        let cpu = self.tasks[p].cpu;
+        self.mm_release(p, cpu);
         self.tasks[p].state = TaskState::Dead;
         self.alive -= 1;
-        let cpu = self.tasks[p].cpu;
         let t = &mut self.tasks[p];
         let w = t.se.load.unscaled();
         self.rqs[cpu].cfs.remove_entity_load_avg(&mut t.se.avg, w);

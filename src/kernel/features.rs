@@ -220,6 +220,8 @@ pub struct KernelConfig {
     /// v5.8 do); off makes cross-LLC wakeups follow the same-LLC rule.
     pub wakelist_cross_llc: bool,
     pub features: Features,
+    /// How completions are built (`kernel.completion`).
+    pub completion: super::completion::CompletionVariant,
 }
 
 impl Default for KernelConfig {
@@ -236,6 +238,7 @@ impl Default for KernelConfig {
             wakelist: Wakelist::Idle,
             wakelist_cross_llc: true,
             features: Features::default(),
+            completion: Default::default(),
         }
     }
 }

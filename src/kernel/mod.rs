@@ -3,17 +3,21 @@
 
 pub mod balance;
 pub mod cfs_legacy;
+pub mod completion;
 pub mod core;
 pub mod fair;
 pub mod features;
 pub mod futex;
 pub mod idle;
+pub mod irq;
+pub mod kthread;
 pub mod pelt;
 pub mod pipe;
 pub mod preempt;
 pub mod prio;
 pub mod rt;
 pub mod select;
+pub mod swait;
 pub mod task;
 pub mod unix_sock;
 pub mod wait;
@@ -87,6 +91,9 @@ pub struct Kernel {
     pub barriers: Vec<Barrier>,
     /// User-space memory the workloads' threads share.
     pub shm: crate::workload::shm::Shm,
+    pub completions: completion::Completions,
+    pub irqs: irq::Irqs,
+    pub kthreads: kthread::Kthreads,
     pub stats: Counters,
     /// sd_llc_shared->has_idle_cores, per LLC: a hint that some core of the
     /// LLC is wholly idle.
@@ -116,6 +123,7 @@ impl Kernel {
 
     pub fn new(machine: Machine, cfg: KernelConfig) -> Self {
         let n = machine.nr_cpus();
+        let variant = cfg.completion;
         Kernel {
             base_slice: cfg.scaled_base_slice(n),
             legacy_cfs: (cfg.fair == features::FairClass::Cfs)
@@ -140,6 +148,9 @@ impl Kernel {
             futexes: Vec::new(),
             barriers: Vec::new(),
             shm: Default::default(),
+            completions: completion::Completions::new(variant),
+            irqs: irq::Irqs::new(n),
+            kthreads: Default::default(),
             stats: Counters::default(),
             alive: 0,
             check: false,
@@ -166,6 +177,7 @@ impl Kernel {
                 EventKind::Timer => self.on_timer(i),
                 EventKind::Resched => self.on_resched(i),
                 EventKind::IdleBalance => self.on_idle_balance(i),
+                EventKind::Irq => self.on_irq(i),
             }
             if self.check {
                 self.check_invariants().map_err(SimError::Invariant)?;

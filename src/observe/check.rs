@@ -80,7 +80,7 @@ impl Kernel {
                     rq.cpu, cfs.avg_vruntime, cfs.avg_load
                 ));
             }
-            if rq.curr.is_none() && !rq.is_idle() {
+            if rq.curr.is_none() && !rq.is_idle() && !self.irqs.in_handler(rq.cpu) {
                 return Err(format!(
                     "cpu{}: nothing to run but not idle ({:?})",
                     rq.cpu, rq.act
@@ -123,7 +123,8 @@ impl Kernel {
                 TaskState::Interruptible if !t.on_rq || t.se.sched_delayed => {
                     let ok = match blocked {
                         Blocked::Queue(q) => self.is_waiting_on(q, p),
-                        Blocked::Timer | Blocked::Child => true,
+                        Blocked::Timer | Blocked::Child | Blocked::Scheduled => true,
+                        Blocked::Completion(c) => self.completion_can_wake(p, c),
                         Blocked::Nothing => false,
                     };
                     if !ok {

@@ -78,7 +78,9 @@ pub fn to_json(out: &RunOutput) -> Value {
         }
         bench.insert(key, Value::Object(fields));
     }
+    let completion = super::completion::to_json(k);
     json!({
+        "completion": completion,
         "sim": {
             "simulated_ns": k.now,
             "wall_ns": out.wall_ns,

@@ -14,6 +14,16 @@ pub fn summary(out: &RunOutput) -> String {
         }
         let _ = writeln!(s);
     }
+    if super::completion::active(k) {
+        for line in super::completion::swait_stat(k)
+            .into_iter()
+            .chain([String::new()])
+            .chain(super::completion::irqs_off(k))
+        {
+            let _ = writeln!(s, "{line}");
+        }
+        let _ = writeln!(s);
+    }
     let secs = k.now as f64 / 1e9;
     let task_clock: u64 = k.tasks.iter().map(|t| t.se.sum_exec_runtime).sum();
     let (nvcsw, nivcsw) = k

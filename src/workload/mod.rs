@@ -3,7 +3,11 @@
 
 pub mod context1;
 pub mod cyclictest;
+pub mod fork;
 pub mod hackbench;
+pub mod irq_complete;
+pub mod kernbench;
+pub mod kthread;
 pub mod params;
 pub mod periodic;
 pub mod pipe;
@@ -57,6 +61,31 @@ pub const WORKLOADS: &[(&str, &str, &str)] = &[
         "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false,barrier=false,mode=user|kernel,cond_resched=0,atomic=false,policy=normal|batch|idle|fifo|rr,prio=50",
         "tasks that run then sleep forever (durations: 8ms, 1ms..3ms, exp:2ms)",
     ),
+    (
+        "fork",
+        "mode=fork|vfork|clone,loops=1000",
+        "UnixBench spawn: create a child that exits at once, wait for it; vfork waits on a completion",
+    ),
+    (
+        "forky",
+        "count=1000,mode=fork|vfork|clone",
+        "seed 003's fork bomb: count forks back to back, a histogram of the time per fork",
+    ),
+    (
+        "kernbench",
+        "jobs=32,files=500,spawn=vfork|fork",
+        "make -j: spawn sh, which runs cc1 and as, per file; reports real/user/sys like `time make`",
+    ),
+    (
+        "kthread",
+        "count=100",
+        "kthread_create/run/park/unpark/stop of count threads through kthreadd, each step a completion",
+    ),
+    (
+        "irq-complete",
+        "waiters=1,period=1ms,all=false,cpu=0,work=2us",
+        "N tasks wait on a completion that a periodic device interrupt completes (all: complete_all)",
+    ),
 ];
 
 /// A parsed workload.
@@ -68,6 +97,11 @@ pub enum Workload {
     Schbench(schbench::Schbench),
     Context1(context1::Context1),
     Cyclictest(cyclictest::Cyclictest),
+    Spawn(fork::Spawn),
+    Forky(fork::Forky),
+    IrqComplete(irq_complete::IrqComplete),
+    Kernbench(kernbench::Kernbench),
+    Kthread(kthread::KthreadBench),
 }
 
 /// A benchmark's result: its own output lines and its JSON fields.
@@ -102,6 +136,11 @@ impl Workload {
             "schbench-old" => Ok(Workload::Schbench(schbench::Schbench::parse(p, true)?)),
             "context1" => Ok(Workload::Context1(context1::Context1::parse(p)?)),
             "cyclictest" => Ok(Workload::Cyclictest(cyclictest::Cyclictest::parse(p)?)),
+            "fork" => Ok(Workload::Spawn(fork::Spawn::parse(p)?)),
+            "forky" => Ok(Workload::Forky(fork::Forky::parse(p)?)),
+            "irq-complete" => Ok(Workload::IrqComplete(irq_complete::IrqComplete::parse(p)?)),
+            "kernbench" => Ok(Workload::Kernbench(kernbench::Kernbench::parse(p)?)),
+            "kthread" => Ok(Workload::Kthread(kthread::KthreadBench::parse(p)?)),
             k => Err(format!(
                 "unknown workload `{k}` (known: {})",
                 WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
@@ -117,6 +156,11 @@ impl Workload {
             Workload::Schbench(w) => w.name(),
             Workload::Context1(_) => "context1",
             Workload::Cyclictest(_) => "cyclictest",
+            Workload::Spawn(_) => "fork",
+            Workload::Forky(_) => "forky",
+            Workload::IrqComplete(_) => "irq-complete",
+            Workload::Kernbench(_) => "kernbench",
+            Workload::Kthread(_) => "kthread",
         }
     }
 
@@ -124,13 +168,22 @@ impl Workload {
     pub fn check_machine(&self, ncpus: usize) -> Result<(), String> {
         match self {
             Workload::Pipe(w) => w.check_machine(ncpus),
+            Workload::IrqComplete(w) => w.check_machine(ncpus),
             _ => Ok(()),
         }
     }
 
     /// Whether the workload ends by itself.
     pub fn is_finite(&self) -> bool {
-        matches!(self, Workload::Hackbench(_) | Workload::Pipe(_))
+        matches!(
+            self,
+            Workload::Hackbench(_)
+                | Workload::Pipe(_)
+                | Workload::Spawn(_)
+                | Workload::Forky(_)
+                | Workload::Kernbench(_)
+                | Workload::Kthread(_)
+        )
     }
 
     /// How long a workload that runs for a set time runs (schbench -r,
@@ -153,6 +206,11 @@ impl Workload {
             Workload::Schbench(w) => w.build(k, b),
             Workload::Context1(w) => w.build(k, b),
             Workload::Cyclictest(w) => w.build(k, b),
+            Workload::Spawn(w) => w.build(k, b),
+            Workload::Forky(w) => w.build(k, b),
+            Workload::IrqComplete(w) => w.build(k, b),
+            Workload::Kernbench(w) => w.build(k, b),
+            Workload::Kthread(w) => w.build(k, b),
         }
     }
 
@@ -167,6 +225,11 @@ impl Workload {
             Workload::Schbench(w) => w.report(k, tasks),
             Workload::Context1(w) => w.report(k, tasks),
             Workload::Cyclictest(w) => w.report(k, tasks),
+            Workload::Spawn(w) => w.report(k, tasks),
+            Workload::Forky(w) => w.report(k, tasks),
+            Workload::IrqComplete(w) => w.report(k, tasks),
+            Workload::Kernbench(w) => w.report(k, tasks),
+            Workload::Kthread(w) => w.report(k, tasks),
         }
     }
 }

@@ -159,7 +159,7 @@ impl Params {
         let d = parse_dist(v)
             .map_err(|e| format!("workload `{}`: parameter `{key}`: {e}", self.kind))?;
         let positive = match d {
-            Dist::Fixed(x) | Dist::Exp(x) => x > 0,
+            Dist::Fixed(x) | Dist::Exp(x) | Dist::LogNormal { median: x, .. } => x > 0,
             Dist::Uniform(_, hi) => hi > 0,
         };
         if !positive {

@@ -6,6 +6,7 @@
 //! pipe, a full socket), the task sleeps and retries the effect when woken.
 
 use crate::engine::Rng;
+use crate::kernel::completion::WaitHow;
 use crate::kernel::pipe::Io;
 use crate::kernel::preempt::{ExecMode, Point};
 use crate::kernel::task::{Pid, TaskState};
@@ -20,6 +21,11 @@ pub enum Dist {
     Uniform(u64, u64),
     /// Exponential with this mean.
     Exp(u64),
+    /// Log-normal with this median and shape σ (in thousandths).
+    LogNormal {
+        median: u64,
+        sigma_milli: u32,
+    },
 }
 
 impl Dist {
@@ -27,6 +33,14 @@ impl Dist {
     pub fn longest(&self) -> u64 {
         match *self {
             Dist::Fixed(v) | Dist::Uniform(_, v) | Dist::Exp(v) => v,
+            // The mean, median·e^(σ²/2).
+            Dist::LogNormal {
+                median,
+                sigma_milli,
+            } => {
+                let s = sigma_milli as f64 / 1000.0;
+                (median as f64 * (s * s / 2.0).exp()) as u64
+            }
         }
     }
 
@@ -35,6 +49,15 @@ impl Dist {
             Dist::Fixed(v) => v,
             Dist::Uniform(lo, hi) => rng.range(lo, hi),
             Dist::Exp(mean) => (-(1.0 - rng.next_f64()).ln() * mean as f64) as u64,
+            Dist::LogNormal {
+                median,
+                sigma_milli,
+            } => {
+                // Box-Muller: one standard normal from two uniforms.
+                let (u1, u2) = (1.0 - rng.next_f64(), rng.next_f64());
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                (median as f64 * (z * sigma_milli as f64 / 1000.0).exp()) as u64
+            }
         }
     }
 }
@@ -177,6 +200,81 @@ pub enum Op {
         slot: usize,
         after: u64,
     },
+    /// vfork(2): clone with CLONE_VFORK|CLONE_VM; the child's exec or exit
+    /// completes `done`, which the parent waits on (next op).
+    Vfork {
+        child: Pid,
+        done: usize,
+    },
+    /// clone(2) with CLONE_VM (the child shares the address space).
+    CloneVm {
+        child: Pid,
+    },
+    /// execve(2): mm_release of the old address space, a new one.
+    Exec,
+    /// wait_for_completion and its variants (in the kernel: no syscall).
+    WaitForCompletion {
+        c: usize,
+        how: WaitHow,
+    },
+    /// complete() or complete_all() from process context.
+    Complete {
+        c: usize,
+        all: bool,
+    },
+    /// reinit_completion
+    ReinitCompletion {
+        c: usize,
+    },
+    /// try_wait_for_completion (the result is counted).
+    TryWaitForCompletion {
+        c: usize,
+    },
+    /// completion_done (the result is counted).
+    CompletionDone {
+        c: usize,
+    },
+    /// Submit an I/O to a device: its interrupt follows after its latency.
+    StartIo {
+        dev: usize,
+    },
+    /// kill(2) of another task (fatal = SIGKILL).
+    Signal {
+        target: Pid,
+        fatal: bool,
+    },
+    /// kthread_create_on_node's request to kthreadd for thread `k`, whose
+    /// exit completes `exited` (the caller then waits on k's `done`).
+    KthreadCreate {
+        k: Pid,
+        exited: usize,
+    },
+    /// kthreadd's loop body: fork the next requested thread, or sleep.
+    Kthreadd,
+    /// set_current_state + schedule() until wake_up_process.
+    SleepUntilWoken,
+    /// wake_up_process (kthread_run's wakeup).
+    WakeProcess {
+        target: Pid,
+    },
+    /// kthread_park (then wait on the thread's `parked`).
+    KthreadPark {
+        k: Pid,
+    },
+    KthreadUnpark {
+        k: Pid,
+    },
+    /// kthread_stop (then wait on the thread's `exited`).
+    KthreadStop {
+        k: Pid,
+    },
+    /// In a kthread: exit if kthread_should_stop().
+    KthreadShouldStop,
+    /// In a kthread: __kthread_parkme, completing `parked` and sleeping
+    /// while the SHOULD_PARK bit is set.
+    KthreadParkme {
+        parked: usize,
+    },
     /// Repeat the ops up to the matching EndLoop `count` times (0 = forever).
     Loop {
         count: u64,
@@ -200,6 +298,10 @@ pub enum Blocked {
     Queue(WaitQueueRef),
     Timer,
     Child,
+    /// In wait_for_completion on this completion.
+    Completion(usize),
+    /// In schedule() until wake_up_process (kthreads, kthreadd).
+    Scheduled,
 }
 
 /// The interpreter state of one task.
@@ -225,6 +327,8 @@ pub struct ProgState {
     pub kernel_left: u64,
     /// User or kernel mode, for the preemption points.
     pub mode: ExecMode,
+    /// User-mode work asked for by Run ops so far (ns at full speed).
+    pub user_ns: u64,
 }
 
 impl ProgState {
@@ -241,6 +345,7 @@ impl ProgState {
             count: 0,
             kernel_left: 0,
             mode: ExecMode::default(),
+            user_ns: 0,
         }
     }
 
@@ -256,6 +361,8 @@ impl ProgState {
             Blocked::Queue(q) => format!("waiting on {q:?}"),
             Blocked::Timer => "sleeping".into(),
             Blocked::Child => "in wait()".into(),
+            Blocked::Completion(c) => format!("waiting for completion {c}"),
+            Blocked::Scheduled => "asleep until wake_up_process".into(),
         }
     }
 
@@ -329,7 +436,8 @@ impl Kernel {
 
     /// The kernel time an op costs before it takes effect (syscall entry
     /// and exit, copies, fork/exit work); None for pure user-space ops.
-    fn op_cost(&self, op: &Op) -> Option<u64> {
+    fn op_cost(&self, p: Pid, op: &Op) -> Option<u64> {
+        use crate::workload::fork::{EXEC_FORK_PCT, SHARED_MM_EXIT_PCT, SHARED_MM_FORK_PCT};
         let c = &self.machine.cost;
         let copy = |bytes: u32, ps: u64| c.syscall_ns + bytes as u64 * ps / 1000;
         match *op {
@@ -351,6 +459,26 @@ impl Kernel {
             | Op::SleepUntil { .. }
             | Op::Count
             | Op::CyclicWoke { .. } => None,
+            Op::WaitForCompletion { .. }
+            | Op::Complete { .. }
+            | Op::ReinitCompletion { .. }
+            | Op::TryWaitForCompletion { .. }
+            | Op::CompletionDone { .. }
+            | Op::KthreadCreate { .. }
+            | Op::Kthreadd
+            | Op::SleepUntilWoken
+            | Op::WakeProcess { .. }
+            | Op::KthreadPark { .. }
+            | Op::KthreadUnpark { .. }
+            | Op::KthreadStop { .. }
+            | Op::KthreadShouldStop
+            | Op::KthreadParkme { .. } => None,
+            Op::StartIo { .. } | Op::Signal { .. } => Some(c.syscall_ns),
+            Op::Vfork { .. } | Op::CloneVm { .. } => Some(c.fork_ns * SHARED_MM_FORK_PCT / 100),
+            Op::Exec => Some(c.fork_ns * EXEC_FORK_PCT / 100),
+            Op::Exit if self.tasks[p].mm != self.tasks[p].pid => {
+                Some(c.exit_ns * SHARED_MM_EXIT_PCT / 100)
+            }
             Op::Sleep(_)
             | Op::PollIn { .. }
             | Op::WaitChild
@@ -375,7 +503,7 @@ impl Kernel {
     /// with the next op".
     fn exec(&mut self, p: Pid, cpu: usize, op: Op) -> Option<Action> {
         if self.tasks[p].prog.phase == 0 {
-            if let Some(ns) = self.op_cost(&op) {
+            if let Some(ns) = self.op_cost(p, &op) {
                 self.tasks[p].prog.phase = 1;
                 return Some(self.charge(p, ns, Point::MightSleep));
             }
@@ -383,12 +511,13 @@ impl Kernel {
         match op {
             Op::Run(d) => {
                 let ns = d.sample(&mut self.tasks[p].rng);
+                self.tasks[p].prog.user_ns += ns;
                 self.tasks[p].prog.advance();
                 // Fold the next op's entry cost into this segment: the CPU
                 // goes straight from computing into the syscall.
                 let t = &self.tasks[p];
                 let next = t.prog.ops.get(t.prog.pc).copied().unwrap_or(Op::Exit);
-                if let Some(cost) = self.op_cost(&next) {
+                if let Some(cost) = self.op_cost(p, &next) {
                     self.tasks[p].prog.phase = 1;
                     return Some(self.charge_split(p, ns + cost, cost, Point::MightSleep));
                 }
@@ -566,7 +695,63 @@ impl Kernel {
                 self.exit_task(p);
                 Some(Action::Block)
             }
+            Op::KthreadCreate { .. }
+            | Op::Kthreadd
+            | Op::SleepUntilWoken
+            | Op::WakeProcess { .. }
+            | Op::KthreadPark { .. }
+            | Op::KthreadUnpark { .. }
+            | Op::KthreadStop { .. }
+            | Op::KthreadShouldStop
+            | Op::KthreadParkme { .. } => self.exec_kthread_op(p, cpu, op),
+            _ => self.exec_completion_op(p, cpu, op),
         }
+    }
+
+    /// The kthread ops.
+    fn exec_kthread_op(&mut self, p: Pid, cpu: usize, op: Op) -> Option<Action> {
+        match op {
+            Op::KthreadCreate { k, exited } => self.kthread_create(k, exited, cpu, p),
+            Op::Kthreadd => {
+                self.tasks[p].prog.advance();
+                if self.kthreadd_fork_next(cpu, p) {
+                    return Some(self.charge(p, self.machine.cost.fork_ns, Point::MightSleep));
+                }
+                if self.sleep_until_woken(p) {
+                    return Some(Action::Block);
+                }
+                return None;
+            }
+            Op::SleepUntilWoken => {
+                self.tasks[p].prog.advance();
+                return self.sleep_until_woken(p).then_some(Action::Block);
+            }
+            Op::WakeProcess { target } => self.wake_up_process(target, cpu, p),
+            Op::KthreadPark { k } => self.kthread_signal(k, Some(true), false, cpu, p),
+            Op::KthreadUnpark { k } => self.kthread_signal(k, Some(false), false, cpu, p),
+            Op::KthreadStop { k } => self.kthread_signal(k, None, true, cpu, p),
+            Op::KthreadShouldStop => {
+                if self.kthread_flags(p).should_stop {
+                    let prog = &mut self.tasks[p].prog;
+                    prog.pc = prog.ops.len();
+                    prog.phase = 0;
+                    return None;
+                }
+            }
+            Op::KthreadParkme { parked } => {
+                if self.kthread_flags(p).should_park {
+                    // Complete `parked` once, then sleep while parked.
+                    if self.tasks[p].prog.phase != 2 {
+                        self.tasks[p].prog.phase = 2;
+                        self.complete_from_task(parked, false, cpu, p);
+                    }
+                    return self.sleep_until_woken(p).then_some(Action::Block);
+                }
+            }
+            _ => unreachable!("not a kthread op: {op:?}"),
+        }
+        self.tasks[p].prog.advance();
+        None
     }
 
     /// fpost: phase 0 flips the word and pays the FUTEX_WAKE syscall if it
@@ -722,6 +907,70 @@ impl Kernel {
         let a = self.charge(p, piece, at);
         self.tasks[p].prog.mode.atomic = atomic;
         Some(a)
+    }
+
+    /// The process-creation and completion ops.
+    fn exec_completion_op(&mut self, p: Pid, cpu: usize, op: Op) -> Option<Action> {
+        match op {
+            Op::Vfork { child, done } => {
+                self.tasks[p].prog.advance();
+                self.reinit_completion(done);
+                self.completions.vfork_done.insert(child, done);
+                self.tasks[child].mm = self.tasks[p].mm;
+                self.tasks[child].parent = Some(p);
+                self.wake_up_new_task(child, cpu);
+            }
+            Op::CloneVm { child } => {
+                self.tasks[p].prog.advance();
+                self.tasks[child].mm = self.tasks[p].mm;
+                self.tasks[child].parent = Some(p);
+                self.wake_up_new_task(child, cpu);
+            }
+            Op::Exec => {
+                self.tasks[p].prog.advance();
+                self.mm_release(p, cpu);
+                self.tasks[p].mm = self.tasks[p].pid;
+            }
+            Op::WaitForCompletion { c, how } => {
+                use crate::kernel::completion::WaitResult;
+                match self.wait_for_completion(p, c, how, cpu) {
+                    None => return Some(Action::Block),
+                    // A fatal signal: the task dies on its way out.
+                    Some(WaitResult::Killed) => {
+                        let prog = &mut self.tasks[p].prog;
+                        prog.pc = prog.ops.len();
+                        prog.phase = 0;
+                    }
+                    Some(_) => self.tasks[p].prog.advance(),
+                }
+            }
+            Op::Complete { c, all } => {
+                self.tasks[p].prog.advance();
+                self.complete_from_task(c, all, cpu, p);
+            }
+            Op::ReinitCompletion { c } => {
+                self.tasks[p].prog.advance();
+                self.reinit_completion(c);
+            }
+            Op::TryWaitForCompletion { c } => {
+                self.tasks[p].prog.advance();
+                self.try_wait_for_completion(c);
+            }
+            Op::CompletionDone { c } => {
+                self.tasks[p].prog.advance();
+                self.completion_done(c);
+            }
+            Op::StartIo { dev } => {
+                self.tasks[p].prog.advance();
+                self.start_io(dev);
+            }
+            Op::Signal { target, fatal } => {
+                self.tasks[p].prog.advance();
+                self.send_signal(target, fatal, cpu, p);
+            }
+            _ => unreachable!("not a completion op: {op:?}"),
+        }
+        None
     }
 
     /// Finish a read/write: advance when all `want` bytes moved, otherwise

@@ -1,0 +1,281 @@
+//! `schedlab repro completion`: seed 003 (completions on simple wait
+//! queues, v2 with deferred complete_all wakeups) across the three
+//! `kernel.completion` variants, next to the figures the seed published.
+
+use crate::kernel::completion::CompletionVariant;
+use crate::report::completion::swait_stat;
+use crate::run::{run, RunOutput};
+use crate::scenario::{parse_set_value, set_key, Scenario, Source};
+use crate::workload::fork::{mean_var, Forky};
+use crate::workload::kernbench::Kernbench;
+use clap::Args;
+use std::fmt::Write;
+
+#[derive(Args)]
+pub struct CompletionArgs {
+    /// Runs (seeds 1..=N) of kernbench per variant
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..=1000))]
+    pub runs: u64,
+    /// Machine preset to run on instead of each scenario's (xeon-8269cy)
+    #[arg(long)]
+    pub machine: Option<String>,
+}
+
+/// Run an embedded scenario file with `key=value` overrides.
+fn run_with(path: &str, text: &str, sets: &[(&str, String)]) -> Result<RunOutput, String> {
+    let (src, mut t) =
+        Source::parse(Some(path.to_string()), text.to_string()).map_err(|e| e.to_string())?;
+    for (k, v) in sets {
+        set_key(&mut t, k, parse_set_value(v)).map_err(|e| e.to_string())?;
+    }
+    let sc = Scenario::resolve(&src, &t).map_err(|e| e.to_string())?;
+    run(&src, &sc).map_err(|e| e.to_string())
+}
+
+const DIR: &str = "scenarios/seed-003-completion";
+const WAITERS: &str = include_str!("../../scenarios/seed-003-completion/waiters.toml");
+const FORKY: &str = include_str!("../../scenarios/seed-003-completion/forky.toml");
+const FORKY_VFORK: &str = include_str!("../../scenarios/seed-003-completion/forky-vfork.toml");
+const KERNBENCH: &str = include_str!("../../scenarios/seed-003-completion/kernbench.toml");
+const IRQ: [(u64, &str); 3] = [
+    (
+        1,
+        include_str!("../../scenarios/seed-003-completion/irq-complete-1.toml"),
+    ),
+    (
+        64,
+        include_str!("../../scenarios/seed-003-completion/irq-complete-64.toml"),
+    ),
+    (
+        1024,
+        include_str!("../../scenarios/seed-003-completion/irq-complete-1024.toml"),
+    ),
+];
+
+/// The seed's swait_stat rows (class, waker, 1 waiter; the 2/3/4+
+/// columns are all 0).
+const SEED_WAITERS: &[(&str, &str, u64)] = &[
+    ("&rsp->gp_wq", "RCU grace-period kthread", 129_572),
+    ("&x->wait#11", "_do_fork (vfork) / mm_release", 39_002),
+    ("&rnp->nocb_gp_wq[1]", "kthread / kthread", 10_277),
+    ("&rdp->nocb_wq", "kthread / wake_nocb_leader", 9_862),
+    ("&x->wait#8", "xfs_buf_submit_wait / xfs_buf_ioend", 4_123),
+    ("(wait).wait#98", "blk_execute_rq / blk_end_sync_rq", 1_594),
+    ("&x->wait", "kthread_park, kthread_stop", 827),
+    ("(done).wait#119", "kthread_create_on_node / kthread", 512),
+];
+
+/// The seed's fork bomb: (kernel, mean ms, SD ms).
+const SEED_FORKY: [(&str, f64, f64); 2] = [
+    ("4.6.0-rc4 (waitqueue)", 0.146406, 0.0165937),
+    ("+ patch (swait-defer)", 0.152056, 0.0171894),
+];
+
+/// The seed's `time make -j200` ×100: (metric, kernel, mean, std, var, max, min).
+const SEED_KERNBENCH: [(&str, &str, [f64; 5]); 6] = [
+    ("user", "4.6.0-rc4", [9.126, 0.2919, 0.08523, 9.92, 8.55]),
+    ("user", "+ patch", [9.24, 0.2768, 0.07664, 10.11, 8.44]),
+    (
+        "system",
+        "4.6.0-rc4",
+        [1676.0, 2.409, 5.804, 1681.0, 1666.0],
+    ),
+    ("system", "+ patch", [1675.0, 2.433, 5.922, 1682.0, 1670.0]),
+    (
+        "elapsed",
+        "4.6.0-rc4",
+        [2303.0, 26.67, 711.1, 2357.0, 2232.0],
+    ),
+    ("elapsed", "+ patch", [2298.0, 28.75, 826.8, 2348.0, 2221.0]),
+];
+
+const VARIANTS: [CompletionVariant; 3] = [
+    CompletionVariant::WaitQueue,
+    CompletionVariant::Swait,
+    CompletionVariant::SwaitDefer,
+];
+
+fn sets(
+    v: CompletionVariant,
+    seed: Option<u64>,
+    args: &CompletionArgs,
+) -> Vec<(&'static str, String)> {
+    let mut s = vec![("kernel.completion", format!("\"{}\"", v.name()))];
+    if let Some(seed) = seed {
+        s.push(("sim.seed", seed.to_string()));
+    }
+    if let Some(m) = &args.machine {
+        s.push(("machine.preset", format!("\"{m}\"")));
+    }
+    s
+}
+
+/// mean, std, var, max, min (sample statistics).
+fn stats(v: &[f64]) -> [f64; 5] {
+    let (mean, var) = mean_var(v);
+    let max = v.iter().copied().fold(f64::MIN, f64::max);
+    let min = v.iter().copied().fold(f64::MAX, f64::min);
+    [mean, var.sqrt(), var, max, min]
+}
+
+fn row(name: &str, s: [f64; 5]) -> String {
+    format!(
+        "  {name:<30} {:>10.4} {:>10.4} {:>10.5} {:>10.4} {:>10.4}",
+        s[0], s[1], s[2], s[3], s[4]
+    )
+}
+
+pub fn repro(args: &CompletionArgs) -> Result<String, String> {
+    let mut o = String::new();
+    let machine = args.machine.as_deref().unwrap_or("xeon-8269cy");
+    let _ = writeln!(
+        o,
+        "seed 003: completions on simple wait queues, on {machine}, kernel.completion = \
+         waitqueue (v4.6) | swait (mainline) | swait-defer (the seed's v2)\n"
+    );
+    waiters(&mut o, args)?;
+    forky(&mut o, args)?;
+    kernbench(&mut o, args)?;
+    irqs_off(&mut o, args)?;
+    let _ = writeln!(o, "{}", NOTE.trim());
+    Ok(o)
+}
+
+fn waiters(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
+    let _ = writeln!(
+        o,
+        "1. Waiters per complete()/complete_all() ({DIR}/waiters.toml: kernbench, a vfork loop, kthreads, one I/O waiter)\n"
+    );
+    let _ = writeln!(
+        o,
+        "  seed (mmtests scheduler-unbound + kernbench, swait): every class 1 waiter, never 2+:"
+    );
+    for (class, who, n) in SEED_WAITERS {
+        let _ = writeln!(o, "  {class:>22} {n:>8} 0 0 0   {who}");
+    }
+    for v in VARIANTS {
+        let out = run_with(
+            &format!("{DIR}/waiters.toml"),
+            WAITERS,
+            &sets(v, None, args),
+        )?;
+        let _ = writeln!(o);
+        for l in swait_stat(&out.kernel) {
+            let _ = writeln!(o, "  {l}");
+        }
+    }
+    let _ = writeln!(o);
+    Ok(())
+}
+
+fn forky(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
+    let _ = writeln!(
+        o,
+        "2. Fork bomb, 1000 forks, time per call in ms ({DIR}/forky.toml, forky-vfork.toml)\n"
+    );
+    let _ = writeln!(o, "  {:<36} {:>10} {:>10}", "", "mean", "SD");
+    for (k, mean, sd) in SEED_FORKY {
+        let _ = writeln!(o, "  {:<36} {mean:>10.6} {sd:>10.6}", format!("seed {k}"));
+    }
+    for (mode, text) in [("fork", FORKY), ("vfork", FORKY_VFORK)] {
+        for v in VARIANTS {
+            let out = run_with(&format!("{DIR}/forky.toml"), text, &sets(v, None, args))?;
+            let (_, tasks) = &out.workloads[0];
+            let (mean, var) = mean_var(&Forky::samples_ms(&out.kernel, tasks));
+            let name = format!("sim {mode} {}", v.name());
+            let _ = writeln!(o, "  {name:<36} {mean:>10.6} {:>10.6}", var.sqrt());
+        }
+    }
+    let _ = writeln!(o);
+    Ok(())
+}
+
+fn kernbench(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
+    let _ = writeln!(
+        o,
+        "3. kernbench, `time make` in s: seed -j200 ×100 on its machine; sim {DIR}/kernbench.toml \
+         (-j32, 500 files) over seeds 1..={}\n",
+        args.runs
+    );
+    let mut sim = Vec::new();
+    for v in VARIANTS {
+        let mut t = [vec![], vec![], vec![]];
+        for seed in 1..=args.runs {
+            let out = run_with(
+                &format!("{DIR}/kernbench.toml"),
+                KERNBENCH,
+                &sets(v, Some(seed), args),
+            )?;
+            let (_, tasks) = &out.workloads[0];
+            let r = Kernbench::times(&out.kernel, tasks);
+            for (i, ns) in [r.user, r.sys, r.real].into_iter().enumerate() {
+                t[i].push(ns as f64 / 1e9);
+            }
+        }
+        sim.push((v, t));
+    }
+    for (i, metric) in ["user", "system", "elapsed"].into_iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "  {metric:<30} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "mean", "std", "var", "max", "min"
+        );
+        for (m, k, s) in SEED_KERNBENCH.iter().filter(|r| r.0 == metric) {
+            let _ = m;
+            let _ = writeln!(o, "{}", row(&format!("seed {k}"), *s));
+        }
+        for (v, t) in &sim {
+            let _ = writeln!(o, "{}", row(&format!("sim {}", v.name()), stats(&t[i])));
+        }
+    }
+    let _ = writeln!(o);
+    Ok(())
+}
+
+fn irqs_off(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
+    let _ = writeln!(
+        o,
+        "4. Interrupts-off maximum on the interrupt's CPU, complete_all() from a handler every 10 ms \
+         ({DIR}/irq-complete-N.toml), µs (the seed gives no figure)\n"
+    );
+    let _ = writeln!(o, "  {:<16} {:>10} {:>10} {:>10}", "", "1", "64", "1024");
+    for v in VARIANTS {
+        let mut l = format!("  {:<16}", v.name());
+        for (n, text) in IRQ {
+            let out = run_with(
+                &format!("{DIR}/irq-complete-{n}.toml"),
+                text,
+                &sets(v, None, args),
+            )?;
+            let max = out.kernel.irqs.cpus[0]
+                .off
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0);
+            let _ = write!(l, " {:>10.1}", max as f64 / 1e3);
+        }
+        let _ = writeln!(o, "{l}");
+    }
+    let _ = writeln!(o);
+    Ok(())
+}
+
+const NOTE: &str = "
+Note. What agrees: the waiter counts. The seed found one waiter per call in every class; the
+simulated vfork_done, kthread and I/O classes find one too, in all three variants, because each vfork
+parent and each I/O waits alone. The seed's concern, complete_all() from an interrupt with many
+waiters, shows up only in section 4: waitqueue and swait wake every waiter with interrupts off
+(the handler grows with the waiter count), swait-defer wakes one and hands the rest to it, in
+short sections. waitqueue and swait time the same: without PREEMPT_RT a spinlock_t costs what a
+raw_spinlock_t does, and the waitqueue variant differs only when a second complete() comes
+before the woken waiter has run (its entry is still queued). What does not: the fork bomb and kernbench differences. fork() takes no
+completion at all (only vfork waits on one), so the simulated fork times are identical across
+variants; with vfork the variants differ only in how a single waiter is woken, which costs the
+same. The seed's +4% fork-bomb mean and its kernbench spread are within that machine's run-to-run
+noise, which the simulator does not have: its per-fork times have no page-fault, allocator or
+cache variance, so their SD is near zero. The seed's kernbench columns (user 9 s, system 1676 s)
+also look transposed relative to `time` output; they are shown as published. Simulated system
+time covers fork/exec/exit, syscalls and wakeups only (no page faults or file I/O), so it is far
+below a real build's.
+";

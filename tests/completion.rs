@@ -1,0 +1,311 @@
+//! Completions, interrupts and process creation checked through the
+//! library and the command line: timeouts, signals, the variants' done
+//! counting, interrupts-off time and the 16-bit waiter limit.
+
+use schedlab::kernel::completion::{CompletionVariant, SleepState, WaitHow};
+use schedlab::kernel::features::KernelConfig;
+use schedlab::kernel::irq::{Device, IrqAction};
+use schedlab::kernel::task::Pid;
+use schedlab::kernel::Kernel;
+use schedlab::machine;
+use schedlab::workload::program::{Dist, Op};
+use schedlab::workload::{Builder, TaskSpec};
+use std::process::Command;
+use std::rc::Rc;
+
+const MS: u64 = 1_000_000;
+
+fn kernel(spec: &str, variant: CompletionVariant) -> Kernel {
+    let cfg = KernelConfig {
+        completion: variant,
+        ..KernelConfig::default()
+    };
+    let mut k = Kernel::new(machine::from_spec(spec).unwrap(), cfg);
+    k.check = true;
+    k
+}
+
+fn task(k: &mut Kernel, b: &mut Builder, ops: Vec<Op>) -> Pid {
+    let p = b.task(
+        k,
+        TaskSpec {
+            comm: "t",
+            group_of: None,
+            nice: 0,
+            allowed: None,
+            ops: Rc::from(ops),
+        },
+    );
+    b.launch(k, p);
+    p
+}
+
+fn wait(c: usize, state: SleepState, timeout: Option<u64>) -> Op {
+    let how = WaitHow {
+        state,
+        io: false,
+        timeout,
+    };
+    Op::WaitForCompletion { c, how }
+}
+
+#[test]
+fn a_timeout_ends_the_wait_at_its_deadline() {
+    let mut k = kernel("smp:cpus=2", CompletionVariant::Swait);
+    let mut b = Builder::new(0, 1);
+    let c = k.completion_new("t");
+    task(
+        &mut k,
+        &mut b,
+        vec![wait(c, SleepState::Uninterruptible, Some(3 * MS)), Op::Exit],
+    );
+    k.run(None).unwrap();
+    assert_eq!(k.completions.stats.timeouts, 1);
+    assert_eq!(k.completions.stats.completed, 0);
+    assert!(k.now >= 3 * MS && k.now < 4 * MS, "ended at {}", k.now);
+}
+
+#[test]
+fn signals_end_interruptible_and_killable_waits_as_the_kernel_does() {
+    let mut k = kernel("smp:cpus=2", CompletionVariant::Swait);
+    let mut b = Builder::new(0, 1);
+    let c = k.completion_new("t");
+    let intr = task(
+        &mut k,
+        &mut b,
+        vec![wait(c, SleepState::Interruptible, None), Op::Exit],
+    );
+    let kill = task(
+        &mut k,
+        &mut b,
+        vec![wait(c, SleepState::Killable, None), Op::Exit],
+    );
+    let plain = task(
+        &mut k,
+        &mut b,
+        vec![wait(c, SleepState::Uninterruptible, None), Op::Exit],
+    );
+    task(
+        &mut k,
+        &mut b,
+        vec![
+            Op::Run(Dist::Fixed(MS)),
+            Op::Signal {
+                target: intr,
+                fatal: false,
+            },
+            Op::Signal {
+                target: kill,
+                fatal: false,
+            },
+            Op::Signal {
+                target: plain,
+                fatal: true,
+            },
+            Op::Run(Dist::Fixed(MS)),
+            // Only the killable waiter is still asleep (the uninterruptible
+            // one ignores even SIGKILL); a fatal signal ends its wait.
+            Op::Signal {
+                target: kill,
+                fatal: true,
+            },
+            Op::Run(Dist::Fixed(MS)),
+            Op::Complete { c, all: false },
+            Op::Exit,
+        ],
+    );
+    k.run(None).unwrap();
+    let st = &k.completions.stats;
+    assert_eq!(st.interrupted, 2);
+    assert_eq!(
+        st.completed, 1,
+        "the uninterruptible waiter takes the token"
+    );
+}
+
+#[test]
+fn complete_all_from_an_interrupt_holds_interrupts_off_per_variant() {
+    let mut max = vec![];
+    for v in [CompletionVariant::Swait, CompletionVariant::SwaitDefer] {
+        let mut k = kernel("smp:cpus=8", v);
+        let mut b = Builder::new(0, 1);
+        let c = k.completion_new("t");
+        for _ in 0..32 {
+            task(
+                &mut k,
+                &mut b,
+                vec![wait(c, SleepState::Uninterruptible, None), Op::Exit],
+            );
+        }
+        k.irq_device_new(Device {
+            name: "dev".into(),
+            cpu: 0,
+            period: Some(5 * MS),
+            latency: 0,
+            action: IrqAction::CompleteAll(c),
+            fired: 0,
+        });
+        k.run(Some(20 * MS)).unwrap();
+        assert_eq!(k.completions.stats.completed, 32, "{v:?}");
+        assert_eq!(
+            k.completions.classes[0].waiters[3], 1,
+            "one call, 4+ waiters"
+        );
+        let handler = k.irqs.cpus[0].off[0];
+        max.push(handler);
+        if v == CompletionVariant::SwaitDefer {
+            assert_eq!(k.completions.stats.deferred_wakeups, 31);
+        }
+    }
+    assert!(
+        max[1] * 5 < max[0],
+        "defer keeps the handler short: {max:?}"
+    );
+}
+
+#[test]
+fn waiters_beyond_sixteen_bits_are_counted_not_fatal() {
+    let mut k = kernel("smp:cpus=16", CompletionVariant::SwaitDefer);
+    k.check = false;
+    let mut b = Builder::new(0, 1);
+    let c = k.completion_new("t");
+    let n = 32_767 + 100;
+    for _ in 0..n {
+        task(
+            &mut k,
+            &mut b,
+            vec![wait(c, SleepState::Uninterruptible, None), Op::Exit],
+        );
+    }
+    task(
+        &mut k,
+        &mut b,
+        vec![
+            Op::Run(Dist::Fixed(50 * MS)),
+            Op::Complete { c, all: true },
+            Op::Exit,
+        ],
+    );
+    k.run(Some(500 * MS)).unwrap();
+    let st = &k.completions.stats;
+    assert_eq!(st.waiters_over_limit, 100);
+    assert_eq!(st.completed, 32_767);
+    assert_eq!(k.completions.list[c].done, 0);
+}
+
+#[test]
+fn vfork_parents_wait_for_the_child_to_exit() {
+    let mut k = kernel("smp:cpus=4", CompletionVariant::Swait);
+    let mut b = Builder::new(0, 1);
+    let w = schedlab::workload::Workload::parse(
+        &schedlab::workload::params::Params::parse_spec("fork:mode=vfork,loops=50").unwrap(),
+    )
+    .unwrap();
+    w.build(&mut k, &mut b);
+    k.run(None).unwrap();
+    let st = &k.completions.stats;
+    assert_eq!(st.waits, 50);
+    assert_eq!(st.complete, 50);
+    let class = &k.completions.classes[0];
+    assert_eq!(class.waiters[0] + class.no_waiter, 50);
+    assert!(st.waits_slept > 0);
+}
+
+fn schedlab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .output()
+        .expect("run schedlab");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_variants_and_parameters_exit_2() {
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--workload",
+        "forky:count=10",
+        "--set",
+        "kernel.completion=swait-later",
+    ]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("kernel.completion") && err.contains("swait-defer"),
+        "{err}"
+    );
+    let (rc, _, err) = schedlab(&["run", "--workload", "irq-complete:waiters=2,bogus=1"]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("bogus"), "{err}");
+    let (rc, _, err) = schedlab(&["run", "--workload", "fork:mode=spoon"]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("fork|vfork|clone"), "{err}");
+    let (rc, _, _) = schedlab(&["repro", "completions"]);
+    assert_eq!(rc, 2);
+}
+
+#[test]
+fn irq_complete_json_has_the_completion_section_and_is_deterministic() {
+    let dir = std::env::temp_dir().join(format!("schedlab-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut seen = vec![];
+    for name in ["a.json", "b.json"] {
+        let p = dir.join(name);
+        let (rc, _, err) = schedlab(&[
+            "run",
+            "--machine",
+            "smp:cpus=8",
+            "--workload",
+            "irq-complete:waiters=16,period=2ms,all=true",
+            "--duration",
+            "20ms",
+            "--set",
+            "kernel.completion=swait-defer",
+            "--check",
+            "--json",
+            p.to_str().unwrap(),
+        ]);
+        assert_eq!(rc, 0, "{err}");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        v["sim"].as_object_mut().unwrap().remove("wall_ns");
+        seen.push(v);
+    }
+    assert_eq!(seen[0], seen[1]);
+    let c = &seen[0]["completion"];
+    assert_eq!(c["variant"], "swait-defer");
+    for key in ["1", "2", "3", "4+"] {
+        assert!(c["waiters_hist"][key].is_u64(), "{key}");
+    }
+    assert!(c["waiters_hist"]["4+"].as_u64().unwrap() > 0);
+    for key in ["p50", "p99", "max"] {
+        assert!(c["irqs_off_ns"][key].as_u64().unwrap() > 0, "{key}");
+    }
+}
+
+#[test]
+fn kthreads_are_created_parked_and_stopped_through_completions() {
+    let mut k = kernel("smp:cpus=4", CompletionVariant::SwaitDefer);
+    let mut b = Builder::new(0, 1);
+    let w = schedlab::workload::Workload::parse(
+        &schedlab::workload::params::Params::parse_spec("kthread:count=20").unwrap(),
+    )
+    .unwrap();
+    w.build(&mut k, &mut b);
+    k.run(None).unwrap();
+    let names: Vec<&str> = k
+        .completions
+        .classes
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    for c in &k.completions.classes {
+        assert_eq!(c.waiters[0] + c.no_waiter, 20, "{}", c.name);
+    }
+    assert_eq!(k.completions.stats.completed, 60);
+    assert_eq!(k.alive, 0, "kthreadd and every thread exited");
+}
