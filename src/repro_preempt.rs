@@ -40,16 +40,16 @@ const SCENARIOS: &[(&str, &str, &str, &str)] = &[
         include_str!("../scenarios/seed-002-preempt/power10-96-auto-none.toml"),
     ),
     (
-        "power-320-none.toml",
-        "power-320",
+        "power10-320-none.toml",
+        "power10-320",
         "none",
-        include_str!("../scenarios/seed-002-preempt/power-320-none.toml"),
+        include_str!("../scenarios/seed-002-preempt/power10-320-none.toml"),
     ),
     (
-        "power-320-auto-none.toml",
-        "power-320",
+        "power10-320-auto-none.toml",
+        "power10-320",
         "auto-none",
-        include_str!("../scenarios/seed-002-preempt/power-320-auto-none.toml"),
+        include_str!("../scenarios/seed-002-preempt/power10-320-auto-none.toml"),
     ),
     (
         "milan-256-none.toml",
@@ -80,8 +80,8 @@ fn reported(machine: &str, model: &str) -> Reported {
     let (time_s, switches, migrations) = match (machine, model) {
         ("power10-96", "none") => (55.930, 1_388_830_542.0, 44_538_641.0),
         ("power10-96", _) => (65.75, 2_563_720_294.0, 147_445_392.0),
-        ("power-320", "none") => (26.403, 6_299_247_371.0, 246_646_236.0),
-        ("power-320", _) => (32.368, 9_337_462_696.0, 631_276_554.0),
+        ("power10-320", "none") => (26.403, 6_299_247_371.0, 246_646_236.0),
+        ("power10-320", _) => (32.368, 9_337_462_696.0, 631_276_554.0),
         (_, "none") => (30.833_112, 170_719_761.0, 16_871_449.0),
         _ => (30.731_126, 177_889_639.0, 17_426_670.0),
     };

@@ -21,6 +21,7 @@ pub enum Feature {
     UtilEst,
     TtwuQueue,
     SisUtil,
+    SwbSmtSkip,
 }
 
 /// (feature, kernel name, default in v6.15, what it does)
@@ -108,6 +109,12 @@ pub const FEATURES: &[(Feature, &str, bool, &str)] = &[
         "SIS_UTIL",
         true,
         "limit select_idle_cpu's scan by the LLC's utilization (nr_idle_scan)",
+    ),
+    (
+        Feature::SwbSmtSkip,
+        "SWB_SMT_SKIP",
+        true,
+        "should_we_balance skips the other siblings of a busy core (seed 001; off = before it)",
     ),
 ];
 
@@ -220,6 +227,9 @@ pub struct KernelConfig {
     /// v5.8 do); off makes cross-LLC wakeups follow the same-LLC rule.
     pub wakelist_cross_llc: bool,
     pub features: Features,
+    /// Sched-domain flag changes per level name (`kernel.domain.MC.flags =
+    /// "-SD_BALANCE_NEWIDLE"`), applied in order once domains are built.
+    pub domain_flags: Vec<(String, String)>,
 }
 
 impl Default for KernelConfig {
@@ -236,6 +246,7 @@ impl Default for KernelConfig {
             wakelist: Wakelist::Idle,
             wakelist_cross_llc: true,
             features: Features::default(),
+            domain_flags: Vec::new(),
         }
     }
 }

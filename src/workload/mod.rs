@@ -11,6 +11,7 @@ pub mod program;
 pub mod schbench;
 pub mod sched_attr;
 pub mod shm;
+pub mod stress_ng;
 
 use crate::engine::Rng;
 use crate::kernel::task::{Entity, Pid, Task, TaskState, TaskStats};
@@ -57,6 +58,11 @@ pub const WORKLOADS: &[(&str, &str, &str)] = &[
         "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false,barrier=false,mode=user|kernel,cond_resched=0,atomic=false,policy=normal|batch|idle|fifo|rr,prio=50",
         "tasks that run then sleep forever (durations: 8ms, 1ms..3ms, exp:2ms)",
     ),
+    (
+        "stress-ng",
+        "cpu=(all),cpu-load=100,cpu-ops=(none),cpu-load-slice=64,op-time=1ms,timeout=(none),cpus=(all)",
+        "stress-ng --cpu N --cpu-load P --cpu-ops K: workers with a self-correcting busy/sleep duty cycle",
+    ),
 ];
 
 /// A parsed workload.
@@ -68,6 +74,7 @@ pub enum Workload {
     Schbench(schbench::Schbench),
     Context1(context1::Context1),
     Cyclictest(cyclictest::Cyclictest),
+    StressNg(stress_ng::StressNg),
 }
 
 /// A benchmark's result: its own output lines and its JSON fields.
@@ -102,6 +109,7 @@ impl Workload {
             "schbench-old" => Ok(Workload::Schbench(schbench::Schbench::parse(p, true)?)),
             "context1" => Ok(Workload::Context1(context1::Context1::parse(p)?)),
             "cyclictest" => Ok(Workload::Cyclictest(cyclictest::Cyclictest::parse(p)?)),
+            "stress-ng" => Ok(Workload::StressNg(stress_ng::StressNg::parse(p)?)),
             k => Err(format!(
                 "unknown workload `{k}` (known: {})",
                 WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
@@ -117,6 +125,7 @@ impl Workload {
             Workload::Schbench(w) => w.name(),
             Workload::Context1(_) => "context1",
             Workload::Cyclictest(_) => "cyclictest",
+            Workload::StressNg(_) => "stress-ng",
         }
     }
 
@@ -124,13 +133,18 @@ impl Workload {
     pub fn check_machine(&self, ncpus: usize) -> Result<(), String> {
         match self {
             Workload::Pipe(w) => w.check_machine(ncpus),
+            Workload::StressNg(w) => w.check_machine(ncpus),
             _ => Ok(()),
         }
     }
 
     /// Whether the workload ends by itself.
     pub fn is_finite(&self) -> bool {
-        matches!(self, Workload::Hackbench(_) | Workload::Pipe(_))
+        match self {
+            Workload::Hackbench(_) | Workload::Pipe(_) => true,
+            Workload::StressNg(w) => w.is_finite(),
+            _ => false,
+        }
     }
 
     /// How long a workload that runs for a set time runs (schbench -r,
@@ -153,6 +167,7 @@ impl Workload {
             Workload::Schbench(w) => w.build(k, b),
             Workload::Context1(w) => w.build(k, b),
             Workload::Cyclictest(w) => w.build(k, b),
+            Workload::StressNg(w) => w.build(k, b),
         }
     }
 
@@ -167,6 +182,7 @@ impl Workload {
             Workload::Schbench(w) => w.report(k, tasks),
             Workload::Context1(w) => w.report(k, tasks),
             Workload::Cyclictest(w) => w.report(k, tasks),
+            Workload::StressNg(w) => w.report(k, tasks),
         }
     }
 }
