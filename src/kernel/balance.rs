@@ -30,6 +30,7 @@ use super::sched_domain::{
 use super::task::Pid;
 use super::Kernel;
 use crate::engine::EventKind;
+use std::collections::BTreeMap;
 
 /// sysctl_sched_nr_migrate (non-RT kernels).
 const NR_MIGRATE: usize = 32;
@@ -153,6 +154,10 @@ pub struct LoadBalance {
     cost_ns: u64,
     /// The CPU doing the balancing (it sends the resched IPIs).
     acting: usize,
+    /// Tasks detach_tasks passed over, moved to the head of rq->cfs_tasks:
+    /// (when, order) so that the next balance looks at other tasks first.
+    head_stamp: BTreeMap<Pid, (u64, u64)>,
+    head_seq: u64,
     /// Wasted-core episodes (an idle CPU next to a waiting task it could
     /// run, for longer than the bound) and their total length.
     pub wasted_episodes: u64,
@@ -187,6 +192,8 @@ impl LoadBalance {
             active_balances: 0,
             cost_ns: 0,
             acting: 0,
+            head_stamp: BTreeMap::new(),
+            head_seq: 0,
             wasted_episodes: 0,
             wasted_ns: 0,
             wasted_first: None,
@@ -891,13 +898,24 @@ impl Kernel {
 
     /// The source queue's CFS tasks from the tail of rq->cfs_tasks (least
     /// recently queued or run first; approximated by when each task last
-    /// started waiting), then the running task.
+    /// started waiting, or was passed over by detach_tasks), then the
+    /// running task.
     fn cfs_tasks_from_tail(&self, cpu: usize) -> Vec<Pid> {
         let rq = &self.rqs[cpu];
         let mut v: Vec<Pid> = rq.cfs.tree.clone();
-        v.sort_by_key(|&p| (self.tasks[p].stats.wait_start, p));
+        v.sort_by_key(|&p| {
+            let queued = (self.tasks[p].stats.wait_start, 0);
+            let head = self.lb.head_stamp.get(&p).copied().unwrap_or_default();
+            (queued.max(head), p)
+        });
         v.extend(rq.curr);
         v
+    }
+
+    /// list_move to the head of cfs_tasks: a task detach_tasks skipped.
+    fn rotate_to_head(&mut self, p: Pid) {
+        self.lb.head_seq += 1;
+        self.lb.head_stamp.insert(p, (self.now, self.lb.head_seq));
     }
 
     /// detach_tasks + attach_tasks: move up to the imbalance from env.src
@@ -917,12 +935,14 @@ impl Kernel {
                 break;
             }
             if !self.can_migrate_task(p, env) {
+                self.rotate_to_head(p);
                 continue;
             }
             match env.migration_type {
                 MigrationType::Load => {
                     let load = self.tasks[p].se.avg.load_avg.max(1);
                     if (load >> nr_failed.min(63)) as i64 > env.imbalance {
+                        self.rotate_to_head(p);
                         continue;
                     }
                     env.imbalance -= load as i64;
@@ -930,6 +950,7 @@ impl Kernel {
                 MigrationType::Util => {
                     let util = super::pelt::task_util_est(&self.tasks[p].se.avg);
                     if (util >> nr_failed.min(63)) as i64 > env.imbalance {
+                        self.rotate_to_head(p);
                         continue;
                     }
                     env.imbalance -= util as i64;
