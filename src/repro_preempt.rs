@@ -334,10 +334,10 @@ fn verdict(results: &[(&str, Measured, Measured)]) -> String {
     s.push_str(
         "  Read the CPUs-utilized row first: the machines have 96-320 CPUs, and hackbench's 2400 \
          tasks keep them all busy on the real kernels (1920 and 6400 CPUs utilized system-wide in \
-         the seed's perf stat over 20 runs). Where the simulation keeps only a few CPUs busy, the \
-         stand-in balancer (no sched domains or cross-LLC balancing yet) has left the tasks on the \
-         LLCs they were forked on, and the per-message time and migration counts are not \
-         comparable with the seed's; the switch split and preemption causes still are.\n",
+         the seed's perf stat over 20 runs). The simulated runs are short (100 loops), so the \
+         parent's forking of 2400 tasks weighs on the average; where few CPUs are busy the \
+         per-message time and migration counts are not comparable with the seed's; the switch \
+         split and preemption causes still are.\n",
     );
     s.push_str(
         "  The model has no architecture-specific entry code: both kernels share one set of \
@@ -346,7 +346,7 @@ fn verdict(results: &[(&str, Measured, Measured)]) -> String {
          three machines, the seed's POWER regression is not explained by the lazy bit's scheduling \
          policy as modelled (lazy requests honoured at exit to user or upgraded at the tick, no IPI \
          for a remote lazy request), and points at what is not modelled: the powerpc interrupt-exit \
-         path of the v2 series, the full load balancer (a stand-in balancer moves tasks here), and \
+         path of the v2 series and \
          the real per-message costs (the simulated time per message is set by the cost model, not \
          fitted to these machines).\n",
     );
