@@ -43,6 +43,18 @@ pub const CASES: &[(&str, &str, &str, Option<&str>)] = &[
         "kernbench:jobs=32",
         None,
     ),
+    (
+        "stress-ng --cpu 320 -l 50 on power10-320",
+        "power10-320",
+        "stress-ng:cpu=320,cpu-load=50",
+        Some("2s"),
+    ),
+    (
+        "hackbench g10 on milan-256",
+        "milan-256",
+        "hackbench:groups=10",
+        None,
+    ),
 ];
 
 #[derive(Args)]
@@ -87,7 +99,7 @@ fn run_case(i: usize) -> i32 {
     let k = &out.kernel;
     let wall = out.wall_ns as f64 / 1e9;
     println!(
-        "{name:<36} {:>8.3} {:>10.2} {:>10.2} {:>9.1} {:>8}",
+        "{name:<42} {:>8.3} {:>10.2} {:>10.2} {:>9.1} {:>8}",
         wall,
         k.task_switches() as f64 / wall / 1e6,
         k.events.popped as f64 / wall / 1e6,
@@ -102,7 +114,7 @@ pub fn main(args: &BenchArgs) -> i32 {
         return if i < CASES.len() { run_case(i) } else { 2 };
     }
     println!(
-        "{:<36} {:>8} {:>10} {:>10} {:>9} {:>8}",
+        "{:<42} {:>8} {:>10} {:>10} {:>9} {:>8}",
         "case", "wall s", "M csw/s", "M ev/s", "sim/wall", "RSS MiB"
     );
     let exe = match std::env::current_exe() {

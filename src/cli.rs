@@ -36,9 +36,11 @@ enum Cmd {
     Run(RunArgs),
     /// Run the built-in demo scenario
     Demo(OutArgs),
-    /// List machine presets (one line each)
-    #[command(after_help = "Example:\n  schedlab machines")]
-    Machines,
+    /// List machine presets (one line each), or one machine's sched domains
+    #[command(
+        after_help = "Examples:\n  schedlab machines\n  schedlab machines --domains power10-96"
+    )]
+    Machines(MachinesArgs),
     /// List workloads with their parameters and defaults
     #[command(after_help = "Example:\n  schedlab workloads")]
     Workloads,
@@ -53,11 +55,19 @@ enum Cmd {
         schedlab compare a.toml b.toml --runs 10 --json cmp.json")]
     Compare(crate::compare::CompareArgs),
     /// Reproduce a seed's experiment, before vs after, beside the seed's numbers
-    #[command(after_help = "Example:\n  schedlab repro wakelist --runs 3")]
+    #[command(after_help = "Examples:\n  schedlab repro wakelist --runs 3\n  schedlab repro swb")]
     Repro(crate::repro::ReproArgs),
     /// Measure simulator speed: events and context switches per wall second, peak RSS
     #[command(after_help = "Example:\n  schedlab bench")]
     Bench(crate::bench::BenchArgs),
+}
+
+#[derive(Args)]
+struct MachinesArgs {
+    /// Print this machine's sched domains like the kernel's boot-time
+    /// sched_domain debug output and /proc/schedstat domain lines
+    #[arg(long, value_name = "MACHINE")]
+    domains: Option<String>,
 }
 
 #[derive(Args)]
@@ -68,6 +78,9 @@ pub struct OutArgs {
     /// Print only the benchmark's own output lines [output.quiet]
     #[arg(long, short)]
     quiet: bool,
+    /// Write the final /proc/schedstat (version 17) to this file [output.schedstat]
+    #[arg(long, value_name = "PATH")]
+    schedstat: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -176,6 +189,13 @@ fn set_output(t: &mut toml::Table, out: &OutArgs) -> Result<(), InputError> {
     if out.quiet {
         set_key(t, "output.quiet", Value::Boolean(true))?;
     }
+    if let Some(p) = &out.schedstat {
+        set_key(
+            t,
+            "output.schedstat",
+            Value::String(p.display().to_string()),
+        )?;
+    }
     Ok(())
 }
 
@@ -209,6 +229,13 @@ fn run_and_report(src: &Source, sc: &Scenario) -> i32 {
             return 2;
         }
     }
+    if let Some(path) = &sc.output.schedstat {
+        let text = result.kernel.schedstat_text();
+        if let Err(e) = write_atomic(std::path::Path::new(path), text.as_bytes()) {
+            eprintln!("schedlab: error: cannot write {path}: {e}");
+            return 2;
+        }
+    }
     if sc.output.quiet {
         for (w, tasks) in &result.workloads {
             for l in w.report(&result.kernel, tasks).lines {
@@ -227,6 +254,7 @@ pub fn main() -> i32 {
         None => demo(&OutArgs {
             json: None,
             quiet: false,
+            schedstat: None,
         }),
         Some(Cmd::Demo(out)) => demo(&out),
         Some(Cmd::Run(args)) => match load(&args) {
@@ -236,7 +264,10 @@ pub fn main() -> i32 {
                 2
             }
         },
-        Some(Cmd::Machines) => {
+        Some(Cmd::Machines(MachinesArgs {
+            domains: Some(spec),
+        })) => print_domains(&spec),
+        Some(Cmd::Machines(_)) => {
             for (name, desc) in crate::machine::presets() {
                 println!("{name:<14} {desc}");
             }
@@ -269,6 +300,36 @@ pub fn main() -> i32 {
         Some(Cmd::Compare(args)) => crate::compare::main(&args),
         Some(Cmd::Repro(args)) => crate::repro::main(&args),
     }
+}
+
+/// `schedlab machines --domains SPEC`.
+fn print_domains(spec: &str) -> i32 {
+    use crate::kernel::sched_domain::{cpumask_hex, SchedDomains};
+    let m = match crate::machine::from_spec(spec) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("schedlab: error: --domains: {e}");
+            return 2;
+        }
+    };
+    let sd = SchedDomains::build(&m);
+    println!("{}: {}\n", m.name, m.description);
+    for cpu in 0..m.nr_cpus() {
+        print!("{}", sd.debug_text(cpu));
+    }
+    println!("\n/proc/schedstat domain lines at boot (version 17: name, span, 45 counters):");
+    for cpu in 0..m.nr_cpus() {
+        println!("cpu{cpu}");
+        for (lvl, d) in sd.cpu[cpu].iter().enumerate() {
+            let zeros = vec!["0"; 45].join(" ");
+            println!(
+                "domain{lvl} {} {} {zeros}",
+                d.name,
+                cpumask_hex(sd.span(d), m.nr_cpus())
+            );
+        }
+    }
+    0
 }
 
 fn demo(out: &OutArgs) -> i32 {

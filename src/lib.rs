@@ -11,6 +11,7 @@ pub mod observe;
 pub mod report;
 pub mod repro;
 pub mod repro_preempt;
+pub mod repro_swb;
 pub mod run;
 pub mod scenario;
 pub mod workload;

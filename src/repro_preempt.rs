@@ -40,16 +40,16 @@ const SCENARIOS: &[(&str, &str, &str, &str)] = &[
         include_str!("../scenarios/seed-002-preempt/power10-96-auto-none.toml"),
     ),
     (
-        "power-320-none.toml",
-        "power-320",
+        "power10-320-none.toml",
+        "power10-320",
         "none",
-        include_str!("../scenarios/seed-002-preempt/power-320-none.toml"),
+        include_str!("../scenarios/seed-002-preempt/power10-320-none.toml"),
     ),
     (
-        "power-320-auto-none.toml",
-        "power-320",
+        "power10-320-auto-none.toml",
+        "power10-320",
         "auto-none",
-        include_str!("../scenarios/seed-002-preempt/power-320-auto-none.toml"),
+        include_str!("../scenarios/seed-002-preempt/power10-320-auto-none.toml"),
     ),
     (
         "milan-256-none.toml",
@@ -80,8 +80,8 @@ fn reported(machine: &str, model: &str) -> Reported {
     let (time_s, switches, migrations) = match (machine, model) {
         ("power10-96", "none") => (55.930, 1_388_830_542.0, 44_538_641.0),
         ("power10-96", _) => (65.75, 2_563_720_294.0, 147_445_392.0),
-        ("power-320", "none") => (26.403, 6_299_247_371.0, 246_646_236.0),
-        ("power-320", _) => (32.368, 9_337_462_696.0, 631_276_554.0),
+        ("power10-320", "none") => (26.403, 6_299_247_371.0, 246_646_236.0),
+        ("power10-320", _) => (32.368, 9_337_462_696.0, 631_276_554.0),
         (_, "none") => (30.833_112, 170_719_761.0, 16_871_449.0),
         _ => (30.731_126, 177_889_639.0, 17_426_670.0),
     };
@@ -334,10 +334,10 @@ fn verdict(results: &[(&str, Measured, Measured)]) -> String {
     s.push_str(
         "  Read the CPUs-utilized row first: the machines have 96-320 CPUs, and hackbench's 2400 \
          tasks keep them all busy on the real kernels (1920 and 6400 CPUs utilized system-wide in \
-         the seed's perf stat over 20 runs). Where the simulation keeps only a few CPUs busy, the \
-         stand-in balancer (no sched domains or cross-LLC balancing yet) has left the tasks on the \
-         LLCs they were forked on, and the per-message time and migration counts are not \
-         comparable with the seed's; the switch split and preemption causes still are.\n",
+         the seed's perf stat over 20 runs). The simulated runs are short (100 loops), so the \
+         parent's forking of 2400 tasks weighs on the average; where few CPUs are busy the \
+         per-message time and migration counts are not comparable with the seed's; the switch \
+         split and preemption causes still are.\n",
     );
     s.push_str(
         "  The model has no architecture-specific entry code: both kernels share one set of \
@@ -346,7 +346,7 @@ fn verdict(results: &[(&str, Measured, Measured)]) -> String {
          three machines, the seed's POWER regression is not explained by the lazy bit's scheduling \
          policy as modelled (lazy requests honoured at exit to user or upgraded at the tick, no IPI \
          for a remote lazy request), and points at what is not modelled: the powerpc interrupt-exit \
-         path of the v2 series, the full load balancer (a stand-in balancer moves tasks here), and \
+         path of the v2 series and \
          the real per-message costs (the simulated time per message is set by the cost model, not \
          fitted to these machines).\n",
     );

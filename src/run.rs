@@ -67,6 +67,10 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
     }
     let mut k = Kernel::new(m, sc.kernel.clone());
     k.check = sc.check;
+    for (lvl, spec) in &sc.kernel.domain_flags {
+        k.sd.set_level_flags(lvl, spec)
+            .map_err(|e| RunError::Input(src.err(&format!("kernel.domain.{lvl}.flags"), e)))?;
+    }
     let mut built = Vec::new();
     for (i, w) in workloads.into_iter().enumerate() {
         let mut b = Builder::new(i, sc.seed);

@@ -66,6 +66,8 @@ pub struct Scenario {
 pub struct Output {
     pub json: Option<String>,
     pub quiet: bool,
+    /// Write the final /proc/schedstat (version 17) here.
+    pub schedstat: Option<String>,
 }
 
 /// The built-in demo: hackbench over pipes on the seed-000 Xeon.
@@ -301,12 +303,13 @@ impl Scenario {
                         let key = format!("output.{ok}");
                         match ok.as_str() {
                             "json" => sc.output.json = Some(as_str(ov)),
+                            "schedstat" => sc.output.schedstat = Some(as_str(ov)),
                             "quiet" => {
                                 sc.output.quiet = ov
                                     .as_bool()
                                     .ok_or_else(|| src.err(&key, "must be true or false"))?
                             }
-                            _ => return Err(unknown(src, &key, &["json", "quiet"])),
+                            _ => return Err(unknown(src, &key, &["json", "quiet", "schedstat"])),
                         }
                     }
                 }
@@ -373,6 +376,7 @@ impl Scenario {
             "wakelist_cross_llc",
             "features",
             "completion",
+            "domain",
         ];
         let kc = &mut self.kernel;
         for (k, v) in t {
@@ -436,6 +440,20 @@ impl Scenario {
                             format!("must be one of \"{}\"", V::NAMES.join("\", \"")),
                         )
                     })?;
+                }
+                "domain" => {
+                    for (lvl, lv) in expect_table(src, &key, v)? {
+                        let lkey = format!("kernel.domain.{lvl}");
+                        for (dk, dv) in expect_table(src, &lkey, lv)? {
+                            let fkey = format!("{lkey}.{dk}");
+                            if dk != "flags" {
+                                return Err(unknown(src, &fkey, &["flags"]));
+                            }
+                            let spec = as_str(dv);
+                            check_domain_flags(&spec).map_err(|e| src.err(&fkey, e))?;
+                            kc.domain_flags.push((lvl.clone(), spec));
+                        }
+                    }
                 }
                 "features" => {
                     for (f, fv) in expect_table(src, &key, v)? {
@@ -513,6 +531,18 @@ impl Scenario {
             .map(|(n, v)| (n, Value::Boolean(v)))
             .collect();
         kt.insert("features".into(), Value::Table(feats));
+        if !k.domain_flags.is_empty() {
+            let dom: Table = k
+                .domain_flags
+                .iter()
+                .map(|(lvl, spec)| {
+                    let mut t = Table::new();
+                    t.insert("flags".into(), Value::String(spec.clone()));
+                    (lvl.clone(), Value::Table(t))
+                })
+                .collect();
+            kt.insert("domain".into(), Value::Table(dom));
+        }
         root.insert("kernel".into(), Value::Table(kt));
         let wl: Vec<Value> = self
             .workloads
@@ -529,6 +559,12 @@ impl Scenario {
         root.insert("workload".into(), Value::Array(wl));
         root
     }
+}
+
+/// Every name in a domain flags spec (`+SD_X`, `-SD_X` or `SD_A|SD_B`) must
+/// be a kernel SD_* flag.
+fn check_domain_flags(spec: &str) -> Result<(), String> {
+    crate::kernel::sched_domain::parse_flags_spec(spec).map(|_| ())
 }
 
 /// A `[[workload]]` table → Params (validated later by the workload).

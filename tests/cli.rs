@@ -426,7 +426,7 @@ fn preemption_counters_reach_the_json() {
 fn repro_preempt_prints_seed_and_simulated_numbers() {
     let (rc, out, err) = schedlab(&["repro", "preempt", "--loops", "1", "--seeds", "1"]);
     assert_eq!(rc, 0, "{err}");
-    for m in ["power10-96", "power-320", "milan-256"] {
+    for m in ["power10-96", "power10-320", "milan-256"] {
         assert!(out.contains(&format!("{m}: hackbench")), "{out}");
     }
     assert!(out.contains("involuntary") && out.contains("seed none"));

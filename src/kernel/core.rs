@@ -77,8 +77,6 @@ pub struct Rq {
     pub loaded_mm: u32,
     /// When the CPU last stopped being idle (for busy time).
     pub busy_since: Time,
-    /// When the CPU started waiting next to a migratable task (for --check).
-    pub starved_since: Option<Time>,
     /// The call-single wakelist: tasks woken onto this CPU that it has
     /// not activated yet (rq->ttwu_pending is `!wake_list.is_empty()`
     /// until sched_ttwu_pending runs).
@@ -105,7 +103,6 @@ impl Rq {
             lock_free_at: 0,
             loaded_mm: u32::MAX,
             busy_since: 0,
-            starved_since: None,
             wake_list: Vec::new(),
             ttwu_pending: false,
             irq_ns: 0,
@@ -409,6 +406,7 @@ impl Kernel {
                 self.block_task(cpu, p);
             }
         }
+        self.active_balance_stop(cpu, prev);
         let next = self.pick_next_task(cpu, prev);
         self.rqs[cpu].cfs.resched_req = false;
         self.account_resched(cpu, prev, next != prev, mode);
@@ -558,6 +556,8 @@ impl Kernel {
         }
         let rq = &mut self.rqs[cpu];
         rq.nr_running += 1;
+        // add_nr_running: a second task marks the root domain overloaded.
+        self.lb.rd_overloaded |= rq.nr_running == 2;
         let t = &mut self.tasks[p];
         t.on_rq = true;
         t.cpu = cpu;
@@ -566,7 +566,7 @@ impl Kernel {
 
     /// wakeup_preempt: the idle task always yields; a running fair task is
     /// checked by check_preempt_wakeup_fair.
-    fn wakeup_preempt(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
+    pub(super) fn wakeup_preempt(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
         if self.is_rt(p) {
             return self.wakeup_preempt_rt(cpu, p, from);
         }
@@ -664,6 +664,7 @@ impl Kernel {
         } else {
             self.stats.ttwu_remote += 1;
             self.tasks[p].stats.nr_wakeups_remote += 1;
+            self.ttwu_wake_remote(from, cpu);
         }
     }
 
@@ -755,6 +756,7 @@ impl Kernel {
     pub fn ttwu_do_activate(&mut self, cpu: usize, p: Pid, flags: u32, from: usize, after: u64) {
         self.activate_task(cpu, p, flags);
         self.resched_after = after;
+        self.update_avg_idle(cpu);
         self.wakeup_preempt(cpu, p, Some(from));
         self.resched_after = 0;
     }
@@ -795,8 +797,8 @@ impl Kernel {
         if resched {
             self.resched_curr_lazy(cpu, Some(cpu), Req::Fair, Cause::Tick);
         }
-        self.nohz_balancer_kick(cpu);
         self.update_idle_cpu_scan(cpu);
+        self.sched_balance_trigger(cpu);
         if let (Activity::Running { .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr) {
             self.stop_segment(cpu);
             self.tasks[p].overhead += self.machine.cost.tick_ns;

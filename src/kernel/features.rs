@@ -21,6 +21,7 @@ pub enum Feature {
     UtilEst,
     TtwuQueue,
     SisUtil,
+    SwbSmtSkip,
 }
 
 /// (feature, kernel name, default in v6.15, what it does)
@@ -108,6 +109,12 @@ pub const FEATURES: &[(Feature, &str, bool, &str)] = &[
         "SIS_UTIL",
         true,
         "limit select_idle_cpu's scan by the LLC's utilization (nr_idle_scan)",
+    ),
+    (
+        Feature::SwbSmtSkip,
+        "SWB_SMT_SKIP",
+        true,
+        "should_we_balance skips the other siblings of a busy core (seed 001; off = before it)",
     ),
 ];
 
@@ -222,6 +229,9 @@ pub struct KernelConfig {
     pub features: Features,
     /// How completions are built (`kernel.completion`).
     pub completion: super::completion::CompletionVariant,
+    /// Sched-domain flag changes per level name (`kernel.domain.MC.flags =
+    /// "-SD_BALANCE_NEWIDLE"`), applied in order once domains are built.
+    pub domain_flags: Vec<(String, String)>,
 }
 
 impl Default for KernelConfig {
@@ -239,6 +249,7 @@ impl Default for KernelConfig {
             wakelist_cross_llc: true,
             features: Features::default(),
             completion: Default::default(),
+            domain_flags: Vec::new(),
         }
     }
 }

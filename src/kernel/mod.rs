@@ -16,6 +16,8 @@ pub mod pipe;
 pub mod preempt;
 pub mod prio;
 pub mod rt;
+pub mod sched_domain;
+pub mod schedstat;
 pub mod select;
 pub mod swait;
 pub mod task;
@@ -95,6 +97,10 @@ pub struct Kernel {
     pub irqs: irq::Irqs,
     pub kthreads: kthread::Kthreads,
     pub stats: Counters,
+    /// Sched domains of every CPU, with their balancing state and schedstats.
+    pub sd: sched_domain::SchedDomains,
+    /// The load balancer's per-CPU state and counters.
+    pub lb: balance::LoadBalance,
     /// sd_llc_shared->has_idle_cores, per LLC: a hint that some core of the
     /// LLC is wholly idle.
     pub has_idle_cores: Vec<bool>,
@@ -130,6 +136,8 @@ impl Kernel {
                 .then(|| cfs_legacy::CfsTunables::scaled(cfg.sysctl_factor(n))),
             tick_ns: cfg.tick_ns(),
             rqs: (0..n).map(Rq::new).collect(),
+            sd: sched_domain::SchedDomains::build(&machine),
+            lb: balance::LoadBalance::new(n, &cfg),
             has_idle_cores: vec![false; machine.nr_llcs],
             // As an idle LLC computes it: scan all of it.
             nr_idle_scan: (0..machine.nr_llcs)

@@ -111,6 +111,7 @@ impl Kernel {
         match target {
             Some(t) if t == this => {
                 self.stats.ttwu_move_affine += 1;
+                self.ttwu_move_affine_stat(this, prev);
                 this
             }
             _ => prev,
@@ -322,7 +323,7 @@ impl Kernel {
 
     /// cpu_util_cfs: the root cfs_rq's util_avg, or its util_est when
     /// higher (UTIL_EST), capped at the CPU's capacity.
-    fn cpu_util_cfs(&self, cpu: usize) -> u64 {
+    pub(super) fn cpu_util_cfs(&self, cpu: usize) -> u64 {
         let a = &self.rqs[cpu].cfs.avg;
         let mut util = a.util_avg;
         if self.cfg.features.enabled(Feature::UtilEst) {

@@ -621,7 +621,7 @@ pub fn altra() -> CostModel {
     }
 }
 
-/// IBM POWER10 in a PowerVM LPAR (presets `power10-96`, `power-320`):
+/// IBM POWER10 in a PowerVM LPAR (presets `power10-96`, `power10-320`):
 /// SMT8 cores shown to Linux as pairs of SMT4 small cores, each small core
 /// with its own L2, which the kernel treats as the LLC.
 ///
@@ -687,6 +687,9 @@ pub fn power10() -> CostModel {
         // checking idle_cpu() over a group's CPUs → ~15–30 ns per CPU visited
         sis_scan_per_cpu_ns: 25,
         // estimate: 4 busy threads of an SMT4 small core give ~2.2× one thread → 55% each
+        // (SMT4 yield 2.2). An SMT8 core is two such halves with their own execution slices,
+        // so threads of the other half do not slow this one: the SMT8 yield is 2 × 2.2 = 4.4,
+        // which the per-small-core factor already gives.
         smt_speed_pct: 55,
     }
 }

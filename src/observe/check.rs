@@ -1,6 +1,5 @@
 //! `--check`: invariants verified after every event.
 
-use crate::kernel::core::Activity;
 use crate::kernel::pelt::LOAD_AVG_MAX;
 use crate::kernel::task::TaskState;
 use crate::kernel::Kernel;
@@ -12,24 +11,15 @@ use crate::workload::program::Blocked;
 const PELT_SUM_LIMIT: u64 = LOAD_AVG_MAX + LOAD_AVG_MAX / 1000;
 
 impl Kernel {
-    /// The longest a CPU may idle while a task it could run waits in its LLC:
-    /// one tick for the kick, plus the IPI and the deepest idle exit, plus
-    /// the context switch that follows.
-    fn starvation_bound(&self) -> u64 {
-        let c = &self.machine.cost;
-        let deepest = c
-            .idle_states
-            .iter()
-            .map(|s| s.exit_latency_ns)
-            .max()
-            .unwrap_or(0);
-        self.tick_ns + c.ipi_latency_ns + deepest + c.context_switch_ns + c.mm_switch_ns
-    }
-
     pub fn check_invariants(&mut self) -> Result<(), String> {
         self.check_runqueues()?;
         self.check_tasks()?;
-        self.check_starvation()
+        // The wasted-cores invariant is counted by the balancer at each
+        // tick (balance.rs); --check makes its first episode fatal.
+        match &self.lb.wasted_first {
+            Some(m) => Err(m.clone()),
+            None => Ok(()),
+        }
     }
 
     /// Each queued task is on exactly one run queue, and the counts agree.
@@ -144,47 +134,6 @@ impl Kernel {
                     "task {} PELT sums above LOAD_AVG_MAX: {a:?}",
                     self.tasks[p].pid
                 ));
-            }
-        }
-        Ok(())
-    }
-
-    /// No CPU idles next to a waiting task of its LLC for longer than the bound.
-    fn check_starvation(&mut self) -> Result<(), String> {
-        let bound = self.starvation_bound();
-        for cpu in 0..self.rqs.len() {
-            let starved =
-                matches!(self.rqs[cpu].act, Activity::Idle { .. }) && self.idle_cpu(cpu) && {
-                    let llc = self.machine.llc_cpus(self.machine.cpus[cpu].llc);
-                    llc.iter().any(|&o| {
-                        let cfs = &self.rqs[o].cfs;
-                        cfs.tree.iter().any(|&p| {
-                            !self.tasks[p].se.sched_delayed && self.tasks[p].is_allowed(cpu)
-                        })
-                    })
-                };
-            let rq = &mut self.rqs[cpu];
-            match (starved, rq.starved_since) {
-                (false, _) => rq.starved_since = None,
-                (true, None) => rq.starved_since = Some(self.now),
-                (true, Some(since)) if self.now - since > bound => {
-                    let detail: Vec<String> = self
-                        .rqs
-                        .iter()
-                        .map(|r| {
-                            format!(
-                                "cpu{} {:?} curr={:?} nr={} runnable={} tick={}",
-                                r.cpu, r.act, r.curr, r.nr_running, r.cfs.h_nr_runnable, r.tick_on
-                            )
-                        })
-                        .collect();
-                    return Err(format!(
-                        "cpu{cpu} idle for {} ns while a task it may run waits in its LLC [{}]",
-                        self.now - since,
-                        detail.join("; ")
-                    ));
-                }
-                _ => {}
             }
         }
         Ok(())

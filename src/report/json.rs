@@ -126,6 +126,7 @@ pub fn to_json(out: &RunOutput) -> Value {
             "rt_bandwidth_holds": st.rt_throttled,
         },
         "resched_latency_us": latency_us(&pr.resched_latency),
+        "balance": k.balance_json(),
         "cpus": cpus,
         "tasks": tasks,
         "benchmark": bench,

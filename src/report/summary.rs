@@ -109,6 +109,7 @@ pub fn summary(out: &RunOutput) -> String {
     if !line.is_empty() {
         let _ = writeln!(s, "{line}");
     }
+    balance_block(&mut s, k);
     let wall = out.wall_ns as f64 / 1e9;
     let events = k.events.popped;
     let _ = writeln!(
@@ -119,4 +120,32 @@ pub fn summary(out: &RunOutput) -> String {
         secs / wall.max(1e-9)
     );
     s
+}
+
+/// The load balancer's counters and should_we_balance's cost histogram.
+fn balance_block(s: &mut String, k: &crate::kernel::Kernel) {
+    let mut by_type = [0u64; 3];
+    let mut gained = 0;
+    for (_, t) in k.level_totals() {
+        for (i, c) in t.lb.iter().enumerate() {
+            by_type[i] += c.lb_count;
+            gained += c.lb_gained;
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\n load balance: {} sched_balance_rq (busy {}, idle {}, newly idle {}), {} tasks pulled, \
+         {} active, {} nohz kicks, {} wasted-core episodes",
+        thousands(by_type.iter().sum()),
+        thousands(by_type[0]),
+        thousands(by_type[1]),
+        thousands(by_type[2]),
+        thousands(gained),
+        thousands(k.lb.active_balances),
+        thousands(k.lb.nohz_kicks),
+        k.lb.wasted_episodes
+    );
+    if k.lb.swb.calls > 0 {
+        let _ = write!(s, "\n{}", k.swb_histogram_text());
+    }
 }

@@ -15,6 +15,7 @@ pub mod program;
 pub mod schbench;
 pub mod sched_attr;
 pub mod shm;
+pub mod stress_ng;
 
 use crate::engine::Rng;
 use crate::kernel::task::{Entity, Pid, Task, TaskState, TaskStats};
@@ -86,6 +87,11 @@ pub const WORKLOADS: &[(&str, &str, &str)] = &[
         "waiters=1,period=1ms,all=false,cpu=0,work=2us",
         "N tasks wait on a completion that a periodic device interrupt completes (all: complete_all)",
     ),
+    (
+        "stress-ng",
+        "cpu=(all),cpu-load=100,cpu-ops=(none),cpu-load-slice=64,op-time=1ms,timeout=(none),cpus=(all)",
+        "stress-ng --cpu N --cpu-load P --cpu-ops K: workers with a self-correcting busy/sleep duty cycle",
+    ),
 ];
 
 /// A parsed workload.
@@ -102,6 +108,7 @@ pub enum Workload {
     IrqComplete(irq_complete::IrqComplete),
     Kernbench(kernbench::Kernbench),
     Kthread(kthread::KthreadBench),
+    StressNg(stress_ng::StressNg),
 }
 
 /// A benchmark's result: its own output lines and its JSON fields.
@@ -141,6 +148,7 @@ impl Workload {
             "irq-complete" => Ok(Workload::IrqComplete(irq_complete::IrqComplete::parse(p)?)),
             "kernbench" => Ok(Workload::Kernbench(kernbench::Kernbench::parse(p)?)),
             "kthread" => Ok(Workload::Kthread(kthread::KthreadBench::parse(p)?)),
+            "stress-ng" => Ok(Workload::StressNg(stress_ng::StressNg::parse(p)?)),
             k => Err(format!(
                 "unknown workload `{k}` (known: {})",
                 WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
@@ -161,6 +169,7 @@ impl Workload {
             Workload::IrqComplete(_) => "irq-complete",
             Workload::Kernbench(_) => "kernbench",
             Workload::Kthread(_) => "kthread",
+            Workload::StressNg(_) => "stress-ng",
         }
     }
 
@@ -169,6 +178,7 @@ impl Workload {
         match self {
             Workload::Pipe(w) => w.check_machine(ncpus),
             Workload::IrqComplete(w) => w.check_machine(ncpus),
+            Workload::StressNg(w) => w.check_machine(ncpus),
             _ => Ok(()),
         }
     }
@@ -183,7 +193,7 @@ impl Workload {
                 | Workload::Forky(_)
                 | Workload::Kernbench(_)
                 | Workload::Kthread(_)
-        )
+        ) || matches!(self, Workload::StressNg(w) if w.is_finite())
     }
 
     /// How long a workload that runs for a set time runs (schbench -r,
@@ -211,6 +221,7 @@ impl Workload {
             Workload::IrqComplete(w) => w.build(k, b),
             Workload::Kernbench(w) => w.build(k, b),
             Workload::Kthread(w) => w.build(k, b),
+            Workload::StressNg(w) => w.build(k, b),
         }
     }
 
@@ -230,6 +241,7 @@ impl Workload {
             Workload::IrqComplete(w) => w.report(k, tasks),
             Workload::Kernbench(w) => w.report(k, tasks),
             Workload::Kthread(w) => w.report(k, tasks),
+            Workload::StressNg(w) => w.report(k, tasks),
         }
     }
 }

@@ -280,6 +280,19 @@ pub enum Op {
         count: u64,
     },
     EndLoop,
+    /// Leave the innermost loop for op `to` once `ns` have passed since
+    /// the task's first Start mark (a benchmark's --timeout).
+    BreakAfter {
+        ns: u64,
+        to: usize,
+    },
+    /// Start a busy slice of a duty cycle: note wall and CPU time.
+    SliceStart,
+    /// End a busy slice and sleep so that CPU time is `load` % of the
+    /// cycle (stress-ng --cpu-load's self-correcting sleep).
+    SliceEnd {
+        load: u32,
+    },
     /// exit(2)
     Exit,
 }
@@ -329,6 +342,22 @@ pub struct ProgState {
     pub mode: ExecMode,
     /// User-mode work asked for by Run ops so far (ns at full speed).
     pub user_ns: u64,
+    pub duty: Duty,
+}
+
+/// The duty-cycle state of SliceStart/SliceEnd (stress-ng's cpu-load loop).
+#[derive(Clone, Debug, Default)]
+pub struct Duty {
+    /// Wall and CPU time at the slice start.
+    pub wall0: u64,
+    pub cpu0: u64,
+    /// Oversleep of the previous sleep, carried into the next delay (ns).
+    pub bias: i64,
+    /// When the last sleep began and how long it asked for (0 = none).
+    pub sleep_from: u64,
+    pub slept_delay: i64,
+    /// Busy slices completed.
+    pub slices: u64,
 }
 
 impl ProgState {
@@ -346,6 +375,7 @@ impl ProgState {
             kernel_left: 0,
             mode: ExecMode::default(),
             user_ns: 0,
+            duty: Duty::default(),
         }
     }
 
@@ -479,6 +509,9 @@ impl Kernel {
             Op::Exit if self.tasks[p].mm != self.tasks[p].pid => {
                 Some(c.exit_ns * SHARED_MM_EXIT_PCT / 100)
             }
+            Op::BreakAfter { .. } | Op::SliceStart => None,
+            Op::SliceEnd { load } if load >= 100 => None,
+            Op::SliceEnd { .. } => Some(c.syscall_ns),
             Op::Sleep(_)
             | Op::PollIn { .. }
             | Op::WaitChild
@@ -691,6 +724,31 @@ impl Kernel {
                 }
                 None
             }
+            Op::BreakAfter { ns, to } => {
+                let t = &mut self.tasks[p];
+                let start = t.prog.marks.iter().find(|m| m.0 == Mark::Start);
+                if start.is_some_and(|m| self.now >= m.1 + ns) {
+                    t.prog.loops.pop();
+                    t.prog.pc = to;
+                    t.prog.phase = 0;
+                } else {
+                    t.prog.advance();
+                }
+                None
+            }
+            Op::SliceStart => {
+                let cpu_time = self.task_cpu_time(p);
+                let d = &mut self.tasks[p].prog.duty;
+                if d.sleep_from != 0 {
+                    d.bias = (self.now - d.sleep_from) as i64 - d.slept_delay;
+                    d.sleep_from = 0;
+                }
+                d.wall0 = self.now;
+                d.cpu0 = cpu_time;
+                self.tasks[p].prog.advance();
+                None
+            }
+            Op::SliceEnd { load } => self.slice_end(p, cpu, load),
             Op::Exit => {
                 self.exit_task(p);
                 Some(Action::Block)
@@ -971,6 +1029,38 @@ impl Kernel {
             _ => unreachable!("not a completion op: {op:?}"),
         }
         None
+    }
+
+    /// CPU time of a running task (what CLOCK_THREAD_CPUTIME_ID reads).
+    fn task_cpu_time(&self, p: Pid) -> u64 {
+        let se = &self.tasks[p].se;
+        se.sum_exec_runtime + self.now.saturating_sub(se.exec_start)
+    }
+
+    /// stress-ng's cpu-load sleep: delay = (100−P)/P × cpu_busy +
+    /// (cpu_busy − wall_busy) − bias; no sleep (and no bias) if negative.
+    fn slice_end(&mut self, p: Pid, cpu: usize, load: u32) -> Option<Action> {
+        let cpu_time = self.task_cpu_time(p);
+        let now = self.now;
+        let t = &mut self.tasks[p];
+        t.prog.advance();
+        let d = &mut t.prog.duty;
+        d.slices += 1;
+        if load >= 100 {
+            return None;
+        }
+        let cpu_busy = cpu_time.saturating_sub(d.cpu0) as f64;
+        let wall_busy = now.saturating_sub(d.wall0) as f64;
+        let delay =
+            (100 - load) as f64 / load as f64 * cpu_busy + (cpu_busy - wall_busy) - d.bias as f64;
+        if delay <= 0.0 {
+            d.bias = 0;
+            return None;
+        }
+        d.sleep_from = now;
+        d.slept_delay = delay as i64;
+        self.hrtimer_sleep(p, cpu, delay as u64);
+        Some(Action::Block)
     }
 
     /// Finish a read/write: advance when all `want` bytes moved, otherwise

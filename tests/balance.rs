@@ -1,0 +1,232 @@
+//! The load balancer, should_we_balance's switch, stress-ng's duty cycle and
+//! the command-line contract of issue 5.
+
+use schedlab::kernel::features::KernelConfig;
+use schedlab::kernel::preempt::{Cause, Req};
+use schedlab::kernel::task::Pid;
+use schedlab::kernel::Kernel;
+use schedlab::machine;
+use schedlab::workload::params::Params;
+use schedlab::workload::program::{Dist, Op};
+use schedlab::workload::{Builder, TaskSpec, Workload};
+use std::process::Command;
+use std::rc::Rc;
+
+const MS: u64 = 1_000_000;
+
+fn hog(k: &mut Kernel, b: &mut Builder) -> Pid {
+    let p = b.task(
+        k,
+        TaskSpec {
+            comm: "hog",
+            group_of: None,
+            nice: 0,
+            allowed: None,
+            ops: Rc::from(vec![
+                Op::Loop { count: 0 },
+                Op::Run(Dist::Fixed(50 * MS)),
+                Op::EndLoop,
+            ]),
+        },
+    );
+    b.launch(k, p);
+    p
+}
+
+#[test]
+fn balancer_spreads_tasks_piled_on_one_cpu() {
+    let mut k = Kernel::new(
+        machine::from_spec("smp:cpus=8,smt=2").unwrap(),
+        KernelConfig::default(),
+    );
+    k.check = true;
+    let mut b = Builder::new(0, 1);
+    let tasks: Vec<Pid> = (0..8).map(|_| hog(&mut k, &mut b)).collect();
+    // Pile every task onto CPU 0 before anything runs.
+    for &p in &tasks {
+        let cpu = k.tasks[p].cpu;
+        if cpu != 0 {
+            k.move_queued_task(p, cpu, 0);
+        }
+    }
+    k.run(Some(2_000 * MS)).unwrap();
+    k.finish();
+    for &p in &tasks {
+        let ran = k.tasks[p].se.sum_exec_runtime;
+        assert!(ran > 1_200 * MS, "task {p} ran only {ran} ns of 2 s");
+    }
+    let pulled = k.stats.idle_balance_pulls + k.stats.newidle_pulls;
+    assert!(pulled >= 7, "only {pulled} pulls");
+    assert!(k.lb.nohz_kicks > 0);
+    assert_eq!(k.lb.wasted_episodes, 0);
+}
+
+/// Run 24 stress-ng workers on power10-96 with should_we_balance free of
+/// cost, so the only difference between the variants is the scan itself.
+fn swb_run(skip: bool) -> Kernel {
+    let mut m = machine::from_spec("power10-96").unwrap();
+    m.cost.sis_scan_per_cpu_ns = 0;
+    let mut cfg = KernelConfig::default();
+    cfg.features.set("SWB_SMT_SKIP", skip).unwrap();
+    let mut k = Kernel::new(m, cfg);
+    let w = Workload::parse(
+        &Params::parse_spec("stress-ng:cpu=40,cpu-load=60,op-time=0.5ms..1.5ms").unwrap(),
+    )
+    .unwrap();
+    let mut b = Builder::new(0, 3);
+    w.build(&mut k, &mut b);
+    k.run(Some(1_500 * MS)).unwrap();
+    k.finish();
+    k
+}
+
+#[test]
+fn swb_smt_skip_changes_the_scan_not_the_decisions() {
+    let (before, after) = (swb_run(false), swb_run(true));
+    assert_eq!(before.lb.swb.calls, after.lb.swb.calls);
+    assert!(before.lb.swb.calls > 100);
+    assert!(
+        after.lb.swb.cpus_visited < before.lb.swb.cpus_visited,
+        "{} vs {}",
+        after.lb.swb.cpus_visited,
+        before.lb.swb.cpus_visited
+    );
+    assert_eq!(before.stats.cpu_migrations, after.stats.cpu_migrations);
+    assert_eq!(before.schedstat_text(), after.schedstat_text());
+}
+
+#[test]
+fn stress_ng_duty_cycle_holds_its_load() {
+    for (load, spec) in [(30.0, "smp:cpus=2"), (70.0, "smp:cpus=2")] {
+        let mut k = Kernel::new(machine::from_spec(spec).unwrap(), KernelConfig::default());
+        let w = Workload::parse(
+            &Params::parse_spec(&format!(
+                "stress-ng:cpu=1,cpu-load={load},cpu-ops=2000,cpu-load-slice=16"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let mut b = Builder::new(0, 1);
+        w.build(&mut k, &mut b);
+        k.run(None).unwrap();
+        let r = w.report(&k, &b.tasks);
+        let used = r.fields["cpu_used_per_instance_pct"].as_f64().unwrap();
+        assert!((used - load).abs() < 3.0, "-l {load}: {used}% used");
+        assert_eq!(r.fields["bogo_ops"], 2000);
+    }
+}
+
+fn schedlab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .output()
+        .expect("run schedlab");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_topology_flags_and_affinity_exit_2() {
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["run", "--machine", "smp:cpus=7,smt=2", "-w", "periodic"],
+            "does not split",
+        ),
+        (
+            &[
+                "run",
+                "--machine",
+                "snb-32",
+                "-w",
+                "periodic",
+                "--set",
+                "kernel.domain.MC.flags=+SD_BOGUS",
+            ],
+            "unknown domain flag `SD_BOGUS`",
+        ),
+        (
+            &["run", "--machine", "vm-2", "-w", "stress-ng:cpu=2,cpus=0-4"],
+            "names CPU 2",
+        ),
+    ];
+    for (args, want) in cases {
+        let (rc, out, err) = schedlab(args);
+        assert_eq!(rc, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?} printed {out}");
+    }
+}
+
+#[test]
+fn domains_schedstat_and_balance_json() {
+    let (rc, out, _) = schedlab(&["machines", "--domains", "power10-96"]);
+    assert_eq!(rc, 0);
+    assert!(out.contains(" domain-1: span=0-47 level=MC"), "{out}");
+    assert!(
+        out.contains("domain2 PKG ffffffff,ffffffff,ffffffff"),
+        "{out}"
+    );
+    let dir = std::env::temp_dir().join(format!("schedlab-balance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ss, js) = (dir.join("schedstat"), dir.join("out.json"));
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--machine",
+        "power10-96",
+        "-w",
+        "stress-ng:cpu=48,cpu-load=100",
+        "--duration",
+        "300ms",
+        "--check",
+        "--schedstat",
+        ss.to_str().unwrap(),
+        "--json",
+        js.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("avg = ") && out.contains("nsecs"), "{out}");
+    let text = std::fs::read_to_string(&ss).unwrap();
+    assert!(text.starts_with("version 17\ntimestamp "));
+    let dom: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("domain1 "))
+        .unwrap()
+        .split(' ')
+        .collect();
+    assert_eq!(dom.len(), 3 + 45, "{dom:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    let swb = &v["balance"]["should_we_balance"];
+    assert!(swb["calls"].as_u64().unwrap() > 0);
+    assert!(swb["cpus_visited"].as_u64().unwrap() >= swb["calls"].as_u64().unwrap());
+    assert!(swb["ns_total"].as_u64().unwrap() > 0);
+    assert_eq!(v["balance"]["levels"][1]["level"], "MC");
+    assert!(v["balance"]["levels"][0]["lb_count"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn two_hogs_on_one_core_are_split_across_cores() {
+    let mut k = Kernel::new(
+        machine::from_spec("smp:cpus=8,smt=2").unwrap(),
+        KernelConfig::default(),
+    );
+    k.check = true;
+    let mut b = Builder::new(0, 1);
+    let (a, c) = (hog(&mut k, &mut b), hog(&mut k, &mut b));
+    // CPUs 0 and 4 are the two threads of core 0.
+    for (p, cpu) in [(a, 0), (c, 4)] {
+        let from = k.tasks[p].cpu;
+        if from != cpu {
+            k.move_queued_task(p, from, cpu);
+            k.resched_curr_lazy(cpu, None, Req::HigherClass, Cause::Other);
+        }
+    }
+    k.run(Some(1_000 * MS)).unwrap();
+    let core = |p: Pid| k.machine.cpus[k.tasks[p].cpu].core;
+    assert_ne!(core(a), core(c), "both hogs still share a core");
+    let pushed: u64 = k.level_totals().iter().map(|(_, t)| t.alb_pushed).sum();
+    assert!(pushed + k.stats.idle_balance_pulls > 0);
+}
