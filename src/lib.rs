@@ -13,4 +13,5 @@ pub mod repro;
 pub mod repro_preempt;
 pub mod run;
 pub mod scenario;
+pub mod trace;
 pub mod workload;

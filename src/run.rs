@@ -67,6 +67,7 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
     }
     let mut k = Kernel::new(m, sc.kernel.clone());
     k.check = sc.check;
+    k.tracer = crate::trace::open_tracers(&sc.output, &k).map_err(RunError::Input)?;
     let mut built = Vec::new();
     for (i, w) in workloads.into_iter().enumerate() {
         let mut b = Builder::new(i, sc.seed);
@@ -94,6 +95,9 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
     let t0 = Instant::now();
     let result = k.run(end);
     k.finish();
+    if result.is_ok() {
+        crate::trace::close_tracers(&mut k).map_err(RunError::Input)?;
+    }
     let wall_ns = t0.elapsed().as_nanos() as u64;
     match result {
         Ok(()) => Ok(RunOutput {

@@ -66,6 +66,11 @@ pub struct Scenario {
 pub struct Output {
     pub json: Option<String>,
     pub quiet: bool,
+    /// --trace and its options (`trace`, `trace_format`, `trace_window`,
+    /// `trace_pelt`).
+    pub trace: Option<crate::trace::TraceOptions>,
+    /// --html: the self-contained HTML report.
+    pub html: Option<String>,
 }
 
 /// The built-in demo: hackbench over pipes on the seed-000 Xeon.
@@ -306,7 +311,8 @@ impl Scenario {
                                     .as_bool()
                                     .ok_or_else(|| src.err(&key, "must be true or false"))?
                             }
-                            _ => return Err(unknown(src, &key, &["json", "quiet"])),
+                            _ => crate::trace::output_key(&mut sc.output, ok, ov)
+                                .map_err(|e| src.err(&key, e))?,
                         }
                     }
                 }

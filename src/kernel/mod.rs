@@ -12,6 +12,7 @@ pub mod pelt;
 pub mod pipe;
 pub mod preempt;
 pub mod prio;
+pub mod pthread;
 pub mod rt;
 pub mod select;
 pub mod task;
@@ -87,6 +88,8 @@ pub struct Kernel {
     pub barriers: Vec<Barrier>,
     /// User-space memory the workloads' threads share.
     pub shm: crate::workload::shm::Shm,
+    /// Next expiry of each rt-app periodic timer (None: not started).
+    pub timers: Vec<Option<Time>>,
     pub stats: Counters,
     /// sd_llc_shared->has_idle_cores, per LLC: a hint that some core of the
     /// LLC is wholly idle.
@@ -105,6 +108,8 @@ pub struct Kernel {
     /// Set during a waker's remote enqueue: how far into its wakeup the
     /// reschedule IPI leaves (resched_curr adds it to the event time).
     resched_after: u64,
+    /// Where tracepoints go (--trace, the HTML report); None = off.
+    pub tracer: Option<Box<dyn crate::trace::Tracer>>,
 }
 
 impl Kernel {
@@ -140,10 +145,12 @@ impl Kernel {
             futexes: Vec::new(),
             barriers: Vec::new(),
             shm: Default::default(),
+            timers: Vec::new(),
             stats: Counters::default(),
             alive: 0,
             check: false,
             resched_after: 0,
+            tracer: None,
         }
     }
 

@@ -4,10 +4,12 @@
 pub mod context1;
 pub mod cyclictest;
 pub mod hackbench;
+pub mod lenient_json;
 pub mod params;
 pub mod periodic;
 pub mod pipe;
 pub mod program;
+pub mod rtapp;
 pub mod schbench;
 pub mod sched_attr;
 pub mod shm;
@@ -57,6 +59,16 @@ pub const WORKLOADS: &[(&str, &str, &str)] = &[
         "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false,barrier=false,mode=user|kernel,cond_resched=0,atomic=false,policy=normal|batch|idle|fifo|rr,prio=50",
         "tasks that run then sleep forever (durations: 8ms, 1ms..3ms, exp:2ms)",
     ),
+    (
+        "rtapp",
+        "file=PATH (or rtapp:PATH)",
+        "an rt-app JSON workload (tasks, phases, run/sleep/timer/lock/wait/signal/barrier/fork/suspend...)",
+    ),
+    (
+        "replay",
+        "file=PATH,select=COMM|COMM,fidelity=false",
+        "causal replay of a perf script / ftrace / trace-cmd trace (`schedlab replay FILE`)",
+    ),
 ];
 
 /// A parsed workload.
@@ -68,6 +80,8 @@ pub enum Workload {
     Schbench(schbench::Schbench),
     Context1(context1::Context1),
     Cyclictest(cyclictest::Cyclictest),
+    Replay(Rc<crate::trace::replay::Replay>),
+    RtApp(Rc<rtapp::RtApp>),
 }
 
 /// A benchmark's result: its own output lines and its JSON fields.
@@ -102,6 +116,10 @@ impl Workload {
             "schbench-old" => Ok(Workload::Schbench(schbench::Schbench::parse(p, true)?)),
             "context1" => Ok(Workload::Context1(context1::Context1::parse(p)?)),
             "cyclictest" => Ok(Workload::Cyclictest(cyclictest::Cyclictest::parse(p)?)),
+            "rtapp" => Ok(Workload::RtApp(Rc::new(rtapp::RtApp::parse(p)?))),
+            "replay" => Ok(Workload::Replay(Rc::new(
+                crate::trace::replay::Replay::parse(p)?,
+            ))),
             k => Err(format!(
                 "unknown workload `{k}` (known: {})",
                 WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
@@ -117,6 +135,8 @@ impl Workload {
             Workload::Schbench(w) => w.name(),
             Workload::Context1(_) => "context1",
             Workload::Cyclictest(_) => "cyclictest",
+            Workload::Replay(_) => "replay",
+            Workload::RtApp(_) => "rtapp",
         }
     }
 
@@ -130,16 +150,24 @@ impl Workload {
 
     /// Whether the workload ends by itself.
     pub fn is_finite(&self) -> bool {
-        matches!(self, Workload::Hackbench(_) | Workload::Pipe(_))
+        match self {
+            Workload::RtApp(w) => w.is_finite(),
+            w => matches!(
+                w,
+                Workload::Hackbench(_) | Workload::Pipe(_) | Workload::Replay(_)
+            ),
+        }
     }
 
     /// How long a workload that runs for a set time runs (schbench -r,
-    /// UnixBench's alarm), unless the scenario says otherwise.
+    /// UnixBench's alarm, rt-app's global.duration), unless the scenario
+    /// says otherwise.
     pub fn run_for(&self) -> Option<u64> {
         match self {
             Workload::Schbench(w) => Some(w.r),
             Workload::Context1(w) => Some(w.duration),
             Workload::Cyclictest(w) => Some(w.duration),
+            Workload::RtApp(w) => w.duration,
             _ => None,
         }
     }
@@ -153,6 +181,8 @@ impl Workload {
             Workload::Schbench(w) => w.build(k, b),
             Workload::Context1(w) => w.build(k, b),
             Workload::Cyclictest(w) => w.build(k, b),
+            Workload::Replay(w) => w.build(k, b),
+            Workload::RtApp(w) => w.build(k, b),
         }
     }
 
@@ -167,6 +197,8 @@ impl Workload {
             Workload::Schbench(w) => w.report(k, tasks),
             Workload::Context1(w) => w.report(k, tasks),
             Workload::Cyclictest(w) => w.report(k, tasks),
+            Workload::Replay(w) => w.report(k, tasks),
+            Workload::RtApp(w) => w.report(k, tasks),
         }
     }
 }

@@ -184,6 +184,18 @@ pub enum Op {
     EndLoop,
     /// exit(2)
     Exit,
+    /// Trace replay: sleep until the matching `PostWake` (a futex word per
+    /// recorded waker→wakee edge), at no cost of its own (the recorded
+    /// bursts include the syscalls).
+    AwaitWake {
+        futex: usize,
+    },
+    /// Trace replay: perform the recorded wakeup of edge `futex`.
+    PostWake {
+        futex: usize,
+    },
+    /// A futex-based pthread operation (rt-app workloads).
+    Pthread(crate::kernel::pthread::PthreadOp),
 }
 
 /// How long a spinner burns between two looks at a held lock: a few
@@ -350,7 +362,10 @@ impl Kernel {
             | Op::TakeRequest { .. }
             | Op::SleepUntil { .. }
             | Op::Count
-            | Op::CyclicWoke { .. } => None,
+            | Op::CyclicWoke { .. }
+            | Op::AwaitWake { .. }
+            | Op::PostWake { .. }
+            | Op::Pthread(_) => None,
             Op::Sleep(_)
             | Op::PollIn { .. }
             | Op::WaitChild
@@ -448,6 +463,7 @@ impl Kernel {
             Op::Fork { child } => {
                 self.tasks[p].prog.advance();
                 self.tasks[child].parent = Some(p);
+                self.trace_fork(p, child, cpu);
                 self.wake_up_new_task(child, cpu);
                 None
             }
@@ -565,6 +581,21 @@ impl Kernel {
             Op::Exit => {
                 self.exit_task(p);
                 Some(Action::Block)
+            }
+            Op::AwaitWake { futex } => {
+                let io = self.futex_wait(p, futex, 0);
+                self.io_done(p, io, 0)
+            }
+            Op::Pthread(op) => {
+                let io = self.pthread_op(p, cpu, op);
+                self.io_done(p, io, 0)
+            }
+            Op::PostWake { futex } => {
+                self.tasks[p].prog.advance();
+                self.futexes[futex].val = 1;
+                let q = crate::kernel::wait::WaitQueueRef::Futex(futex);
+                self.wake_up(q, 1, true, cpu, p);
+                None
             }
         }
     }
@@ -742,7 +773,7 @@ impl Kernel {
 
     /// hrtimer_nanosleep: arm the task's timer on this CPU (with the
     /// default 50 µs timer slack of a normal task) and sleep.
-    fn hrtimer_sleep(&mut self, p: Pid, cpu: usize, ns: u64) {
+    pub fn hrtimer_sleep(&mut self, p: Pid, cpu: usize, ns: u64) {
         self.hrtimer_sleep_until(p, cpu, self.now + ns);
     }
 
