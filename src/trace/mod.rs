@@ -198,22 +198,52 @@ pub fn output_key(
     Ok(())
 }
 
-/// The tracer a run's `[output]` asks for, if any.
+/// The tracers a run's `[output]` asks for (--trace, --html), if any.
 pub fn open_tracers(
     out: &crate::scenario::Output,
     k: &Kernel,
 ) -> Result<Option<Box<dyn Tracer>>, InputError> {
-    let Some(opts) = &out.trace else {
-        return Ok(None);
-    };
-    if opts.path.is_empty() {
+    let mut list: Vec<Box<dyn Tracer>> = Vec::new();
+    let opts = out.trace.clone().unwrap_or_default();
+    if !opts.path.is_empty() {
+        list.push(
+            opts.open(k)
+                .map_err(|e| InputError::new(format!("--trace {}: {e}", opts.path)))?,
+        );
+    } else if out.trace.is_some() && out.html.is_none() {
         return Err(InputError::new(
             "--trace-format/--trace-window/--trace-pelt need --trace PATH",
         ));
     }
-    opts.open(k)
-        .map(Some)
-        .map_err(|e| InputError::new(format!("--trace {}: {e}", opts.path)))
+    if let Some(path) = &out.html {
+        let file = AtomicFile::create(std::path::Path::new(path))
+            .map_err(|e| InputError::new(format!("--html {path}: {e}")))?;
+        let sel = Selection { names: opts.pelt };
+        list.push(Box::new(crate::report::html::HtmlReport::new(file, sel, k)));
+    }
+    Ok(match list.len() {
+        0 => None,
+        1 => list.pop(),
+        _ => Some(Box::new(Tee(list))),
+    })
+}
+
+/// Several tracers fed the same events.
+struct Tee(Vec<Box<dyn Tracer>>);
+
+impl Tracer for Tee {
+    fn event(&mut self, k: &Kernel, ev: &TraceEvent) {
+        for t in &mut self.0 {
+            t.event(k, ev);
+        }
+    }
+
+    fn finish(self: Box<Self>, k: &Kernel) -> io::Result<()> {
+        for t in self.0 {
+            t.finish(k)?;
+        }
+        Ok(())
+    }
 }
 
 /// Complete and commit the tracer's output after a successful run.
