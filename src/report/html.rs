@@ -17,6 +17,9 @@ const MAX_SLICES: usize = 400_000;
 /// At most this many samples per counter series.
 const MAX_SAMPLES: usize = 20_000;
 
+/// (time, a value, another value) samples of a counter pair.
+type Series = Vec<(u64, u64, u64)>;
+
 pub struct HtmlReport {
     out: AtomicFile,
     sel: Selection,
@@ -30,9 +33,9 @@ pub struct HtmlReport {
     /// Wakeup → running latency samples (ns) per task.
     latency: Vec<Vec<u64>>,
     /// Per CPU: (time, util_avg, nr_running) samples.
-    cpu_series: Vec<Vec<(u64, u64, u64)>>,
+    cpu_series: Vec<Series>,
     /// Per selected task: (time, util_avg, load_avg).
-    task_series: Vec<(Pid, Vec<(u64, u64, u64)>)>,
+    task_series: Vec<(Pid, Series)>,
 }
 
 impl HtmlReport {
@@ -144,7 +147,7 @@ impl HtmlReport {
 }
 
 /// Keep a series bounded: past the cap, drop every other sample.
-fn push_sample(s: &mut Vec<(u64, u64, u64)>, v: (u64, u64, u64)) {
+fn push_sample(s: &mut Series, v: (u64, u64, u64)) {
     if s.len() >= MAX_SAMPLES {
         let mut i = 0;
         s.retain(|_| {
