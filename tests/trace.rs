@@ -329,3 +329,41 @@ fn a_trace_without_wakeups_is_replayed_as_recorded_with_a_warning() {
     );
     assert!(out.contains("0 wakeup edges"), "{out}");
 }
+
+/// A stand-in for the cargo-fuzz targets in fuzz/ (cargo-fuzz needs a
+/// nightly toolchain): truncated and byte-flipped traces and rt-app files
+/// give a result or an error, never a panic.
+#[test]
+fn parsers_survive_damaged_input() {
+    let inputs = [
+        std::fs::read_to_string(FTRACE).unwrap(),
+        std::fs::read_to_string(PERF).unwrap()[..20_000].to_string(),
+        std::fs::read_to_string("tests/data/rtapp-example.json").unwrap(),
+    ];
+    let mut seed = 12345u64;
+    for text in &inputs {
+        for i in 0..300 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut b = text.as_bytes().to_vec();
+            let at = (seed >> 33) as usize % b.len();
+            match i % 3 {
+                0 => b.truncate(at),
+                1 => b[at] = b"0 9:[]=>-.x{}\",\n"[(seed >> 20) as usize % 16],
+                _ => {
+                    b.insert(at, b'9');
+                    b.insert(at, b'9');
+                }
+            }
+            let t = String::from_utf8_lossy(&b);
+            if let Ok(r) = schedlab::trace::parse::parse("f", &t) {
+                let _ = schedlab::trace::replay::Replay::from_records("f", &r, &[], true);
+            }
+            let _ = schedlab::workload::rtapp::RtApp::from_text("f", &t);
+        }
+    }
+    let big =
+        "  a-1 [000] 99999999999999999999.5: sched_waking: comm=a pid=1 prio=120 target_cpu=000";
+    assert!(schedlab::trace::parse::parse("f", big).is_err());
+}

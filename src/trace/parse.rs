@@ -169,7 +169,8 @@ fn parse_ts(s: &str) -> Option<u64> {
     } else {
         frac.parse().ok()?
     };
-    Some(sec * 1_000_000_000 + f * 10u64.pow(9 - frac.len() as u32))
+    sec.checked_mul(1_000_000_000)?
+        .checked_add(f * 10u64.pow(9 - frac.len() as u32))
 }
 
 fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> {
