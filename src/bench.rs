@@ -75,11 +75,25 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// The first case again with `--trace` (ftrace text to a temporary file):
+/// the cost of tracing, and trace events written per wall second.
+const TRACED: (&str, &str, &str, Option<&str>) = (
+    "periodic-64 on smp:cpus=16 --trace",
+    "smp:cpus=16",
+    "periodic:tasks=64,run=1ms,sleep=1ms",
+    Some("2s"),
+);
+
 fn run_case(i: usize) -> i32 {
-    let (name, machine, workload, duration) = CASES[i];
+    let (name, machine, workload, duration) = CASES.get(i).copied().unwrap_or(TRACED);
     let mut text = format!("[machine]\npreset = \"{machine}\"\n");
     if let Some(d) = duration {
         text += &format!("[sim]\nduration = \"{d}\"\n");
+    }
+    let trace_path =
+        std::env::temp_dir().join(format!("schedlab-bench-{}.txt", std::process::id()));
+    if i == CASES.len() {
+        text += &format!("[output]\ntrace = {:?}\n", trace_path.display().to_string());
     }
     let (src, mut t) = Source::parse(None, text).expect("bench scenario");
     t.insert(
@@ -106,12 +120,21 @@ fn run_case(i: usize) -> i32 {
         k.now as f64 / 1e9 / wall,
         peak_rss_kib() / 1024
     );
+    if let Ok(t) = std::fs::read_to_string(&trace_path) {
+        let lines = t.lines().filter(|l| !l.starts_with('#')).count();
+        println!(
+            "{:<36} {lines} trace events, {:.2} M events written per wall second",
+            "",
+            lines as f64 / wall / 1e6
+        );
+        let _ = std::fs::remove_file(&trace_path);
+    }
     0
 }
 
 pub fn main(args: &BenchArgs) -> i32 {
     if let Some(i) = args.case {
-        return if i < CASES.len() { run_case(i) } else { 2 };
+        return if i <= CASES.len() { run_case(i) } else { 2 };
     }
     println!(
         "{:<42} {:>8} {:>10} {:>10} {:>9} {:>8}",
@@ -125,7 +148,7 @@ pub fn main(args: &BenchArgs) -> i32 {
         }
     };
     let mut rc = 0;
-    for i in 0..CASES.len() {
+    for i in 0..=CASES.len() {
         let status = std::process::Command::new(&exe)
             .args(["bench", "--case", &i.to_string()])
             .status();

@@ -34,6 +34,13 @@ enum Cmd {
         schedlab run --machine host --workload periodic:tasks=4,run=8ms,sleep=8ms --duration 3s"
     )]
     Run(RunArgs),
+    /// Replay a recorded trace (perf script, ftrace or trace-cmd report text) causally
+    #[command(
+        after_help = "Examples:\n  perf sched record -- perf bench sched messaging -p -g 1 -l 100 && perf script > t.txt\n  \
+        schedlab replay t.txt --fidelity --select sched-messaging\n  \
+        schedlab replay t.txt --machine xeon-8269cy --set kernel.features.WAKEUP_PREEMPTION=false"
+    )]
+    Replay(ReplayArgs),
     /// Run the built-in demo scenario
     Demo(OutArgs),
     /// List machine presets (one line each), or one machine's sched domains
@@ -81,6 +88,8 @@ pub struct OutArgs {
     /// Write the final /proc/schedstat (version 17) to this file [output.schedstat]
     #[arg(long, value_name = "PATH")]
     schedstat: Option<PathBuf>,
+    #[command(flatten)]
+    trace: crate::trace::TraceArgs,
 }
 
 #[derive(Args)]
@@ -97,7 +106,7 @@ struct RunArgs {
 }
 
 /// The flags that build a scenario, shared by `run` and `compare`.
-#[derive(Args, Default)]
+#[derive(Args, Default, Clone)]
 pub struct ScenarioArgs {
     /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]` or `host` [machine.preset]
     #[arg(long)]
@@ -114,6 +123,47 @@ pub struct ScenarioArgs {
     /// Override any scenario key, e.g. kernel.hz=1000 (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    /// The trace: `perf script` output of `perf sched record`, ftrace text or `trace-cmd report` text
+    file: PathBuf,
+    /// Compare the replay on the machine (default `host`) with the recorded numbers, per task and in total
+    #[arg(long)]
+    fidelity: bool,
+    /// Replay only tasks with these comms, separated by `|` (others' wakeups become timers)
+    #[arg(long, value_name = "COMM|COMM")]
+    select: Option<String>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// `replay FILE` is `run --workload replay:file=FILE,...` on `host` by default.
+fn load_replay(args: &ReplayArgs) -> Result<(Source, Scenario), InputError> {
+    let mut spec = format!("replay:file={}", args.file.display());
+    if args.fidelity {
+        spec += ",fidelity=true";
+    }
+    if let Some(s) = &args.select {
+        spec += &format!(",select={s}");
+    }
+    if !args.run.common.workloads.is_empty() {
+        return Err(InputError::new(
+            "replay: --workload cannot be combined with a trace",
+        ));
+    }
+    let mut common = args.run.common.clone();
+    common.workloads = vec![spec];
+    common.machine = common.machine.or(Some("host".into()));
+    let run = &args.run;
+    load_scenario(
+        read_scenario(run.scenario.as_ref())?,
+        &common,
+        run.check,
+        Some(&run.out),
+        &[],
+    )
 }
 
 /// Load and merge a scenario from a file (or the demo) and flags.
@@ -196,6 +246,9 @@ fn set_output(t: &mut toml::Table, out: &OutArgs) -> Result<(), InputError> {
             Value::String(p.display().to_string()),
         )?;
     }
+    for (k, v) in out.trace.keys() {
+        set_key(t, &format!("output.{k}"), Value::String(v))?;
+    }
     Ok(())
 }
 
@@ -255,8 +308,16 @@ pub fn main() -> i32 {
             json: None,
             quiet: false,
             schedstat: None,
+            trace: Default::default(),
         }),
         Some(Cmd::Demo(out)) => demo(&out),
+        Some(Cmd::Replay(args)) => match load_replay(&args) {
+            Ok((src, sc)) => run_and_report(&src, &sc),
+            Err(e) => {
+                eprintln!("schedlab: error: {e}");
+                2
+            }
+        },
         Some(Cmd::Run(args)) => match load(&args) {
             Ok((src, sc)) => run_and_report(&src, &sc),
             Err(e) => {

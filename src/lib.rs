@@ -14,4 +14,5 @@ pub mod repro_preempt;
 pub mod repro_swb;
 pub mod run;
 pub mod scenario;
+pub mod trace;
 pub mod workload;

@@ -71,6 +71,7 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
         k.sd.set_level_flags(lvl, spec)
             .map_err(|e| RunError::Input(src.err(&format!("kernel.domain.{lvl}.flags"), e)))?;
     }
+    k.tracer = crate::trace::open_tracers(&sc.output, &k).map_err(RunError::Input)?;
     let mut built = Vec::new();
     for (i, w) in workloads.into_iter().enumerate() {
         let mut b = Builder::new(i, sc.seed);
@@ -98,6 +99,9 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
     let t0 = Instant::now();
     let result = k.run(end);
     k.finish();
+    if result.is_ok() {
+        crate::trace::close_tracers(&mut k).map_err(RunError::Input)?;
+    }
     let wall_ns = t0.elapsed().as_nanos() as u64;
     match result {
         Ok(()) => Ok(RunOutput {

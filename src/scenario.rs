@@ -68,6 +68,11 @@ pub struct Output {
     pub quiet: bool,
     /// Write the final /proc/schedstat (version 17) here.
     pub schedstat: Option<String>,
+    /// --trace and its options (`trace`, `trace_format`, `trace_window`,
+    /// `trace_pelt`).
+    pub trace: Option<crate::trace::TraceOptions>,
+    /// --html: the self-contained HTML report.
+    pub html: Option<String>,
 }
 
 /// The built-in demo: hackbench over pipes on the seed-000 Xeon.
@@ -309,7 +314,8 @@ impl Scenario {
                                     .as_bool()
                                     .ok_or_else(|| src.err(&key, "must be true or false"))?
                             }
-                            _ => return Err(unknown(src, &key, &["json", "quiet", "schedstat"])),
+                            _ => crate::trace::output_key(&mut sc.output, ok, ov)
+                                .map_err(|e| src.err(&key, e))?,
                         }
                     }
                 }

@@ -421,6 +421,7 @@ impl Kernel {
         rq.curr = next;
         rq.stats.nr_switches += 1;
         self.stats.rq_switches += 1;
+        self.trace_switch(cpu, prev, next, mode == SchedMode::Preempt);
         if let Some(p) = prev {
             let t = &mut self.tasks[p];
             t.stats.nr_switches += 1;
@@ -601,6 +602,7 @@ impl Kernel {
         }
         let mut wake_flags = wake_flags | WF_TTWU;
         self.stats.wakeups += 1;
+        self.trace_waking(p, from, waker);
         let t = &mut self.tasks[p];
         t.state = TaskState::Running;
         t.prog.wake();
@@ -616,6 +618,7 @@ impl Kernel {
             let env = env!(self);
             self.rqs[cpu].cfs.requeue_delayed(&mut self.tasks, p, &env);
             self.tasks[p].stats.wait_start = self.now;
+            self.trace_wakeup(p, cpu, from);
             if self.rqs[cpu].curr != Some(p) {
                 self.wakeup_preempt(cpu, p, Some(from));
             }
@@ -672,6 +675,7 @@ impl Kernel {
     /// migrate_task_rq_fair removes its load from the old CPU.
     fn set_task_cpu(&mut self, p: Pid, cpu: usize) {
         let old = self.tasks[p].cpu;
+        self.trace_migrate(p, old, cpu);
         let t = &mut self.tasks[p];
         let w = t.se.load.unscaled();
         self.rqs[old].cfs.remove_entity_load_avg(&mut t.se.avg, w);
@@ -693,6 +697,7 @@ impl Kernel {
         }
         self.rqs[src].nr_running -= 1;
         self.rqs[src].cfs.resched_req = false;
+        self.trace_migrate(p, src, dst);
         let t = &mut self.tasks[p];
         t.se.avg.last_update_time = 0;
         t.cpu = dst;
@@ -755,6 +760,7 @@ impl Kernel {
     /// leaves the waker `after` ns from now, once its enqueue is done.
     pub fn ttwu_do_activate(&mut self, cpu: usize, p: Pid, flags: u32, from: usize, after: u64) {
         self.activate_task(cpu, p, flags);
+        self.trace_wakeup(p, cpu, from);
         self.resched_after = after;
         self.update_avg_idle(cpu);
         self.wakeup_preempt(cpu, p, Some(from));
@@ -777,6 +783,7 @@ impl Kernel {
         pelt::post_init_entity_util_avg(&mut self.tasks[p].se.avg, cap, util, load, w);
         self.tasks[p].se.avg.last_update_time = 0;
         self.activate_task(cpu, p, ENQUEUE_INITIAL);
+        self.trace_wakeup_new(p, cpu, parent_cpu);
         self.stats.forks += 1;
         self.wakeup_preempt(cpu, p, Some(parent_cpu));
     }
@@ -824,6 +831,7 @@ impl Kernel {
     pub fn exit_task(&mut self, p: Pid) {
         let cpu = self.tasks[p].cpu;
         self.mm_release(p, cpu);
+        self.trace_exit(p);
         self.tasks[p].state = TaskState::Dead;
         self.alive -= 1;
         let t = &mut self.tasks[p];

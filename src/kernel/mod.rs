@@ -15,6 +15,7 @@ pub mod pelt;
 pub mod pipe;
 pub mod preempt;
 pub mod prio;
+pub mod pthread;
 pub mod rt;
 pub mod sched_domain;
 pub mod schedstat;
@@ -96,6 +97,8 @@ pub struct Kernel {
     pub completions: completion::Completions,
     pub irqs: irq::Irqs,
     pub kthreads: kthread::Kthreads,
+    /// Next expiry of each rt-app periodic timer (None: not started).
+    pub timers: Vec<Option<Time>>,
     pub stats: Counters,
     /// Sched domains of every CPU, with their balancing state and schedstats.
     pub sd: sched_domain::SchedDomains,
@@ -118,6 +121,8 @@ pub struct Kernel {
     /// Set during a waker's remote enqueue: how far into its wakeup the
     /// reschedule IPI leaves (resched_curr adds it to the event time).
     resched_after: u64,
+    /// Where tracepoints go (--trace, the HTML report); None = off.
+    pub tracer: Option<Box<dyn crate::trace::Tracer>>,
 }
 
 impl Kernel {
@@ -159,10 +164,12 @@ impl Kernel {
             completions: completion::Completions::new(variant),
             irqs: irq::Irqs::new(n),
             kthreads: Default::default(),
+            timers: Vec::new(),
             stats: Counters::default(),
             alive: 0,
             check: false,
             resched_after: 0,
+            tracer: None,
         }
     }
 

@@ -8,10 +8,12 @@ pub mod hackbench;
 pub mod irq_complete;
 pub mod kernbench;
 pub mod kthread;
+pub mod lenient_json;
 pub mod params;
 pub mod periodic;
 pub mod pipe;
 pub mod program;
+pub mod rtapp;
 pub mod schbench;
 pub mod sched_attr;
 pub mod shm;
@@ -92,6 +94,16 @@ pub const WORKLOADS: &[(&str, &str, &str)] = &[
         "cpu=(all),cpu-load=100,cpu-ops=(none),cpu-load-slice=64,op-time=1ms,timeout=(none),cpus=(all)",
         "stress-ng --cpu N --cpu-load P --cpu-ops K: workers with a self-correcting busy/sleep duty cycle",
     ),
+    (
+        "rtapp",
+        "file=PATH (or rtapp:PATH)",
+        "an rt-app JSON workload (tasks, phases, run/sleep/timer/lock/wait/signal/barrier/fork/suspend...)",
+    ),
+    (
+        "replay",
+        "file=PATH,select=COMM|COMM,fidelity=false",
+        "causal replay of a perf script / ftrace / trace-cmd trace (`schedlab replay FILE`)",
+    ),
 ];
 
 /// A parsed workload.
@@ -109,6 +121,8 @@ pub enum Workload {
     Kernbench(kernbench::Kernbench),
     Kthread(kthread::KthreadBench),
     StressNg(stress_ng::StressNg),
+    Replay(Rc<crate::trace::replay::Replay>),
+    RtApp(Rc<rtapp::RtApp>),
 }
 
 /// A benchmark's result: its own output lines and its JSON fields.
@@ -149,6 +163,10 @@ impl Workload {
             "kernbench" => Ok(Workload::Kernbench(kernbench::Kernbench::parse(p)?)),
             "kthread" => Ok(Workload::Kthread(kthread::KthreadBench::parse(p)?)),
             "stress-ng" => Ok(Workload::StressNg(stress_ng::StressNg::parse(p)?)),
+            "rtapp" => Ok(Workload::RtApp(Rc::new(rtapp::RtApp::parse(p)?))),
+            "replay" => Ok(Workload::Replay(Rc::new(
+                crate::trace::replay::Replay::parse(p)?,
+            ))),
             k => Err(format!(
                 "unknown workload `{k}` (known: {})",
                 WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
@@ -170,6 +188,8 @@ impl Workload {
             Workload::Kernbench(_) => "kernbench",
             Workload::Kthread(_) => "kthread",
             Workload::StressNg(_) => "stress-ng",
+            Workload::Replay(_) => "replay",
+            Workload::RtApp(_) => "rtapp",
         }
     }
 
@@ -185,24 +205,31 @@ impl Workload {
 
     /// Whether the workload ends by itself.
     pub fn is_finite(&self) -> bool {
-        matches!(
-            self,
-            Workload::Hackbench(_)
-                | Workload::Pipe(_)
-                | Workload::Spawn(_)
-                | Workload::Forky(_)
-                | Workload::Kernbench(_)
-                | Workload::Kthread(_)
-        ) || matches!(self, Workload::StressNg(w) if w.is_finite())
+        match self {
+            Workload::RtApp(w) => w.is_finite(),
+            Workload::StressNg(w) => w.is_finite(),
+            w => matches!(
+                w,
+                Workload::Hackbench(_)
+                    | Workload::Pipe(_)
+                    | Workload::Replay(_)
+                    | Workload::Spawn(_)
+                    | Workload::Forky(_)
+                    | Workload::Kernbench(_)
+                    | Workload::Kthread(_)
+            ),
+        }
     }
 
     /// How long a workload that runs for a set time runs (schbench -r,
-    /// UnixBench's alarm), unless the scenario says otherwise.
+    /// UnixBench's alarm, rt-app's global.duration), unless the scenario
+    /// says otherwise.
     pub fn run_for(&self) -> Option<u64> {
         match self {
             Workload::Schbench(w) => Some(w.r),
             Workload::Context1(w) => Some(w.duration),
             Workload::Cyclictest(w) => Some(w.duration),
+            Workload::RtApp(w) => w.duration,
             _ => None,
         }
     }
@@ -222,6 +249,8 @@ impl Workload {
             Workload::Kernbench(w) => w.build(k, b),
             Workload::Kthread(w) => w.build(k, b),
             Workload::StressNg(w) => w.build(k, b),
+            Workload::Replay(w) => w.build(k, b),
+            Workload::RtApp(w) => w.build(k, b),
         }
     }
 
@@ -242,6 +271,8 @@ impl Workload {
             Workload::Kernbench(w) => w.report(k, tasks),
             Workload::Kthread(w) => w.report(k, tasks),
             Workload::StressNg(w) => w.report(k, tasks),
+            Workload::Replay(w) => w.report(k, tasks),
+            Workload::RtApp(w) => w.report(k, tasks),
         }
     }
 }

@@ -59,6 +59,14 @@ impl Params {
     pub fn parse_spec(spec: &str) -> Result<Params, String> {
         let (kind, rest) = spec.split_once(':').unwrap_or((spec, ""));
         let mut values = BTreeMap::new();
+        // `rtapp:FILE` names the file directly.
+        if kind == "rtapp" && !rest.contains('=') && !rest.is_empty() {
+            values.insert("file".to_string(), rest.to_string());
+            return Ok(Params {
+                kind: kind.to_string(),
+                values,
+            });
+        }
         for kv in rest.split(',').filter(|s| !s.trim().is_empty()) {
             let (k, v) = kv
                 .split_once('=')

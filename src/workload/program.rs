@@ -295,6 +295,18 @@ pub enum Op {
     },
     /// exit(2)
     Exit,
+    /// Trace replay: sleep until the matching `PostWake` (a futex word per
+    /// recorded waker→wakee edge), at no cost of its own (the recorded
+    /// bursts include the syscalls).
+    AwaitWake {
+        futex: usize,
+    },
+    /// Trace replay: perform the recorded wakeup of edge `futex`.
+    PostWake {
+        futex: usize,
+    },
+    /// A futex-based pthread operation (rt-app workloads).
+    Pthread(crate::kernel::pthread::PthreadOp),
 }
 
 /// How long a spinner burns between two looks at a held lock: a few
@@ -488,7 +500,10 @@ impl Kernel {
             | Op::TakeRequest { .. }
             | Op::SleepUntil { .. }
             | Op::Count
-            | Op::CyclicWoke { .. } => None,
+            | Op::CyclicWoke { .. }
+            | Op::AwaitWake { .. }
+            | Op::PostWake { .. }
+            | Op::Pthread(_) => None,
             Op::WaitForCompletion { .. }
             | Op::Complete { .. }
             | Op::ReinitCompletion { .. }
@@ -610,6 +625,7 @@ impl Kernel {
             Op::Fork { child } => {
                 self.tasks[p].prog.advance();
                 self.tasks[child].parent = Some(p);
+                self.trace_fork(p, child, cpu);
                 self.wake_up_new_task(child, cpu);
                 None
             }
@@ -762,6 +778,21 @@ impl Kernel {
             | Op::KthreadStop { .. }
             | Op::KthreadShouldStop
             | Op::KthreadParkme { .. } => self.exec_kthread_op(p, cpu, op),
+            Op::AwaitWake { futex } => {
+                let io = self.futex_wait(p, futex, 0);
+                self.io_done(p, io, 0)
+            }
+            Op::Pthread(op) => {
+                let io = self.pthread_op(p, cpu, op);
+                self.io_done(p, io, 0)
+            }
+            Op::PostWake { futex } => {
+                self.tasks[p].prog.advance();
+                self.futexes[futex].val = 1;
+                let q = crate::kernel::wait::WaitQueueRef::Futex(futex);
+                self.wake_up(q, 1, true, cpu, p);
+                None
+            }
             _ => self.exec_completion_op(p, cpu, op),
         }
     }
@@ -1081,7 +1112,7 @@ impl Kernel {
 
     /// hrtimer_nanosleep: arm the task's timer on this CPU (with the
     /// default 50 µs timer slack of a normal task) and sleep.
-    fn hrtimer_sleep(&mut self, p: Pid, cpu: usize, ns: u64) {
+    pub fn hrtimer_sleep(&mut self, p: Pid, cpu: usize, ns: u64) {
         self.hrtimer_sleep_until(p, cpu, self.now + ns);
     }
 

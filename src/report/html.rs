@@ -1,0 +1,213 @@
+//! `--html PATH`: one self-contained HTML file (no network) with a zoomable
+//! per-CPU timeline, wakeup-latency CDFs, util_avg and nr_running over time
+//! per CPU and for the `--trace-pelt` tasks, and the counters table. The
+//! data is collected by a tracer during the run and drawn by inline
+//! JavaScript on canvases.
+
+use crate::kernel::task::Pid;
+use crate::kernel::Kernel;
+use crate::report::AtomicFile;
+use crate::trace::{Selection, TraceEvent, Tracer};
+use serde_json::{json, Value};
+use std::io;
+
+/// At most this many timeline slices are kept (the rest of the run is
+/// summarised, and the page says the timeline was cut).
+const MAX_SLICES: usize = 400_000;
+/// At most this many samples per counter series.
+const MAX_SAMPLES: usize = 20_000;
+
+/// (time, a value, another value) samples of a counter pair.
+type Series = Vec<(u64, u64, u64)>;
+
+pub struct HtmlReport {
+    out: AtomicFile,
+    sel: Selection,
+    /// Per CPU: (task, since) running now.
+    running: Vec<Option<(Pid, u64)>>,
+    /// (cpu, start, end, task)
+    slices: Vec<(u32, u64, u64, u32)>,
+    cut_at: Option<u64>,
+    /// When each task was last woken (for wakeup latency).
+    woken_at: Vec<u64>,
+    /// Wakeup → running latency samples (ns) per task.
+    latency: Vec<Vec<u64>>,
+    /// Per CPU: (time, util_avg, nr_running) samples.
+    cpu_series: Vec<Series>,
+    /// Per selected task: (time, util_avg, load_avg).
+    task_series: Vec<(Pid, Series)>,
+}
+
+impl HtmlReport {
+    pub fn new(out: AtomicFile, sel: Selection, k: &Kernel) -> Self {
+        HtmlReport {
+            out,
+            sel,
+            running: vec![None; k.rqs.len()],
+            slices: Vec::new(),
+            cut_at: None,
+            woken_at: Vec::new(),
+            latency: Vec::new(),
+            cpu_series: vec![Vec::new(); k.rqs.len()],
+            task_series: Vec::new(),
+        }
+    }
+
+    fn grow(&mut self, n: usize) {
+        if self.woken_at.len() < n {
+            self.woken_at.resize(n, u64::MAX);
+            self.latency.resize(n, Vec::new());
+        }
+    }
+
+    fn sample_cpu(&mut self, k: &Kernel, cpu: usize) {
+        let rq = &k.rqs[cpu];
+        let s = &mut self.cpu_series[cpu];
+        let v = (k.now, rq.cfs.avg.util_avg, rq.nr_running as u64);
+        if s.last().is_none_or(|l| (l.1, l.2) != (v.1, v.2)) {
+            push_sample(s, v);
+        }
+    }
+
+    fn sample_task(&mut self, k: &Kernel, p: Pid) {
+        let a = &k.tasks[p].se.avg;
+        let v = (k.now, a.util_avg, a.load_avg);
+        match self.task_series.iter_mut().find(|(q, _)| *q == p) {
+            Some((_, s)) => push_sample(s, v),
+            None => self.task_series.push((p, vec![v])),
+        }
+    }
+
+    fn close(&mut self, cpu: usize, now: u64) {
+        if let Some((p, since)) = self.running[cpu].take() {
+            if self.slices.len() < MAX_SLICES {
+                self.slices.push((cpu as u32, since, now, p as u32));
+            } else if self.cut_at.is_none() {
+                self.cut_at = Some(now);
+            }
+        }
+    }
+
+    fn data(&self, k: &Kernel) -> Value {
+        let tasks: Vec<Value> = k.tasks.iter().map(|t| json!([t.comm, t.pid])).collect();
+        // Latency CDFs: all tasks, then by comm (the five busiest comms).
+        let mut by_comm: std::collections::BTreeMap<&str, Vec<u64>> = Default::default();
+        for (p, l) in self.latency.iter().enumerate() {
+            by_comm.entry(&k.tasks[p].comm).or_default().extend(l);
+        }
+        let mut groups: Vec<(&str, Vec<u64>)> =
+            by_comm.into_iter().filter(|g| !g.1.is_empty()).collect();
+        groups.sort_by_key(|g| std::cmp::Reverse(g.1.len()));
+        let mut all: Vec<u64> = groups.iter().flat_map(|g| g.1.iter().copied()).collect();
+        all.sort_unstable();
+        let mut cdfs = vec![json!({"name": "all tasks", "q": quantiles(&all)})];
+        for (name, mut v) in groups.into_iter().take(5) {
+            v.sort_unstable();
+            cdfs.push(json!({"name": name, "q": quantiles(&v)}));
+        }
+        let busy: Vec<f64> = k
+            .rqs
+            .iter()
+            .map(|rq| rq.stats.busy_ns as f64 / k.now.max(1) as f64)
+            .collect();
+        let st = &k.stats;
+        let counters = vec![
+            ("simulated time (s)", json!(k.now as f64 / 1e9)),
+            ("context switches (tasks)", json!(k.task_switches())),
+            ("rq switches", json!(st.rq_switches)),
+            ("cpu migrations", json!(st.cpu_migrations)),
+            ("wakeups", json!(st.wakeups)),
+            ("forks", json!(st.forks)),
+            ("IPIs sent", json!(st.ipis_sent)),
+            (
+                "IPIs avoided (polling idle)",
+                json!(st.ipis_avoided_polling),
+            ),
+            ("rq lock wait (ns)", json!(st.rq_lock_wait_ns)),
+            ("wake_affine moves", json!(st.ttwu_move_affine)),
+            ("wakeups of a task still on CPU", json!(st.ttwu_on_cpu)),
+            ("select_idle_sibling CPUs scanned", json!(st.sis_scanned)),
+            ("newidle pulls", json!(st.newidle_pulls)),
+            ("idle balance pulls", json!(st.idle_balance_pulls)),
+        ];
+        json!({
+            "title": format!("schedlab: {} CPUs of {}", k.rqs.len(), k.machine.name),
+            "end": k.now,
+            "ncpus": k.rqs.len(),
+            "tasks": tasks,
+            "slices": self.slices.iter().map(|s| [s.0 as u64, s.1, s.2, s.3 as u64]).collect::<Vec<_>>(),
+            "cut_at": self.cut_at,
+            "cdfs": cdfs,
+            "cpu_series": self.cpu_series,
+            "task_series": self.task_series.iter().map(|(p, s)| json!({"name": format!("{}-{}", k.tasks[*p].comm, k.tasks[*p].pid), "s": s})).collect::<Vec<_>>(),
+            "busy": busy,
+            "counters": counters.into_iter().map(|(n, v)| json!([n, v])).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Keep a series bounded: past the cap, drop every other sample.
+fn push_sample(s: &mut Series, v: (u64, u64, u64)) {
+    if s.len() >= MAX_SAMPLES {
+        let mut i = 0;
+        s.retain(|_| {
+            i += 1;
+            i % 2 == 1
+        });
+    }
+    s.push(v);
+}
+
+/// 101 points of the CDF (the 0th..100th percentiles) of sorted samples.
+fn quantiles(v: &[u64]) -> Vec<u64> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    (0..=100).map(|i| v[((v.len() - 1) * i) / 100]).collect()
+}
+
+impl Tracer for HtmlReport {
+    fn event(&mut self, k: &Kernel, ev: &TraceEvent) {
+        self.grow(k.tasks.len());
+        match *ev {
+            TraceEvent::Switch {
+                cpu, prev, next, ..
+            } => {
+                self.close(cpu, k.now);
+                if let Some(n) = next {
+                    self.running[cpu] = Some((n, k.now));
+                    let w = std::mem::replace(&mut self.woken_at[n], u64::MAX);
+                    if w != u64::MAX {
+                        self.latency[n].push(k.now - w);
+                    }
+                }
+                self.sample_cpu(k, cpu);
+                for p in [prev, next].into_iter().flatten() {
+                    if self.sel.contains(k, p) {
+                        self.sample_task(k, p);
+                    }
+                }
+            }
+            TraceEvent::Wakeup { p, target, .. } | TraceEvent::WakeupNew { p, target, .. } => {
+                self.woken_at[p] = k.now;
+                self.sample_cpu(k, target);
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(mut self: Box<Self>, k: &Kernel) -> io::Result<()> {
+        for cpu in 0..self.running.len() {
+            self.close(cpu, k.now);
+        }
+        let data = serde_json::to_string(&self.data(k)).unwrap_or_default();
+        // `</` cannot appear inside the inline script.
+        let data = data.replace("</", "<\\/");
+        let page = TEMPLATE.replace("/*DATA*/null", &data);
+        let HtmlReport { mut out, .. } = *self;
+        out.write_all(page.as_bytes())?;
+        out.commit()
+    }
+}
+
+const TEMPLATE: &str = include_str!("report.html");

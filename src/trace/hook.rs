@@ -1,0 +1,78 @@
+//! The kernel's tracepoint calls. Each is one line in the kernel model and
+//! costs one predictable branch when tracing is off.
+
+use super::TraceEvent;
+use crate::kernel::task::Pid;
+use crate::kernel::Kernel;
+
+impl Kernel {
+    /// Hand `ev` to the tracer, if any.
+    #[inline(always)]
+    pub fn trace(&mut self, ev: TraceEvent) {
+        if self.tracer.is_some() {
+            self.trace_slow(ev);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn trace_slow(&mut self, ev: TraceEvent) {
+        if let Some(mut t) = self.tracer.take() {
+            t.event(self, &ev);
+            self.tracer = Some(t);
+        }
+    }
+
+    /// trace_sched_switch
+    #[inline(always)]
+    pub fn trace_switch(
+        &mut self,
+        cpu: usize,
+        prev: Option<Pid>,
+        next: Option<Pid>,
+        preempt: bool,
+    ) {
+        self.trace(TraceEvent::Switch {
+            cpu,
+            prev,
+            next,
+            preempt,
+        });
+    }
+
+    /// trace_sched_waking, in the waker's context.
+    #[inline(always)]
+    pub fn trace_waking(&mut self, p: Pid, cpu: usize, waker: Option<Pid>) {
+        self.trace(TraceEvent::Waking { cpu, p, waker });
+    }
+
+    /// trace_sched_wakeup, emitted on the waking CPU `cpu`.
+    #[inline(always)]
+    pub fn trace_wakeup(&mut self, p: Pid, target: usize, cpu: usize) {
+        self.trace(TraceEvent::Wakeup { cpu, p, target });
+    }
+
+    /// trace_sched_wakeup_new, emitted on the parent's CPU `cpu`.
+    #[inline(always)]
+    pub fn trace_wakeup_new(&mut self, p: Pid, target: usize, cpu: usize) {
+        self.trace(TraceEvent::WakeupNew { cpu, p, target });
+    }
+
+    /// trace_sched_migrate_task
+    #[inline(always)]
+    pub fn trace_migrate(&mut self, p: Pid, orig: usize, dest: usize) {
+        self.trace(TraceEvent::Migrate { p, orig, dest });
+    }
+
+    /// trace_sched_process_fork
+    #[inline(always)]
+    pub fn trace_fork(&mut self, parent: Pid, child: Pid, cpu: usize) {
+        self.trace(TraceEvent::Fork { cpu, parent, child });
+    }
+
+    /// trace_sched_process_exit
+    #[inline(always)]
+    pub fn trace_exit(&mut self, p: Pid) {
+        self.trace(TraceEvent::Exit { p });
+    }
+}

@@ -1,0 +1,409 @@
+//! Trace text import: `perf script` output of `perf sched record` (both the
+//! kernel field layout and the libtraceevent plugin layout), the kernel's
+//! ftrace text and `trace-cmd report` text. Only scheduler events are kept;
+//! other events are skipped. A line that cannot be read is an error naming
+//! the file, the line and its text.
+
+/// One scheduler event of a trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// 1-based line number in the file.
+    pub line: usize,
+    pub ts: u64,
+    pub cpu: usize,
+    /// The task the event was emitted in (0 = idle).
+    pub ctx_pid: u32,
+    /// The flags column says hard or soft interrupt context.
+    pub irq: bool,
+    pub ev: Event,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    Switch {
+        prev: Task,
+        prev_state: String,
+        next: Task,
+    },
+    /// sched_waking (or sched_wakeup when the trace has no sched_waking).
+    Waking {
+        task: Task,
+        wakeup: bool,
+    },
+    WakeupNew {
+        task: Task,
+    },
+    Migrate {
+        task: Task,
+    },
+    Fork {
+        parent: Task,
+        child: Task,
+    },
+    Exit {
+        task: Task,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Task {
+    pub pid: u32,
+    pub comm: String,
+    pub prio: i32,
+}
+
+/// How the `comm pid [cpu]` head of a line is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// `comm tid [cpu]` (perf script)
+    Perf,
+    /// `comm-pid [cpu]` (ftrace, trace-cmd)
+    Ftrace,
+}
+
+/// Parse a whole trace. `name` is used in error messages.
+pub fn parse(name: &str, text: &str) -> Result<Vec<Record>, String> {
+    let mut out = Vec::new();
+    let mut layout = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim_end();
+        let err = |m: &str| format!("{name}:{}: {m}: `{}`", i + 1, truncate(line));
+        if skip(line) {
+            continue;
+        }
+        let (l, rec) = parse_line(i + 1, line).map_err(|m| err(&m))?;
+        match layout {
+            None => layout = Some(l),
+            Some(first) if first != l => {
+                return Err(err(
+                    "mixed trace: this line is not in the layout of the first event line",
+                ))
+            }
+            _ => {}
+        }
+        if let Some(r) = rec {
+            out.push(r);
+        }
+    }
+    if layout.is_none() {
+        return Err(format!(
+            "{name}: no trace events found (expected perf script, ftrace or trace-cmd report text)"
+        ));
+    }
+    // perf script and trace files are time-ordered; merge safely anyway.
+    out.sort_by_key(|r| r.ts);
+    Ok(out)
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(160).collect()
+}
+
+/// Comment and header lines of the three formats.
+fn skip(line: &str) -> bool {
+    let l = line.trim_start();
+    l.is_empty()
+        || l.starts_with('#')
+        || l.starts_with("version =")
+        || l.starts_with("cpus=")
+        || l.starts_with("trace-cmd:")
+        || (l.starts_with("CPU ") && l.ends_with("is empty"))
+}
+
+/// Find ` [ddd]`: the CPU column. Returns (start of `[`, end after `]`, cpu).
+fn find_cpu(line: &str) -> Option<(usize, usize, usize)> {
+    let b = line.as_bytes();
+    let mut from = 0;
+    while let Some(off) = line[from..].find(" [") {
+        let start = from + off + 1;
+        let digits = b[start + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        let close = start + 1 + digits;
+        if digits > 0 && b.get(close) == Some(&b']') {
+            let cpu = line[start + 1..close].parse().ok()?;
+            return Some((start, close + 1, cpu));
+        }
+        from = start;
+    }
+    None
+}
+
+/// `comm-pid`, `comm-pid (tgid)`, `comm tid` or `comm pid/tid`.
+fn parse_head(head: &str) -> Result<(Layout, u32), String> {
+    let mut h = head.trim();
+    if h.ends_with(')') {
+        if let Some(open) = h.rfind('(') {
+            if h[open + 1..h.len() - 1]
+                .trim()
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '-')
+            {
+                h = h[..open].trim_end();
+            }
+        }
+    }
+    if let Some((comm, last)) = h.rsplit_once(char::is_whitespace) {
+        let tid = last.rsplit('/').next().unwrap_or(last);
+        if !comm.trim().is_empty() && !tid.is_empty() && tid.chars().all(|c| c.is_ascii_digit()) {
+            return Ok((Layout::Perf, tid.parse().map_err(|_| "bad tid")?));
+        }
+    }
+    let (_, pid) = h
+        .rsplit_once('-')
+        .ok_or("expected `comm-pid` or `comm tid` before the CPU column")?;
+    let pid = pid.parse().map_err(|_| format!("`{pid}` is not a pid"))?;
+    Ok((Layout::Ftrace, pid))
+}
+
+/// `123.456789` → ns.
+fn parse_ts(s: &str) -> Option<u64> {
+    let (sec, frac) = s.split_once('.').unwrap_or((s, ""));
+    if frac.len() > 9 || !frac.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let sec: u64 = sec.parse().ok()?;
+    let f: u64 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().ok()?
+    };
+    sec.checked_mul(1_000_000_000)?
+        .checked_add(f * 10u64.pow(9 - frac.len() as u32))
+}
+
+fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> {
+    let (start, end, cpu) = find_cpu(line).ok_or("no `[cpu]` column")?;
+    let (layout, ctx_pid) = parse_head(&line[..start])?;
+    let mut rest = line[end..].trim_start();
+    let mut irq = false;
+    let mut tok = rest
+        .split_whitespace()
+        .next()
+        .ok_or("nothing after the CPU")?;
+    if !tok.ends_with(':') {
+        // The flags column (ftrace, newer trace-cmd, perf with flags).
+        if tok.len() > 5 || !tok.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
+            return Err(format!("`{tok}` is neither flags nor a timestamp"));
+        }
+        irq = tok.contains(['h', 's', 'H']);
+        rest = rest[tok.len()..].trim_start();
+        tok = rest.split_whitespace().next().ok_or("no timestamp")?;
+    }
+    let ts = tok
+        .strip_suffix(':')
+        .and_then(parse_ts)
+        .ok_or_else(|| format!("`{tok}` is not a timestamp"))?;
+    rest = rest[tok.len()..].trim_start();
+    // perf names events `sched:sched_switch`.
+    let rest = rest.strip_prefix("sched:").unwrap_or(rest);
+    let (event, args) = rest.split_once(':').ok_or("no event name")?;
+    let event = event.trim();
+    let args = args.trim();
+    let ev = match event {
+        "sched_switch" => Some(switch(args)?),
+        "sched_waking" => Some(Event::Waking {
+            task: wake_task(args)?,
+            wakeup: false,
+        }),
+        "sched_wakeup" => Some(Event::Waking {
+            task: wake_task(args)?,
+            wakeup: true,
+        }),
+        "sched_wakeup_new" => Some(Event::WakeupNew {
+            task: wake_task(args)?,
+        }),
+        "sched_migrate_task" => Some(Event::Migrate {
+            task: kv_task(&kv(args), "")?,
+        }),
+        "sched_process_fork" => {
+            let f = kv(args);
+            Some(Event::Fork {
+                parent: kv_task(&f, "")?,
+                child: kv_task(&f, "child_")?,
+            })
+        }
+        "sched_process_exit" => Some(Event::Exit {
+            task: kv_task(&kv(args), "")?,
+        }),
+        e if e.is_empty() || e.contains(char::is_whitespace) => {
+            return Err(format!("`{e}` is not an event name"))
+        }
+        _ => None,
+    };
+    let rec = ev.map(|ev| Record {
+        line: n,
+        ts,
+        cpu,
+        ctx_pid,
+        irq,
+        ev,
+    });
+    Ok((layout, rec))
+}
+
+/// `k=v k=v` fields; a token without `=` continues the previous value (a
+/// comm with spaces).
+fn kv(args: &str) -> Vec<(&str, String)> {
+    let mut out: Vec<(&str, String)> = Vec::new();
+    for tok in args.split_whitespace() {
+        match tok.split_once('=') {
+            Some((k, v))
+                if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                out.push((k, v.to_string()))
+            }
+            _ => {
+                if let Some(last) = out.last_mut() {
+                    last.1.push(' ');
+                    last.1.push_str(tok);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn field<'a>(f: &'a [(&str, String)], key: &str) -> Result<&'a str, String> {
+    f.iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.as_str())
+        .ok_or_else(|| format!("missing field `{key}`"))
+}
+
+fn num<T: std::str::FromStr>(f: &[(&str, String)], key: &str) -> Result<T, String> {
+    let v = field(f, key)?;
+    v.parse()
+        .map_err(|_| format!("field `{key}`: `{v}` is not a number"))
+}
+
+/// comm/pid/prio fields with a key prefix (`prev_`, `child_`).
+fn kv_task(f: &[(&str, String)], prefix: &str) -> Result<Task, String> {
+    Ok(Task {
+        comm: field(f, &format!("{prefix}comm"))?.to_string(),
+        pid: num(f, &format!("{prefix}pid"))?,
+        prio: num(f, &format!("{prefix}prio")).unwrap_or(120),
+    })
+}
+
+/// The plugin form `comm:pid [prio]`.
+fn plugin_task(s: &str) -> Result<Task, String> {
+    let s = s.trim();
+    let (who, prio) = match s.rfind(" [") {
+        Some(i) => (&s[..i], s[i + 2..].trim_end_matches(']')),
+        None => (s, "120"),
+    };
+    let (comm, pid) = who
+        .trim()
+        .rsplit_once(':')
+        .ok_or_else(|| format!("`{who}` is not comm:pid"))?;
+    Ok(Task {
+        comm: comm.to_string(),
+        pid: pid.parse().map_err(|_| format!("`{pid}` is not a pid"))?,
+        prio: prio.trim().parse().unwrap_or(120),
+    })
+}
+
+fn switch(args: &str) -> Result<Event, String> {
+    let (l, r) = args
+        .split_once(" ==> ")
+        .ok_or("sched_switch without ` ==> `")?;
+    if l.contains("prev_pid=") {
+        let (lf, rf) = (kv(l), kv(r));
+        return Ok(Event::Switch {
+            prev: kv_task(&lf, "prev_")?,
+            prev_state: field(&lf, "prev_state")?.to_string(),
+            next: kv_task(&rf, "next_")?,
+        });
+    }
+    // Plugin form: `comm:pid [prio] S ==> comm:pid [prio]`.
+    let (who, state) = l
+        .trim()
+        .rsplit_once(' ')
+        .ok_or("sched_switch: no prev state")?;
+    Ok(Event::Switch {
+        prev: plugin_task(who)?,
+        prev_state: state.to_string(),
+        next: plugin_task(r)?,
+    })
+}
+
+fn wake_task(args: &str) -> Result<Task, String> {
+    if args.contains("pid=") {
+        return kv_task(&kv(args), "");
+    }
+    // Plugin form: `comm:pid [prio] CPU:001` (maybe `success=1`).
+    let end = args
+        .find(" CPU:")
+        .or_else(|| args.find(" success="))
+        .unwrap_or(args.len());
+    plugin_task(&args[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_three_layouts() {
+        let perf = "  my prog  1234 [001]  66.846217: sched:sched_switch: prev_comm=my prog prev_pid=1234 prev_prio=120 prev_state=D ==> next_comm=perf next_pid=234 next_prio=120";
+        let r = parse("p", perf).unwrap();
+        assert_eq!(r[0].cpu, 1);
+        assert_eq!(r[0].ts, 66_846_217_000);
+        assert_eq!(r[0].ctx_pid, 1234);
+        let Event::Switch {
+            prev,
+            prev_state,
+            next,
+        } = &r[0].ev
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (prev.comm.as_str(), prev.pid, prev_state.as_str()),
+            ("my prog", 1234, "D")
+        );
+        assert_eq!(next.pid, 234);
+
+        let plugin = "   perf_4.9  3005 [002]   10.000001: sched:sched_switch: perf_4.9:3005 [49] S ==> swapper/2:0 [120]";
+        let r = parse("p", plugin).unwrap();
+        let Event::Switch { prev, next, .. } = &r[0].ev else {
+            panic!()
+        };
+        assert_eq!((prev.pid, prev.prio, next.pid), (3005, 49, 0));
+
+        let tc = "version = 6\ncpus=2\n      <idle>-0     [001] 106439.675700: sched_wakeup:         trace-cmd:4731 [120] CPU:001";
+        let r = parse("t", tc).unwrap();
+        assert_eq!(
+            r[0].ev,
+            Event::Waking {
+                task: Task {
+                    pid: 4731,
+                    comm: "trace-cmd".into(),
+                    prio: 120
+                },
+                wakeup: true
+            }
+        );
+
+        let ft = "  lto cgu.04-23946 (  23940) [000] dNh2.  6670.452841: sched_waking: comm=bash pid=7 prio=120 target_cpu=000";
+        let r = parse("f", ft).unwrap();
+        assert!(r[0].irq);
+        assert_eq!(r[0].ctx_pid, 23946);
+    }
+
+    #[test]
+    fn bad_lines_name_file_line_and_text() {
+        let t = "  a-1 [000] d..2 1.000000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n  a-1 [000] d..2 1.000001: sched_switch: prev_comm=a prev_pid=1 prev_prio=1";
+        let e = parse("x.txt", t).unwrap_err();
+        assert!(e.starts_with("x.txt:2: "), "{e}");
+        assert!(e.contains("prev_comm=a prev_pid=1"), "{e}");
+        let mixed = "  a-1 [000] 1.0: sched_waking: comm=a pid=1 prio=120 target_cpu=000\n  a 1 [000] 1.1: sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
+        assert!(parse("m", mixed).unwrap_err().contains("m:2: mixed"));
+        assert!(parse("g", "garbage here\n")
+            .unwrap_err()
+            .starts_with("g:1: "));
+        assert!(parse("e", "# only comments\n").is_err());
+    }
+}

@@ -1,0 +1,635 @@
+//! Causal trace replay, after `perf sched replay`: a recorded trace becomes
+//! one program per task of RUN bursts (recorded CPU time), WAKEUP edges
+//! (the waker performs the wakeup at the same point of its own work) and
+//! SLEEP atoms. A task that blocked waits for its recorded waker's wakeup,
+//! whenever that happens in the new simulation; a task woken from an
+//! interrupt or by an untraced task sleeps for its recorded time instead
+//! (a timer stays a timer). Forks and exits are replayed where they were.
+
+use super::parse::{self, Event, Record};
+use crate::kernel::task::{Pid, TaskState};
+use crate::kernel::Kernel;
+use crate::workload::params::Params;
+use crate::workload::program::{Blocked, Dist, Mark, Op};
+use crate::workload::{BenchResult, Builder, TaskSpec};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// One step of a replayed task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Atom {
+    /// Run this long, begun by this many switches to the task (whose
+    /// cost the recorded time includes: a switch is traced before it is
+    /// made, and the kernel starts the task's clock there).
+    Run(u64, u32),
+    /// Blocked, woken by edge n (another task's `Wake(n)`).
+    Await(usize),
+    /// Blocked, woken by a timer or interrupt after this long.
+    Timer(u64),
+    /// Placeholder for a block whose wakeup is not seen yet (since).
+    Blocked(u64),
+    Wake(usize),
+    Fork(usize),
+    Exit,
+}
+
+/// What the trace recorded for one task, for --fidelity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recorded {
+    pub runtime: u64,
+    pub switches: u64,
+    pub migrations: u64,
+    pub wait: u64,
+}
+
+#[derive(Clone, Debug)]
+struct RTask {
+    pid: u32,
+    comm: String,
+    prio: i32,
+    /// Index of the replayed parent that forks it.
+    parent: Option<usize>,
+    /// How the task begins: runnable at `start`, or blocked (its first
+    /// atom says until when).
+    start: u64,
+    start_blocked: bool,
+    atoms: Vec<Atom>,
+    rec: Recorded,
+    // Reconstruction state.
+    running_since: Option<u64>,
+    runnable_since: Option<u64>,
+    acc: u64,
+    acc_switches: u32,
+    started: bool,
+    dead: bool,
+}
+
+/// A trace turned into replayable tasks.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    pub file: String,
+    tasks: Vec<RTask>,
+    pub edges: usize,
+    pub timers: usize,
+    pub span: u64,
+    t0: u64,
+    pub warnings: Vec<String>,
+    pub fidelity: bool,
+}
+
+struct Builder2 {
+    tasks: Vec<RTask>,
+    by_pid: BTreeMap<u32, usize>,
+    select: Vec<String>,
+    t0: u64,
+    edges: usize,
+    timers: usize,
+    cpu_last_switch: BTreeMap<usize, u64>,
+}
+
+impl Builder2 {
+    /// The replayed task for `pid` (None: idle, or not selected).
+    fn task(&mut self, pid: u32, comm: &str, prio: i32) -> Option<usize> {
+        if pid == 0 {
+            return None;
+        }
+        if let Some(&i) = self.by_pid.get(&pid) {
+            return (i != usize::MAX).then_some(i);
+        }
+        if !self.select.is_empty() && !self.select.iter().any(|s| s == comm) {
+            self.by_pid.insert(pid, usize::MAX);
+            return None;
+        }
+        let i = self.tasks.len();
+        self.tasks.push(RTask {
+            pid,
+            comm: comm.to_string(),
+            prio,
+            parent: None,
+            start: self.t0,
+            start_blocked: false,
+            atoms: Vec::new(),
+            rec: Recorded::default(),
+            running_since: None,
+            runnable_since: None,
+            acc: 0,
+            acc_switches: 0,
+            started: false,
+            dead: false,
+        });
+        self.by_pid.insert(pid, i);
+        Some(i)
+    }
+
+    fn known(&self, pid: u32) -> Option<usize> {
+        self.by_pid.get(&pid).copied().filter(|&i| i != usize::MAX)
+    }
+
+    /// A task first seen running (in its own context): it was runnable at
+    /// the start of the trace and has run since the CPU's last switch.
+    fn ensure_running(&mut self, i: usize, cpu: usize) {
+        let t0 = self.t0;
+        let since = self.cpu_last_switch.get(&cpu).copied().unwrap_or(t0);
+        let t = &mut self.tasks[i];
+        if !t.started {
+            t.started = true;
+            t.running_since = Some(since);
+        }
+    }
+
+    /// Close the running interval at `ts` and emit the accumulated burst.
+    fn flush_run(&mut self, i: usize, ts: u64) {
+        let t = &mut self.tasks[i];
+        if let Some(s) = t.running_since {
+            t.acc += ts.saturating_sub(s);
+            t.rec.runtime += ts.saturating_sub(s);
+            t.running_since = Some(ts);
+        }
+        if t.acc > 0 {
+            let n = std::mem::take(&mut t.acc_switches);
+            t.atoms.push(Atom::Run(std::mem::take(&mut t.acc), n));
+        }
+    }
+
+    fn record(&mut self, r: &Record, use_wakeup: bool) {
+        let ts = r.ts;
+        match &r.ev {
+            Event::Switch {
+                prev,
+                prev_state,
+                next,
+            } => {
+                self.cpu_last_switch.insert(r.cpu, ts);
+                if let Some(i) = self.task(prev.pid, &prev.comm, prev.prio) {
+                    self.switch_out(i, ts, prev_state);
+                }
+                if let Some(i) = self.task(next.pid, &next.comm, next.prio) {
+                    self.switch_in(i, ts);
+                }
+            }
+            Event::Waking { task, wakeup } if *wakeup == use_wakeup => {
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
+                    self.wake(i, ts, r);
+                }
+            }
+            Event::Waking { .. } => {}
+            Event::WakeupNew { task } => {
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
+                    let t = &mut self.tasks[i];
+                    t.runnable_since = Some(ts);
+                    if !t.started {
+                        t.started = true;
+                        t.start = ts;
+                    }
+                }
+            }
+            Event::Migrate { task } => {
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
+                    self.tasks[i].rec.migrations += 1;
+                }
+            }
+            Event::Fork { parent, child } => {
+                let c = self.task(child.pid, &child.comm, child.prio);
+                let p = self.task(parent.pid, &parent.comm, parent.prio);
+                if let (Some(p), Some(c)) = (p, c) {
+                    self.ensure_running(p, r.cpu);
+                    self.flush_run(p, ts);
+                    self.tasks[p].atoms.push(Atom::Fork(c));
+                    self.tasks[c].parent = Some(p);
+                }
+                if let Some(c) = c {
+                    let t = &mut self.tasks[c];
+                    t.started = true;
+                    t.start = ts;
+                }
+            }
+            // do_exit's own work runs until the final switch (prev_state
+            // X or Z), which ends the task.
+            Event::Exit { task } => {
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
+                    self.ensure_running(i, r.cpu);
+                }
+            }
+        }
+    }
+
+    fn switch_out(&mut self, i: usize, ts: u64, state: &str) {
+        if !self.tasks[i].started {
+            // Running when the trace began.
+            self.tasks[i].started = true;
+            self.tasks[i].running_since = Some(self.t0);
+        }
+        self.flush_run(i, ts);
+        let t = &mut self.tasks[i];
+        t.running_since = None;
+        t.rec.switches += 1;
+        if t.dead {
+            return;
+        }
+        match state.chars().next() {
+            Some('R') => t.runnable_since = Some(ts),
+            Some('X') | Some('Z') => {
+                t.atoms.push(Atom::Exit);
+                t.dead = true;
+            }
+            _ => t.atoms.push(Atom::Blocked(ts)),
+        }
+    }
+
+    fn switch_in(&mut self, i: usize, ts: u64) {
+        let t = &mut self.tasks[i];
+        if !t.started {
+            t.started = true;
+            t.runnable_since = Some(self.t0);
+        }
+        // A wakeup the trace did not show: the block lasted until now.
+        if let Some(Atom::Blocked(since)) = t.atoms.last().copied() {
+            *t.atoms.last_mut().expect("last") = Atom::Timer(ts - since);
+            self.timers += 1;
+            t.runnable_since = Some(ts);
+        }
+        if let Some(r) = t.runnable_since.take() {
+            t.rec.wait += ts.saturating_sub(r);
+        }
+        t.running_since = Some(ts);
+        t.acc_switches += 1;
+    }
+
+    /// The target was woken: by a replayed task running in its own context
+    /// (an edge), else by an interrupt (a timer).
+    fn wake(&mut self, i: usize, ts: u64, r: &Record) {
+        if !self.tasks[i].started {
+            // Blocked since before the trace.
+            let t0 = self.t0;
+            let t = &mut self.tasks[i];
+            t.started = true;
+            t.start_blocked = true;
+            t.atoms.push(Atom::Blocked(t0));
+        }
+        let Some(Atom::Blocked(since)) = self.tasks[i].atoms.last().copied() else {
+            return; // still running or runnable: no block to end
+        };
+        let waker = if r.irq { None } else { self.known(r.ctx_pid) };
+        let atom = match waker.filter(|&w| w != i && !self.tasks[w].dead) {
+            Some(w) => {
+                self.ensure_running(w, r.cpu);
+                self.flush_run(w, ts);
+                let e = self.edges;
+                self.edges += 1;
+                self.tasks[w].atoms.push(Atom::Wake(e));
+                Atom::Await(e)
+            }
+            None => {
+                self.timers += 1;
+                Atom::Timer(ts - since)
+            }
+        };
+        let t = &mut self.tasks[i];
+        *t.atoms.last_mut().expect("last") = atom;
+        t.runnable_since = Some(ts);
+    }
+
+    fn finish(&mut self, end: u64) {
+        for i in 0..self.tasks.len() {
+            if self.tasks[i].running_since.is_some() {
+                self.flush_run(i, end);
+            }
+            let t = &mut self.tasks[i];
+            if t.acc > 0 {
+                let n = std::mem::take(&mut t.acc_switches);
+                t.atoms.push(Atom::Run(std::mem::take(&mut t.acc), n));
+            }
+            // Still blocked at the end of the trace: the replay ends there.
+            if let Some(Atom::Blocked(_)) = t.atoms.last() {
+                t.atoms.pop();
+            }
+        }
+    }
+}
+
+impl Replay {
+    /// Parse `file` and rebuild its tasks (only those whose comm is in
+    /// `select`, when given).
+    pub fn load(file: &str, select: &[String], fidelity: bool) -> Result<Replay, String> {
+        let text =
+            std::fs::read_to_string(file).map_err(|e| format!("{file}: cannot read trace: {e}"))?;
+        let recs = parse::parse(file, &text)?;
+        Self::from_records(file, &recs, select, fidelity)
+    }
+
+    pub fn from_records(
+        file: &str,
+        recs: &[Record],
+        select: &[String],
+        fidelity: bool,
+    ) -> Result<Replay, String> {
+        let (Some(first), Some(last)) = (recs.first(), recs.last()) else {
+            return Err(format!("{file}: the trace has no scheduler events"));
+        };
+        let use_wakeup = !recs
+            .iter()
+            .any(|r| matches!(r.ev, Event::Waking { wakeup: false, .. }));
+        let mut b = Builder2 {
+            tasks: Vec::new(),
+            by_pid: BTreeMap::new(),
+            select: select.to_vec(),
+            t0: first.ts,
+            edges: 0,
+            timers: 0,
+            cpu_last_switch: BTreeMap::new(),
+        };
+        for r in recs {
+            b.record(r, use_wakeup);
+        }
+        b.finish(last.ts);
+        if b.tasks.is_empty() {
+            return Err(format!("{file}: no task to replay (check --select)"));
+        }
+        let mut warnings = Vec::new();
+        if b.edges == 0 {
+            warnings.push(format!(
+                "{file}: no task wakes another (no sched_waking/sched_wakeup edges): \
+                 every sleep is replayed with its recorded length"
+            ));
+        }
+        for w in &warnings {
+            eprintln!("schedlab: warning: {w}");
+        }
+        Ok(Replay {
+            file: file.to_string(),
+            tasks: b.tasks,
+            edges: b.edges,
+            timers: b.timers,
+            span: last.ts - first.ts,
+            t0: first.ts,
+            warnings,
+            fidelity,
+        })
+    }
+
+    pub fn nr_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Create the tasks: one futex word per edge, programs from the atoms.
+    pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
+        let futex0 = k.futexes.len();
+        for _ in 0..self.edges {
+            k.futex_new(0);
+        }
+        let slack = k.cfg.timer_slack_ns;
+        let base = k.tasks.len();
+        for t in &self.tasks {
+            let mut ops = Vec::new();
+            for a in &t.atoms {
+                // The recorded burst before a fork, wakeup or exit already
+                // holds that kernel work; the model charges it again.
+                let cost = self.model_cost(k, a);
+                if let Some(Op::Run(Dist::Fixed(ns))) = ops.last_mut() {
+                    *ns = ns.saturating_sub(cost).max(1);
+                }
+                ops.push(match *a {
+                    Atom::Run(ns, n) => {
+                        let sw = k.machine.cost.context_switch_ns * n as u64;
+                        Op::Run(Dist::Fixed(ns.saturating_sub(sw).max(1)))
+                    }
+                    Atom::Timer(ns) => Op::Sleep(Dist::Fixed(ns.saturating_sub(slack))),
+                    Atom::Await(e) => Op::AwaitWake { futex: futex0 + e },
+                    Atom::Wake(e) => Op::PostWake { futex: futex0 + e },
+                    Atom::Fork(c) => Op::Fork { child: base + c },
+                    Atom::Exit | Atom::Blocked(_) => break,
+                });
+            }
+            ops.push(Op::Mark(Mark::Stop));
+            ops.push(Op::Exit);
+            let nice = (t.prio - 120).clamp(-20, 19);
+            b.task(
+                k,
+                TaskSpec {
+                    comm: &t.comm,
+                    group_of: None,
+                    nice,
+                    allowed: None,
+                    ops: Rc::from(ops),
+                },
+            );
+        }
+        // The replay's time span starts with the trace.
+        k.tasks[base].prog.marks.push((Mark::Start, 0));
+        for (i, t) in self.tasks.iter().enumerate() {
+            let p = base + i;
+            k.tasks[p].pid = t.pid;
+            k.tasks[p].tgid = t.pid;
+            // prio 0..99 is an RT task (written 99 - rt_priority).
+            if (0..100).contains(&t.prio) {
+                k.set_scheduler(p, crate::kernel::rt::Policy::Fifo, (99 - t.prio) as u32);
+            }
+            if t.parent.is_none() {
+                self.start(k, b, p, t);
+            }
+        }
+    }
+
+    /// The cost the model charges for an atom's kernel work (the waker's
+    /// share of a wakeup as if local).
+    fn model_cost(&self, k: &Kernel, a: &Atom) -> u64 {
+        let c = &k.machine.cost;
+        match a {
+            Atom::Fork(_) => c.fork_ns,
+            Atom::Exit => c.exit_ns,
+            Atom::Wake(_) => c.wakeup_local_ns,
+            _ => 0,
+        }
+    }
+
+    /// Start a task that no replayed parent forks: runnable at its start
+    /// time, or blocked on its first atom.
+    fn start(&self, k: &mut Kernel, b: &Builder, p: Pid, t: &RTask) {
+        let at = t.start - self.t0;
+        let first = k.tasks[p].prog.ops.first().copied();
+        if t.start_blocked {
+            match first {
+                Some(Op::AwaitWake { futex }) => {
+                    k.tasks[p].prog.phase = 1;
+                    k.prepare_to_wait(crate::kernel::wait::WaitQueueRef::Futex(futex), p, true);
+                    return;
+                }
+                Some(Op::Sleep(Dist::Fixed(ns))) => {
+                    k.tasks[p].prog.pc = 1;
+                    return timer_start(k, p, at + ns);
+                }
+                _ => {}
+            }
+        }
+        if at == 0 {
+            b.launch(k, p);
+        } else {
+            timer_start(k, p, at);
+        }
+    }
+
+    /// The recorded numbers of each replayed task, in task order.
+    pub fn recorded(&self) -> Vec<(u32, &str, Recorded)> {
+        self.tasks
+            .iter()
+            .map(|t| (t.pid, t.comm.as_str(), t.rec))
+            .collect()
+    }
+}
+
+/// A task that appears later in the trace, or was asleep when it began:
+/// it sleeps on a timer until then (like a task woken after a long sleep).
+fn timer_start(k: &mut Kernel, p: Pid, at: u64) {
+    let t = &mut k.tasks[p];
+    t.state = TaskState::Interruptible;
+    t.prog.blocked = Blocked::Timer;
+    t.timer_cpu = 0;
+    k.events.push(at, crate::engine::EventKind::Timer, p);
+}
+
+/// Relative error of `sim` against `rec`, as a percentage string.
+fn rel(sim: f64, rec: f64) -> String {
+    if rec == 0.0 {
+        return if sim == 0.0 {
+            "0%".into()
+        } else {
+            "n/a".into()
+        };
+    }
+    format!("{:+.0}%", (sim - rec) / rec * 100.0)
+}
+
+impl Replay {
+    /// `replay:file=PATH,select=COMM|COMM,fidelity=BOOL`
+    pub fn parse(p: &Params) -> Result<Replay, String> {
+        p.check_keys(&["file", "select", "fidelity"])?;
+        let file = p
+            .values
+            .get("file")
+            .ok_or("replay needs `file` (replay:file=PATH)")?;
+        let select: Vec<String> = p
+            .values
+            .get("select")
+            .map(|s| s.split('|').map(|x| x.trim().to_string()).collect())
+            .unwrap_or_default();
+        let fidelity = match p.values.get("fidelity").map(String::as_str) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(v) => return Err(format!("`fidelity`: `{v}` is not true or false")),
+        };
+        Replay::load(file, &select, fidelity)
+    }
+
+    /// What the replay did, and with `fidelity` the per-task and total
+    /// comparison of simulated against recorded numbers.
+    pub fn report(&self, k: &Kernel, tasks: &[Pid]) -> BenchResult {
+        let sim_span = crate::workload::marked_span(k, tasks).unwrap_or(0);
+        let mut lines = vec![format!(
+            "# replay of {}: {} tasks, {} wakeup edges, {} timer sleeps; recorded span {:.6} s, simulated {:.6} s",
+            self.file,
+            self.tasks.len(),
+            self.edges,
+            self.timers,
+            self.span as f64 / 1e9,
+            sim_span as f64 / 1e9
+        )];
+        let mut fields = Map::new();
+        fields.insert("tasks".into(), json!(self.tasks.len()));
+        fields.insert("edges".into(), json!(self.edges));
+        fields.insert("timer_sleeps".into(), json!(self.timers));
+        fields.insert("recorded_span_ns".into(), json!(self.span));
+        fields.insert("simulated_span_ns".into(), json!(sim_span));
+        if self.fidelity {
+            let (l, f) = self.fidelity(k, tasks);
+            lines.extend(l);
+            fields.insert("fidelity".into(), f);
+        }
+        BenchResult { lines, fields }
+    }
+
+    fn fidelity(&self, k: &Kernel, tasks: &[Pid]) -> (Vec<String>, Value) {
+        let mut lines = vec![format!(
+            "{:>7} {:<16} {:>21} {:>17} {:>15} {:>21}",
+            "pid",
+            "comm",
+            "runtime ms rec/sim",
+            "switches rec/sim",
+            "migr rec/sim",
+            "wait ms rec/sim"
+        )];
+        let mut rows = Vec::new();
+        let mut tot_rec = Recorded::default();
+        let mut tot_sim = Recorded::default();
+        for (t, &p) in self.tasks.iter().zip(tasks) {
+            let kt = &k.tasks[p];
+            let sim = Recorded {
+                runtime: kt.se.sum_exec_runtime,
+                switches: kt.stats.nr_switches,
+                migrations: kt.stats.nr_migrations,
+                wait: kt.stats.wait_sum,
+            };
+            let rec = t.rec;
+            for (a, b) in [(&mut tot_rec, rec), (&mut tot_sim, sim)] {
+                a.runtime += b.runtime;
+                a.switches += b.switches;
+                a.migrations += b.migrations;
+                a.wait += b.wait;
+            }
+            lines.push(fid_line(&t.pid.to_string(), &t.comm, rec, sim));
+            rows.push(json!({"pid": t.pid, "comm": t.comm, "recorded": rec_json(rec), "simulated": rec_json(sim)}));
+        }
+        lines.push(fid_line("total", "", tot_rec, tot_sim));
+        let rel_err = |s: u64, r: u64| {
+            if r == 0 {
+                Value::Null
+            } else {
+                json!((s as f64 - r as f64) / r as f64)
+            }
+        };
+        let total = json!({
+            "recorded": rec_json(tot_rec),
+            "simulated": rec_json(tot_sim),
+            "relative_error": {
+                "runtime": rel_err(tot_sim.runtime, tot_rec.runtime),
+                "switches": rel_err(tot_sim.switches, tot_rec.switches),
+                "migrations": rel_err(tot_sim.migrations, tot_rec.migrations),
+                "wait": rel_err(tot_sim.wait, tot_rec.wait),
+            }
+        });
+        (lines, json!({"tasks": rows, "total": total}))
+    }
+}
+
+fn rec_json(r: Recorded) -> Value {
+    json!({"runtime_ns": r.runtime, "switches": r.switches, "migrations": r.migrations, "wait_ns": r.wait})
+}
+
+fn fid_line(pid: &str, comm: &str, rec: Recorded, sim: Recorded) -> String {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let pair = |r: String, s: String, e: String| format!("{r}/{s} {e}");
+    format!(
+        "{pid:>7} {:<16} {:>21} {:>17} {:>15} {:>21}",
+        comm.chars().take(16).collect::<String>(),
+        pair(
+            format!("{:.2}", ms(rec.runtime)),
+            format!("{:.2}", ms(sim.runtime)),
+            rel(sim.runtime as f64, rec.runtime as f64)
+        ),
+        pair(
+            rec.switches.to_string(),
+            sim.switches.to_string(),
+            rel(sim.switches as f64, rec.switches as f64)
+        ),
+        pair(
+            rec.migrations.to_string(),
+            sim.migrations.to_string(),
+            rel(sim.migrations as f64, rec.migrations as f64)
+        ),
+        pair(
+            format!("{:.2}", ms(rec.wait)),
+            format!("{:.2}", ms(sim.wait)),
+            rel(sim.wait as f64, rec.wait as f64)
+        ),
+    )
+}

@@ -1,0 +1,29 @@
+// Runs the inline script of a schedlab HTML report under node with a
+// minimal DOM/canvas stub; any exception fails (exit 1). Used by
+// tests/html.rs where no browser is installed.
+"use strict";
+const fs = require("fs");
+const html = fs.readFileSync(process.argv[2], "utf8");
+const m = html.match(/<script>([\s\S]*)<\/script>/);
+if (!m) { console.error("no inline script"); process.exit(1); }
+let calls = 0;
+const ctx = new Proxy({}, {
+  get: (t, k) => (k in t ? t[k] : () => { calls++; }),
+  set: (t, k, v) => { t[k] = v; return true; },
+});
+const el = () => ({
+  width: 1200, height: 200, style: {}, textContent: "", innerHTML: "",
+  getContext: () => ctx, addEventListener: () => {},
+  getBoundingClientRect: () => ({ left: 0, top: 0, width: 1200, height: 200 }),
+  insertRow: () => ({ insertCell: () => ({}) }),
+});
+const els = {};
+global.document = { getElementById: (id) => (els[id] = els[id] || el()) };
+global.window = { addEventListener: () => {} };
+try {
+  new Function(m[1])();
+} catch (e) {
+  console.error("script error: " + e.stack);
+  process.exit(1);
+}
+console.log("ok " + calls + " canvas calls");

@@ -1,0 +1,174 @@
+//! rt-app JSON import: a workload that runs as its events say, and errors
+//! that name the file, the line and the offending key.
+
+use std::process::Command;
+
+fn schedlab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .output()
+        .expect("run schedlab");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn write(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("schedlab-rtapp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn runtime_ms(out: &str, comm: &str) -> f64 {
+    let l = out.lines().find(|l| l.starts_with(comm)).expect(comm);
+    l.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+#[test]
+fn example_runs_as_its_events_say() {
+    let j = write("ex.json", "");
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "rtapp:tests/data/rtapp-example.json",
+        "--check",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    // global.duration = 1 s; a 2 ms run every 10 ms (absolute timer) is
+    // 100 activations; the producer runs 50 × 500 µs, the helper 2 × 1 ms.
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    assert_eq!(v["sim"]["simulated_ns"].as_u64().unwrap(), 1_000_000_000);
+    for comm in ["periodic-0", "periodic-1"] {
+        let r = runtime_ms(&out, comm);
+        assert!((199.0..205.0).contains(&r), "{comm} {r}");
+    }
+    let p = runtime_ms(&out, "producer");
+    assert!((25.0..27.0).contains(&p), "{p}");
+    let h = runtime_ms(&out, "helper");
+    assert!((2.0..2.3).contains(&h), "{h}");
+    assert_eq!(v["totals"]["forks"].as_u64().unwrap(), 6);
+}
+
+#[test]
+fn mutex_serialises_its_holders() {
+    // Two tasks each hold the lock while running 1 ms, 20 times: with the
+    // lock they cannot overlap, so 40 ms of work take at least 40 ms even on
+    // two CPUs; without it they take about 20 ms.
+    let locked = write(
+        "m.json",
+        r#"{"tasks": {"a": {"instance": 2, "loop": 20, "lock": "m", "run": 1000, "unlock": "m"}}}"#,
+    );
+    let free = write(
+        "f.json",
+        r#"{"tasks": {"a": {"instance": 2, "loop": 20, "run": 1000}}}"#,
+    );
+    let span = |f: &str| {
+        let j = write(&format!("{f}.out.json"), "");
+        let (rc, _, err) = schedlab(&[
+            "run",
+            "--machine",
+            "vm-2",
+            "--workload",
+            &format!("rtapp:{f}"),
+            "--json",
+            &j,
+        ]);
+        assert_eq!(rc, 0, "{err}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+        v["sim"]["simulated_ns"].as_u64().unwrap() as f64 / 1e6
+    };
+    let (l, f) = (span(&locked), span(&free));
+    assert!(l >= 40.0 && f < 25.0, "locked {l} ms, free {f} ms");
+}
+
+#[test]
+fn unsupported_and_mistyped_input_exit_2_with_file_and_line() {
+    let cases = [
+        (
+            "{\"tasks\": {\"t\": {\n \"sem_post\": \"s\"}}}",
+            ":2: ",
+            "sem_post",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\n\"run\": 10,\n \"sleep\": \"long\"}}}",
+            ":3: ",
+            "expected an integer",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"policy\": \"SCHED_DEADLINE\",\n \"run\": 1}}}",
+            ":1: ",
+            "SCHED_DEADLINE",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"run\": 1,}},\n \"global\": {\"duration\": 1,, }}",
+            ":2: ",
+            "malformed JSON",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"run\": 1, \"frobnicate\": 2}}}",
+            ":1: ",
+            "frobnicate",
+        ),
+    ];
+    for (i, (text, line, what)) in cases.iter().enumerate() {
+        let f = write(&format!("bad{i}.json"), text);
+        let (rc, _, err) = schedlab(&[
+            "run",
+            "--machine",
+            "vm-2",
+            "--workload",
+            &format!("rtapp:{f}"),
+        ]);
+        assert_eq!(rc, 2, "{err}");
+        assert!(
+            err.contains(&format!("bad{i}.json{line}")) && err.contains(what),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn fifo_task_preempts_a_fair_one_on_its_cpu() {
+    let f = write(
+        "rt.json",
+        r#"{"tasks": {
+            "fair": {"loop": 1, "cpus": [0], "run": 20000},
+            "rt": {"loop": 1, "cpus": [0], "policy": "SCHED_FIFO", "priority": 50, "delay": 2000, "run": 3000}
+        }, "global": {"default_policy": "SCHED_OTHER"}}"#,
+    );
+    let t = write("rt.txt", "");
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &format!("rtapp:{f}"),
+        "--trace",
+        &t,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let wait = |comm: &str| -> f64 {
+        let l = out.lines().find(|l| l.starts_with(comm)).unwrap();
+        l.split("wait_max")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(wait("rt") < 0.05, "{out}");
+    assert!(wait("fair") >= 2.9, "{out}");
+    let trace = std::fs::read_to_string(&t).unwrap();
+    assert!(trace.contains("prev_comm=fair prev_pid=1000 prev_prio=120 prev_state=R+ ==> next_comm=rt next_pid=1001 next_prio=49"), "no preemption by prio 49");
+}

@@ -1,0 +1,369 @@
+//! Traces out (ftrace text, Chrome JSON) and in (perf script, ftrace),
+//! causal replay and its fidelity report, and bad trace input.
+
+use std::process::Command;
+
+fn schedlab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .output()
+        .expect("run schedlab");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn tmp(name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("schedlab-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name).display().to_string()
+}
+
+const PERF: &str = "tests/data/messaging-g1-l100.perf.txt";
+const FTRACE: &str = "tests/data/messaging-g1-l20.ftrace.txt";
+
+fn json(path: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn ftrace_export_is_well_formed_and_does_not_perturb_the_run() {
+    let t = tmp("p.txt");
+    let run = [
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "periodic:tasks=4,run=3ms,sleep=1ms",
+        "--duration",
+        "200ms",
+    ];
+    let (rc, plain, _) = schedlab(&run);
+    assert_eq!(rc, 0);
+    let (j1, j2) = (tmp("p1.json"), tmp("p2.json"));
+    let mut traced = run.to_vec();
+    traced.extend(["--trace", &t, "--trace-pelt", "1000", "--json", &j1]);
+    let (rc, out, err) = schedlab(&traced);
+    assert_eq!(rc, 0, "{err}");
+    let strip = |s: &str| {
+        s.lines()
+            .filter(|l| !l.contains("wall"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(strip(&plain), strip(&out), "tracing changed the simulation");
+    let text = std::fs::read_to_string(&t).unwrap();
+    assert!(text.starts_with("# tracer: nop\n"));
+    let mut switches = 0;
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        // `comm-pid [ccc] ffff ts: event: ...` with 4 flag characters.
+        let cpu_end = l.find("] ").expect(l) + 2;
+        let flags = &l[cpu_end..cpu_end + 4];
+        assert!(
+            flags.chars().all(|c| c.is_ascii_alphanumeric() || c == '.'),
+            "{l}"
+        );
+        assert_eq!(&l[cpu_end + 4..cpu_end + 5], " ", "{l}");
+        switches += l.contains(" sched_switch: ") as u64;
+    }
+    // Four tasks on two CPUs: ticks preempt them (R+), and they sleep (S).
+    assert!(text.contains("prev_state=R+ ==>"));
+    assert!(text.contains("prev_state=S ==>"));
+    for ev in ["sched_waking:", "sched_wakeup:", "sched_wakeup_new:"] {
+        assert!(text.contains(ev), "no {ev}");
+    }
+    assert!(text.contains("tracing_mark_write: C|0|cpu0 nr_running|"));
+    assert!(text.contains("tracing_mark_write: C|0|cpu1 util_avg|"));
+    assert!(text.contains(" util_avg|") && text.contains("|1000 load_avg|"));
+    // One sched_switch line per switch the kernel counted.
+    let (_, _, _) = schedlab(&[&run[..], &["--json", &j2]].concat());
+    assert_eq!(
+        switches,
+        json(&j2)["totals"]["rq_switches"].as_u64().unwrap()
+    );
+    assert!(switches > 100);
+}
+
+#[test]
+fn exported_trace_replays_to_the_same_work() {
+    let t = tmp("h.txt");
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "hackbench:groups=1,loops=30,ipc=pipe",
+        "--trace",
+        &t,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let j = tmp("h.json");
+    let (rc, out, err) = schedlab(&[
+        "replay",
+        &t,
+        "--machine",
+        "vm-2",
+        "--fidelity",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("# replay of"), "{out}");
+    let v = json(&j);
+    let w = &v["benchmark"]["replay"];
+    let f = &w["fidelity"];
+    assert!(f.is_object(), "{w}");
+    assert_eq!(f["tasks"].as_array().unwrap().len(), 41);
+    assert!(w["edges"].as_u64().unwrap() > 100, "{w}");
+    assert!(std::fs::read_to_string(&t)
+        .unwrap()
+        .contains("sched_process_fork:"));
+    // The replay runs the recorded CPU time again (plus its own syscall
+    // and wakeup costs): within 15 %.
+    let e = f["total"]["relative_error"]["runtime"].as_f64().unwrap();
+    assert!(e.abs() < 0.15, "runtime error {e}");
+}
+
+#[test]
+fn chrome_export_is_valid_json_with_cpu_slices_and_window() {
+    let t = tmp("c.json");
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "periodic:tasks=3,run=2ms,sleep=2ms",
+        "--duration",
+        "1s",
+        "--trace",
+        &t,
+        "--trace-format",
+        "chrome",
+        "--trace-window",
+        "200ms..300ms",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let v = json(&t);
+    let evs = v["traceEvents"].as_array().unwrap();
+    let xs: Vec<_> = evs
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["pid"] == 0)
+        .collect();
+    assert!(xs.len() > 20);
+    for x in &xs {
+        let ts = x["ts"].as_f64().unwrap();
+        let end = ts + x["dur"].as_f64().unwrap();
+        assert!(
+            (200_000.0..=300_000.0).contains(&ts) && end <= 300_000.0 + 1e-6,
+            "{x}"
+        );
+    }
+    assert!(evs.iter().any(|e| e["ph"] == "C"));
+}
+
+#[test]
+fn trace_window_keeps_only_its_range() {
+    let t = tmp("w.txt");
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "periodic:tasks=2,run=1ms,sleep=1ms",
+        "--duration",
+        "3s",
+        "--trace",
+        &t,
+        "--trace-window",
+        "2s..2.1s",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let text = std::fs::read_to_string(&t).unwrap();
+    let ts: Vec<f64> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            l.split("] ").nth(1).unwrap()[5..]
+                .trim_start()
+                .split(':')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(ts.len() > 100);
+    assert!(
+        ts.iter().all(|&s| (2.0..2.1).contains(&s)),
+        "{:?}",
+        &ts[..3]
+    );
+}
+
+/// The recorded numbers come from the file: switches are the sched_switch
+/// lines of replayed tasks, counted here independently.
+#[test]
+fn replays_a_recorded_perf_trace_with_fidelity() {
+    let j = tmp("r.json");
+    let (rc, out, err) = schedlab(&[
+        "replay",
+        PERF,
+        "--fidelity",
+        "--select",
+        "sched-messaging",
+        "--machine",
+        "vm-2",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let text = std::fs::read_to_string(PERF).unwrap();
+    let mut pids = std::collections::BTreeSet::new();
+    for l in text
+        .lines()
+        .filter(|l| l.contains("child_comm=sched-messaging"))
+    {
+        pids.insert(l.split("child_pid=").nth(1).unwrap().trim().to_string());
+    }
+    let switched_out = text
+        .lines()
+        .filter(|l| l.contains("sched_switch: prev_comm=sched-messaging "))
+        .filter(|l| {
+            pids.contains(
+                l.split("prev_pid=")
+                    .nth(1)
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap(),
+            )
+        })
+        .count() as u64;
+    let v = json(&j);
+    let f = &v["benchmark"]["replay"]["fidelity"]["total"];
+    assert_eq!(f["recorded"]["switches"].as_u64().unwrap(), switched_out);
+    assert!(out.contains("total"), "{out}");
+    assert_eq!(
+        v["benchmark"]["replay"]["tasks"].as_u64().unwrap() as usize,
+        pids.len()
+    );
+}
+
+#[test]
+fn replays_a_kernel_ftrace_file() {
+    let (rc, out, err) = schedlab(&[
+        "replay",
+        FTRACE,
+        "--select",
+        "sched-messaging",
+        "--machine",
+        "vm-2",
+        "-q",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("40 tasks"), "{out}");
+}
+
+#[test]
+fn bad_traces_exit_2_with_file_line_and_text() {
+    let text = std::fs::read_to_string(FTRACE).unwrap();
+    let cut = tmp("cut.txt");
+    let n = text.len() * 2 / 3;
+    let n = (n..text.len())
+        .find(|&i| text.as_bytes()[i] == b'=')
+        .unwrap();
+    std::fs::write(&cut, &text[..n]).unwrap();
+    let (rc, _, err) = schedlab(&["replay", &cut, "--machine", "vm-2"]);
+    assert_eq!(rc, 2, "{err}");
+    let nlines = text[..n].lines().count();
+    assert!(err.contains(&format!("cut.txt:{nlines}: ")), "{err}");
+
+    let mixed = tmp("mixed.txt");
+    let perf: String = std::fs::read_to_string(PERF)
+        .unwrap()
+        .lines()
+        .take(3)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let head: String = text.lines().take(20).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&mixed, format!("{head}{perf}")).unwrap();
+    let (rc, _, err) = schedlab(&["replay", &mixed, "--machine", "vm-2"]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("mixed.txt:") && err.contains("mixed trace"),
+        "{err}"
+    );
+
+    let garbled = tmp("garbled.txt");
+    std::fs::write(&garbled, "# tracer: nop\n  a-1 [000] d..2 1.0: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n\u{1}\u{2}zz[[\n").unwrap();
+    let (rc, _, err) = schedlab(&["replay", &garbled, "--machine", "vm-2"]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("garbled.txt:3: "), "{err}");
+}
+
+#[test]
+fn a_trace_without_wakeups_is_replayed_as_recorded_with_a_warning() {
+    let text = std::fs::read_to_string(FTRACE).unwrap();
+    let nowake: String = text
+        .lines()
+        .filter(|l| !l.contains("sched_wak"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let p = tmp("nowake.txt");
+    std::fs::write(&p, nowake).unwrap();
+    let (rc, out, err) = schedlab(&[
+        "replay",
+        &p,
+        "--machine",
+        "vm-2",
+        "-q",
+        "--select",
+        "sched-messaging",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("warning") && err.contains("recorded length"),
+        "{err}"
+    );
+    assert!(out.contains("0 wakeup edges"), "{out}");
+}
+
+/// A stand-in for the cargo-fuzz targets in fuzz/ (cargo-fuzz needs a
+/// nightly toolchain): truncated and byte-flipped traces and rt-app files
+/// give a result or an error, never a panic.
+#[test]
+fn parsers_survive_damaged_input() {
+    let inputs = [
+        std::fs::read_to_string(FTRACE).unwrap(),
+        std::fs::read_to_string(PERF).unwrap()[..20_000].to_string(),
+        std::fs::read_to_string("tests/data/rtapp-example.json").unwrap(),
+    ];
+    let mut seed = 12345u64;
+    for text in &inputs {
+        for i in 0..300 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut b = text.as_bytes().to_vec();
+            let at = (seed >> 33) as usize % b.len();
+            match i % 3 {
+                0 => b.truncate(at),
+                1 => b[at] = b"0 9:[]=>-.x{}\",\n"[(seed >> 20) as usize % 16],
+                _ => {
+                    b.insert(at, b'9');
+                    b.insert(at, b'9');
+                }
+            }
+            let t = String::from_utf8_lossy(&b);
+            if let Ok(r) = schedlab::trace::parse::parse("f", &t) {
+                let _ = schedlab::trace::replay::Replay::from_records("f", &r, &[], true);
+            }
+            let _ = schedlab::workload::rtapp::RtApp::from_text("f", &t);
+        }
+    }
+    let big =
+        "  a-1 [000] 99999999999999999999.5: sched_waking: comm=a pid=1 prio=120 target_cpu=000";
+    assert!(schedlab::trace::parse::parse("f", big).is_err());
+}
