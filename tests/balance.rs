@@ -1,6 +1,9 @@
 //! The load balancer, should_we_balance's switch, stress-ng's duty cycle and
 //! the command-line contract of issue 5.
 
+mod common;
+use common::schedlab;
+
 use schedlab::kernel::features::KernelConfig;
 use schedlab::kernel::preempt::{Cause, Req};
 use schedlab::kernel::task::Pid;
@@ -9,7 +12,6 @@ use schedlab::machine;
 use schedlab::workload::params::Params;
 use schedlab::workload::program::{Dist, Op};
 use schedlab::workload::{Builder, TaskSpec, Workload};
-use std::process::Command;
 use std::rc::Rc;
 
 const MS: u64 = 1_000_000;
@@ -114,18 +116,6 @@ fn stress_ng_duty_cycle_holds_its_load() {
         assert!((used - load).abs() < 3.0, "-l {load}: {used}% used");
         assert_eq!(r.fields["bogo_ops"], 2000);
     }
-}
-
-fn schedlab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .output()
-        .expect("run schedlab");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -1,18 +1,7 @@
 //! End-to-end checks of the command line: results, determinism and errors.
 
-use std::process::Command;
-
-fn schedlab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .output()
-        .expect("run schedlab");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::schedlab;
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("schedlab-test-{}", std::process::id()));

@@ -2,6 +2,9 @@
 //! library and the command line: timeouts, signals, the variants' done
 //! counting, interrupts-off time and the 16-bit waiter limit.
 
+mod common;
+use common::schedlab;
+
 use schedlab::kernel::completion::{CompletionVariant, SleepState, WaitHow};
 use schedlab::kernel::features::KernelConfig;
 use schedlab::kernel::irq::{Device, IrqAction};
@@ -10,7 +13,6 @@ use schedlab::kernel::Kernel;
 use schedlab::machine;
 use schedlab::workload::program::{Dist, Op};
 use schedlab::workload::{Builder, TaskSpec};
-use std::process::Command;
 use std::rc::Rc;
 
 const MS: u64 = 1_000_000;
@@ -209,18 +211,6 @@ fn vfork_parents_wait_for_the_child_to_exit() {
     let class = &k.completions.classes[0];
     assert_eq!(class.waiters[0] + class.no_waiter, 50);
     assert!(st.waits_slept > 0);
-}
-
-fn schedlab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .output()
-        .expect("run schedlab");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

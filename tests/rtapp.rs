@@ -1,19 +1,8 @@
 //! rt-app JSON import: a workload that runs as its events say, and errors
 //! that name the file, the line and the offending key.
 
-use std::process::Command;
-
-fn schedlab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .output()
-        .expect("run schedlab");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::schedlab;
 
 fn write(name: &str, text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("schedlab-rtapp-{}", std::process::id()));

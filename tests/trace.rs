@@ -1,19 +1,8 @@
 //! Traces out (ftrace text, Chrome JSON) and in (perf script, ftrace),
 //! causal replay and its fidelity report, and bad trace input.
 
-use std::process::Command;
-
-fn schedlab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .output()
-        .expect("run schedlab");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::schedlab;
 
 fn tmp(name: &str) -> String {
     let dir = std::env::temp_dir().join(format!("schedlab-trace-{}", std::process::id()));
