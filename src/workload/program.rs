@@ -843,17 +843,27 @@ impl Kernel {
         None
     }
 
+    /// fpost's compare-and-swap: flip futex `f` BLOCKED → RUNNING and pay
+    /// the FUTEX_WAKE syscall, moving to `phase` for the wake; None when
+    /// the word was already RUNNING (no syscall).
+    fn fpost_flip(&mut self, p: Pid, f: usize, phase: u8) -> Option<Action> {
+        if self.futexes[f].val != 0 {
+            return None;
+        }
+        self.futexes[f].val = 1;
+        self.tasks[p].prog.phase = phase;
+        Some(self.charge(p, self.machine.cost.syscall_ns, Point::MightSleep))
+    }
+
     /// fpost: phase 0 flips the word and pays the FUTEX_WAKE syscall if it
     /// was BLOCKED; phase 1 wakes.
     fn fpost(&mut self, p: Pid, cpu: usize, futex: usize) -> Option<Action> {
         if self.tasks[p].prog.phase == 0 {
-            if self.futexes[futex].val != 0 {
+            let posted = self.fpost_flip(p, futex, 1);
+            if posted.is_none() {
                 self.tasks[p].prog.advance();
-                return None;
             }
-            self.futexes[futex].val = 1;
-            self.tasks[p].prog.phase = 1;
-            return Some(self.charge(p, self.machine.cost.syscall_ns, Point::MightSleep));
+            return posted;
         }
         self.futex_store_wake(futex, 1, 1, cpu, p);
         self.tasks[p].prog.advance();
@@ -927,11 +937,8 @@ impl Kernel {
         }
         self.shm.pending(w).push_back(self.now);
         self.shm.stamp(w, 0, self.now);
-        let f = self.shm.futex_of[w];
-        if self.futexes[f].val == 0 {
-            self.futexes[f].val = 1;
-            self.tasks[p].prog.phase = 2;
-            return Some(self.charge(p, self.machine.cost.syscall_ns, Point::MightSleep));
+        if let Some(a) = self.fpost_flip(p, self.shm.futex_of[w], 2) {
+            return Some(a);
         }
         self.tasks[p].prog.progress += 1;
         self.shm.rr[list] += 1;
