@@ -20,7 +20,6 @@
 //! lock (balances are atomic in the simulation, so it is never contended).
 
 use super::core::Activity;
-use super::fair::FairEnv;
 use super::features::{Feature, KernelConfig};
 use super::preempt::{Cause, Req};
 use super::sched_domain::{
@@ -869,7 +868,9 @@ impl Kernel {
         if self.cfg.features.enabled(Feature::PlaceLag)
             && nr_failed == 0
             && self.rqs[env.dst].cfs.nr_queued > 0
-            && !self.rqs[env.src].cfs.entity_eligible(&self.tasks, p)
+            && !self
+                .cfs_rq(env.src, t.tg)
+                .entity_eligible(&self.ents(env.src), p)
         {
             return false;
         }
@@ -902,7 +903,7 @@ impl Kernel {
     /// running task.
     fn cfs_tasks_from_tail(&self, cpu: usize) -> Vec<Pid> {
         let rq = &self.rqs[cpu];
-        let mut v: Vec<Pid> = rq.cfs.tree.clone();
+        let mut v: Vec<Pid> = self.cfs_tasks(cpu);
         v.sort_by_key(|&p| {
             let queued = (self.tasks[p].stats.wait_start, 0);
             let head = self.lb.head_stamp.get(&p).copied().unwrap_or_default();
@@ -1029,7 +1030,7 @@ impl Kernel {
             let rq = &mut self.lb.rq[cpu];
             rq.max_idle_balance_cost = rq.max_idle_balance_cost.max(curr_cost);
             let cost = std::mem::take(&mut self.lb.cost_ns);
-            if let Some(&p) = self.rqs[cpu].cfs.tree.first() {
+            if let Some(&p) = self.cfs_tasks(cpu).first() {
                 self.tasks[p].overhead += cost;
             }
         } else if levels > 0 {
@@ -1171,14 +1172,7 @@ impl Kernel {
             return;
         };
         if Some(p) == running {
-            let env = FairEnv {
-                now: self.now,
-                base_slice: self.base_slice,
-                tick_ns: self.tick_ns,
-                feat: &self.cfg.features,
-                legacy: self.legacy_cfs,
-            };
-            self.rqs[cpu].cfs.put_prev_entity(&mut self.tasks, p, &env);
+            self.put_prev_task_fair(cpu, p);
         }
         self.lb.acting = cpu;
         self.migrate_to(p, cpu, target, true);
@@ -1217,11 +1211,9 @@ impl Kernel {
             return;
         }
         let bound = self.wasted_core_bound(cpu);
-        let waiting: Vec<Pid> = self.rqs[cpu]
-            .cfs
-            .tree
-            .iter()
-            .copied()
+        let waiting: Vec<Pid> = self
+            .cfs_tasks(cpu)
+            .into_iter()
             .filter(|&p| !self.tasks[p].se.sched_delayed && self.tasks[p].stats.wait_start > 0)
             .collect();
         let llc = self.machine.llc_cpus(self.machine.cpus[cpu].llc).to_vec();

@@ -3,9 +3,10 @@
 //! GENTLE_FAIR_SLEEPERS placement, check_preempt_tick and the wakeup
 //! granularity test. PELT and the rest of the class are shared with EEVDF.
 
-use super::fair::{CfsRq, FairEnv, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP};
+use super::fair::{
+    CfsRq, Ents, FairEnv, SeId, SeStore, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP,
+};
 use super::prio::{calc_delta, calc_delta_fair, scale_load_down, LoadWeight, WMULT_CONST};
-use super::task::{Pid, Task};
 
 /// sched_nr_latency: above this many tasks the period stretches.
 const SCHED_NR_LATENCY: u64 = 8;
@@ -54,8 +55,8 @@ impl CfsRq {
 
     /// sched_slice: the period shared by weight, counting `p` as queued if
     /// it is not yet, and at least min_granularity (BASE_SLICE).
-    pub fn sched_slice_legacy(&self, tasks: &[Task], p: Pid, tun: &CfsTunables) -> u64 {
-        let se = &tasks[p].se;
+    pub fn sched_slice_legacy(&self, s: &impl SeStore, p: SeId, tun: &CfsTunables) -> u64 {
+        let se = s.se(p);
         let mut nr = self.nr_queued as u64;
         let mut load = self.load;
         if !se.on_rq {
@@ -76,16 +77,15 @@ impl CfsRq {
     /// (GENTLE_FAIR_SLEEPERS) and never moves backwards. A task that moved
     /// CPUs keeps its vruntime relative to min_vruntime (`vlag` holds it,
     /// taken when it left; the kernel takes it when it migrates).
-    pub fn place_entity_legacy(&self, tasks: &mut [Task], p: Pid, flags: u32, env: &FairEnv) {
+    pub fn place_entity_legacy(&self, ents: &mut Ents, p: SeId, flags: u32, env: &FairEnv) {
         let Some(tun) = env.legacy else { return };
         let min = self.min_vruntime;
         if flags & ENQUEUE_INITIAL != 0 {
-            let vslice =
-                calc_delta_fair(self.sched_slice_legacy(tasks, p, &tun), &tasks[p].se.load);
-            tasks[p].se.vruntime = min + vslice as i64;
+            let vslice = calc_delta_fair(self.sched_slice_legacy(ents, p, &tun), &ents.se(p).load);
+            ents.se_mut(p).vruntime = min + vslice as i64;
             return;
         }
-        let se = &mut tasks[p].se;
+        let se = ents.se_mut(p);
         let mut v = se.vruntime;
         if flags & ENQUEUE_MIGRATED != 0 || flags & ENQUEUE_WAKEUP == 0 {
             v = min + se.vlag;
@@ -97,21 +97,21 @@ impl CfsRq {
     }
 
     /// Leaving the run queue: remember vruntime relative to min_vruntime.
-    pub fn dequeue_entity_legacy(&self, tasks: &mut [Task], p: Pid) {
-        let se = &mut tasks[p].se;
+    pub fn dequeue_entity_legacy(&self, ents: &mut Ents, p: SeId) {
+        let se = ents.se_mut(p);
         se.vlag = se.vruntime - self.min_vruntime;
     }
 
     /// pick_next_entity (v6.5, without buddies): the leftmost entity by
     /// vruntime, or curr if it is further left.
-    pub fn pick_legacy(&self, tasks: &[Task]) -> Option<Pid> {
+    pub fn pick_legacy(&self, s: &impl SeStore) -> Option<SeId> {
         let mut best = self
             .tree
             .iter()
             .copied()
-            .min_by_key(|&q| (tasks[q].se.vruntime, q));
-        if let Some(c) = self.curr.filter(|&c| tasks[c].se.on_rq) {
-            if best.is_none_or(|b| tasks[c].se.vruntime < tasks[b].se.vruntime) {
+            .min_by_key(|&q| (s.se(q).vruntime, q));
+        if let Some(c) = self.curr.filter(|&c| s.se(c).on_rq) {
+            if best.is_none_or(|b| s.se(c).vruntime < s.se(b).vruntime) {
                 best = Some(c);
             }
         }
@@ -121,10 +121,10 @@ impl CfsRq {
     /// check_preempt_tick: curr has run its ideal slice, or has run at
     /// least min_granularity and is more than a slice of vruntime ahead of
     /// the leftmost waiting entity.
-    pub fn check_preempt_tick(&self, tasks: &[Task], tun: &CfsTunables) -> bool {
+    pub fn check_preempt_tick(&self, s: &impl SeStore, tun: &CfsTunables) -> bool {
         let Some(c) = self.curr else { return false };
-        let se = &tasks[c].se;
-        let ideal = self.sched_slice_legacy(tasks, c, tun);
+        let se = s.se(c);
+        let ideal = self.sched_slice_legacy(s, c, tun);
         let ran = se.sum_exec_runtime - se.prev_sum_exec_runtime;
         if ran > ideal {
             return true;
@@ -136,20 +136,20 @@ impl CfsRq {
             .tree
             .iter()
             .copied()
-            .min_by_key(|&q| (tasks[q].se.vruntime, q))
+            .min_by_key(|&q| (s.se(q).vruntime, q))
         else {
             return false;
         };
-        let delta = se.vruntime - tasks[first].se.vruntime;
+        let delta = se.vruntime - s.se(first).vruntime;
         delta > ideal as i64
     }
 
     /// wakeup_preempt_entity == 1: curr is ahead of the wakee by more than
     /// the wakeup granularity in the wakee's virtual time.
-    pub fn wakeup_preempt_legacy(&self, tasks: &[Task], p: Pid, tun: &CfsTunables) -> bool {
+    pub fn wakeup_preempt_legacy(&self, s: &impl SeStore, p: SeId, tun: &CfsTunables) -> bool {
         let Some(c) = self.curr else { return false };
-        let vdiff = tasks[c].se.vruntime - tasks[p].se.vruntime;
-        let gran = calc_delta_fair(tun.wakeup_granularity, &tasks[p].se.load) as i64;
+        let vdiff = s.se(c).vruntime - s.se(p).vruntime;
+        let gran = calc_delta_fair(tun.wakeup_granularity, &s.se(p).load) as i64;
         vdiff > gran
     }
 }

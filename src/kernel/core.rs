@@ -3,12 +3,13 @@
 //! wake_up_new_task, and the CPU's execution of task segments.
 
 use super::fair::{
-    CfsRq, FairEnv, DEQUEUE_DELAYED, DEQUEUE_MIGRATING, DEQUEUE_SLEEP, ENQUEUE_INITIAL,
-    ENQUEUE_MIGRATED, ENQUEUE_WAKEUP,
+    CfsRq, DEQUEUE_MIGRATING, DEQUEUE_SLEEP, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP,
 };
+use super::fair_class::Dequeued;
 use super::pelt;
 use super::preempt::{Cause, Req, RqPreempt};
 use super::rt::RtRq;
+use super::task::Entity;
 use super::task::{Pid, TaskState};
 use super::Kernel;
 use crate::engine::{EventKind, Time};
@@ -63,7 +64,12 @@ pub struct Rq {
     pub curr: Option<Pid>,
     /// rq->nr_running: queued tasks, delayed ones included.
     pub nr_running: usize,
+    /// The root cfs_rq.
     pub cfs: CfsRq,
+    /// Each task group's cfs_rq and group entity on this CPU, by group id
+    /// (index 0, the root group, is unused).
+    pub gcfs: Vec<CfsRq>,
+    pub gse: Vec<Entity>,
     /// TIF_NEED_RESCHED of curr (or of the idle task).
     pub need_resched: bool,
     /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
@@ -95,6 +101,8 @@ impl Rq {
             curr: None,
             nr_running: 0,
             cfs: CfsRq::default(),
+            gcfs: vec![CfsRq::default()],
+            gse: vec![Entity::new(0)],
             need_resched: false,
             pre: RqPreempt::default(),
             rt: RtRq::default(),
@@ -113,19 +121,6 @@ impl Rq {
     pub fn is_idle(&self) -> bool {
         matches!(self.act, Activity::Idle { .. })
     }
-}
-
-/// Build the FairEnv for the current instant without borrowing all of self.
-macro_rules! env {
-    ($k:expr) => {
-        FairEnv {
-            now: $k.now,
-            base_slice: $k.base_slice,
-            tick_ns: $k.tick_ns,
-            feat: &$k.cfg.features,
-            legacy: $k.legacy_cfs,
-        }
-    };
 }
 
 impl Kernel {
@@ -380,9 +375,7 @@ impl Kernel {
                     }
                 }
                 Action::Yield => {
-                    let env = env!(self);
-                    let nr = self.rqs[cpu].nr_running;
-                    self.rqs[cpu].cfs.yield_task(&mut self.tasks, nr, &env);
+                    self.yield_task_fair(cpu, p);
                     self.rqs[cpu].cfs.resched_req = false;
                     if !self.schedule(cpu, SchedMode::Preempt) {
                         return;
@@ -480,8 +473,7 @@ impl Kernel {
 
     /// put_prev_task_fair for a fair prev that an RT task replaces.
     pub fn put_prev_fair(&mut self, cpu: usize, p: Pid) {
-        let env = env!(self);
-        self.rqs[cpu].cfs.put_prev_entity(&mut self.tasks, p, &env);
+        self.put_prev_task_fair(cpu, p);
     }
 
     /// try_to_block_task: dequeue a task that is going to sleep (possibly
@@ -493,10 +485,10 @@ impl Kernel {
             self.tasks[p].on_rq = false;
             return;
         }
-        let env = env!(self);
-        let rq = &mut self.rqs[cpu];
-        if rq.cfs.dequeue_task(&mut self.tasks, p, DEQUEUE_SLEEP, &env) {
-            rq.nr_running -= 1;
+        if let Dequeued::Done { counted } = self.dequeue_task_fair(cpu, p, DEQUEUE_SLEEP) {
+            if counted {
+                self.rqs[cpu].nr_running -= 1;
+            }
             self.tasks[p].on_rq = false;
         }
     }
@@ -513,52 +505,38 @@ impl Kernel {
             if let Some(n) = self.pick_next_rt(cpu, prev) {
                 return Some(n);
             }
-            let env = env!(self);
-            let rq = &mut self.rqs[cpu];
-            if rq.cfs.nr_queued == 0 {
-                if let Some(p) = prev.filter(|_| rq.cfs.curr.is_some()) {
-                    rq.cfs.put_prev_entity(&mut self.tasks, p, &env);
+            let next = match self.rqs[cpu].cfs.nr_queued {
+                0 => None,
+                _ => self.pick_task_fair(cpu),
+            };
+            let Some(next) = next else {
+                if let Some(p) = prev.filter(|_| self.rqs[cpu].cfs.curr.is_some()) {
+                    self.put_prev_task_fair(cpu, p);
                 }
                 if self.newidle_balance(cpu) {
                     continue;
                 }
                 return None;
-            }
-            if rq.cfs.curr.is_some_and(|c| self.tasks[c].se.on_rq) {
-                rq.cfs.update_curr(&mut self.tasks, &env);
-            }
-            let se = rq.cfs.pick_eevdf(&self.tasks, &env)?;
-            if self.tasks[se].se.sched_delayed {
-                rq.cfs
-                    .dequeue_task(&mut self.tasks, se, DEQUEUE_SLEEP | DEQUEUE_DELAYED, &env);
-                rq.nr_running -= 1;
-                self.tasks[se].on_rq = false;
-                continue;
-            }
-            if Some(se) != prev {
-                if let Some(p) = prev.filter(|_| rq.cfs.curr.is_some()) {
-                    rq.cfs.put_prev_entity(&mut self.tasks, p, &env);
-                }
-                rq.cfs.set_next_entity(&mut self.tasks, se, &env);
-            }
-            return Some(se);
+            };
+            self.put_prev_set_next_fair(cpu, prev, next);
+            return Some(next);
         }
     }
 
     /// activate_task on `cpu` and check whether the new arrival preempts.
     fn activate_task(&mut self, cpu: usize, p: Pid, flags: u32) {
-        if self.is_rt(p) {
+        let counted = if self.is_rt(p) {
             self.enqueue_rt(cpu, p, false);
+            true
         } else {
-            let env = env!(self);
-            self.rqs[cpu]
-                .cfs
-                .enqueue_task(&mut self.tasks, p, flags, &env);
+            self.enqueue_task_fair(cpu, p, flags)
+        };
+        if counted {
+            let rq = &mut self.rqs[cpu];
+            rq.nr_running += 1;
+            // add_nr_running: a second task marks the root domain overloaded.
+            self.lb.rd_overloaded |= rq.nr_running == 2;
         }
-        let rq = &mut self.rqs[cpu];
-        rq.nr_running += 1;
-        // add_nr_running: a second task marks the root domain overloaded.
-        self.lb.rd_overloaded |= rq.nr_running == 2;
         let t = &mut self.tasks[p];
         t.on_rq = true;
         t.cpu = cpu;
@@ -574,14 +552,12 @@ impl Kernel {
         if !self.fair_wakeup_may_preempt(cpu, p) {
             return;
         }
-        let env = env!(self);
-        let rq = &mut self.rqs[cpu];
-        let preempt = match rq.curr {
+        let preempt = match self.rqs[cpu].curr {
             None => true,
-            Some(_) if rq.need_resched => return,
-            Some(_) => rq.cfs.check_preempt_wakeup(&mut self.tasks, p, &env),
+            Some(_) if self.rqs[cpu].need_resched => return,
+            Some(c) => self.check_preempt_wakeup_fair(cpu, c, p),
         };
-        let requested = std::mem::take(&mut rq.cfs.resched_req);
+        let requested = std::mem::take(&mut self.rqs[cpu].cfs.resched_req);
         let cause = if preempt { Cause::Wakeup } else { Cause::Tick };
         if preempt || requested {
             self.resched_curr_lazy(cpu, from, Req::Fair, cause);
@@ -615,8 +591,7 @@ impl Kernel {
             let cpu = t.cpu;
             self.count_ttwu(p, cpu, from);
             self.charge_rq_lock(cpu, from, waker);
-            let env = env!(self);
-            self.rqs[cpu].cfs.requeue_delayed(&mut self.tasks, p, &env);
+            self.requeue_delayed_task(cpu, p);
             self.tasks[p].stats.wait_start = self.now;
             self.trace_wakeup(p, cpu, from);
             if self.rqs[cpu].curr != Some(p) {
@@ -676,26 +651,33 @@ impl Kernel {
     fn set_task_cpu(&mut self, p: Pid, cpu: usize) {
         let old = self.tasks[p].cpu;
         self.trace_migrate(p, old, cpu);
+        self.remove_entity_load_avg(p, old);
         let t = &mut self.tasks[p];
-        let w = t.se.load.unscaled();
-        self.rqs[old].cfs.remove_entity_load_avg(&mut t.se.avg, w);
         t.cpu = cpu;
         t.stats.nr_migrations += 1;
         self.stats.cpu_migrations += 1;
     }
 
+    /// remove_entity_load_avg from the task's cfs_rq on `cpu`.
+    fn remove_entity_load_avg(&mut self, p: Pid, cpu: usize) {
+        let t = &self.tasks[p];
+        let (w, tg, mut avg) = (t.se.load.unscaled(), t.tg, t.se.avg);
+        self.cfs_rq_mut(cpu, tg).remove_entity_load_avg(&mut avg, w);
+        self.tasks[p].se.avg = avg;
+    }
+
     /// Move a queued, not running task between run queues (detach_task +
     /// attach_task of the load balancer).
     pub fn move_queued_task(&mut self, p: Pid, src: usize, dst: usize) {
-        let env = env!(self);
-        if self.is_rt(p) {
+        let counted = if self.is_rt(p) {
             self.rqs[src].rt.queue.retain(|&q| q != p);
+            true
         } else {
-            self.rqs[src]
-                .cfs
-                .dequeue_task(&mut self.tasks, p, DEQUEUE_MIGRATING, &env);
+            self.dequeue_task_fair(src, p, DEQUEUE_MIGRATING) == (Dequeued::Done { counted: true })
+        };
+        if counted {
+            self.rqs[src].nr_running -= 1;
         }
-        self.rqs[src].nr_running -= 1;
         self.rqs[src].cfs.resched_req = false;
         self.trace_migrate(p, src, dst);
         let t = &mut self.tasks[p];
@@ -777,8 +759,9 @@ impl Kernel {
         let cpu = self.select_task_rq_fork(p, parent_cpu);
         self.tasks[p].cpu = cpu;
         let cap = self.machine.cpus[cpu].capacity as u64;
-        let cfs = &mut self.rqs[cpu].cfs;
-        cfs.update_cfs_rq_load_avg(self.now);
+        let now = self.clock_pelt(cpu);
+        let cfs = self.cfs_rq_mut(cpu, self.tasks[p].tg);
+        cfs.update_cfs_rq_load_avg(now);
         let (util, load) = (cfs.avg.util_avg, cfs.avg.load_avg);
         pelt::post_init_entity_util_avg(&mut self.tasks[p].se.avg, cap, util, load, w);
         self.tasks[p].se.avg.last_update_time = 0;
@@ -793,12 +776,13 @@ impl Kernel {
     pub fn on_tick(&mut self, cpu: usize) {
         self.tick_upgrade_lazy(cpu);
         self.task_tick_rt(cpu);
-        let env = env!(self);
-        let rq = &mut self.rqs[cpu];
-        if rq.curr.is_some() {
-            rq.cfs.entity_tick(&mut self.tasks, &env);
+        if let Some(p) = self.rqs[cpu]
+            .curr
+            .filter(|_| self.rqs[cpu].cfs.curr.is_some())
+        {
+            self.task_tick_fair(cpu, p);
         }
-        let resched = std::mem::take(&mut rq.cfs.resched_req);
+        let resched = std::mem::take(&mut self.rqs[cpu].cfs.resched_req);
         self.events
             .push(self.now + self.tick_ns, EventKind::Tick, cpu);
         if resched {
@@ -834,9 +818,7 @@ impl Kernel {
         self.trace_exit(p);
         self.tasks[p].state = TaskState::Dead;
         self.alive -= 1;
-        let t = &mut self.tasks[p];
-        let w = t.se.load.unscaled();
-        self.rqs[cpu].cfs.remove_entity_load_avg(&mut t.se.avg, w);
+        self.remove_entity_load_avg(p, cpu);
         if let Some(f) = self.tasks[p].clear_child_tid {
             self.futex_store_wake(f, 0, 1, cpu, p);
         }

@@ -1,17 +1,21 @@
-//! The EEVDF fair class (kernel/sched/fair.c, v6.15): virtual runtime,
-//! the weighted average V, lag, eligibility, virtual deadlines, placement,
-//! the pick, wakeup preemption, delayed dequeue and the per-entity PELT hooks.
+//! The EEVDF fair class (kernel/sched/fair.c, v6.15), one cfs_rq at a time:
+//! virtual runtime, the weighted average V, lag, eligibility, virtual
+//! deadlines, placement, the pick, wakeup preemption, delayed dequeue,
+//! reweighting and the per-entity PELT hooks, including the task-group parts
+//! (group entity propagation, tg->load_avg, group shares).
 //!
-//! All arithmetic follows the kernel's integer forms. The run queue holds the
+//! All arithmetic follows the kernel's integer forms. A run queue holds its
 //! queued entities in a vector in insertion order: a pick scans it for the
 //! earliest eligible deadline, which gives the same result as the kernel's
 //! augmented rb-tree walk (ties go to the earlier insertion, as rb_add does).
+//! Entities are tasks or group entities (see [`SeId`]); the walks up and
+//! down the hierarchy live in `fair_class.rs`.
 
 use super::cfs_legacy::CfsTunables;
 use super::features::{Feature, Features};
 use super::pelt::{self, RemovedLoad, SchedAvg};
-use super::prio::{calc_delta_fair, scale_load_down};
-use super::task::{Pid, Task};
+use super::prio::{calc_delta_fair, scale_load_down, LoadWeight};
+use super::task::{Entity, Task};
 
 /// Enqueue flags (ENQUEUE_*), the subset the model passes.
 pub const ENQUEUE_WAKEUP: u32 = 0x01;
@@ -21,6 +25,8 @@ pub const ENQUEUE_INITIAL: u32 = 0x80;
 pub const DEQUEUE_SLEEP: u32 = 0x01;
 pub const DEQUEUE_MIGRATING: u32 = 0x100;
 pub const DEQUEUE_DELAYED: u32 = 0x200;
+/// DEQUEUE_SPECIAL: never delay (throttling uses it).
+pub const DEQUEUE_SPECIAL: u32 = 0x10000;
 
 /// update_load_avg flags.
 const UPDATE_TG: u32 = 0x1;
@@ -28,11 +34,74 @@ const SKIP_AGE_LOAD: u32 = 0x2;
 const DO_ATTACH: u32 = 0x4;
 const DO_DETACH: u32 = 0x8;
 
+/// MIN_SHARES: the smallest weight a group entity gets (unscaled on purpose).
+pub const MIN_SHARES: u64 = 2;
+
+/// A scheduling entity: a task (its pid) or the entity of task group `tg`
+/// on one CPU (`GROUP_SE + tg`).
+pub type SeId = usize;
+/// Group entities are numbered after every possible pid.
+pub const GROUP_SE: SeId = 1 << 40;
+
+/// The task group whose entity `se` is, or None for a task.
+pub fn se_group(se: SeId) -> Option<usize> {
+    se.checked_sub(GROUP_SE)
+}
+
+/// Read access to entities.
+pub trait SeStore {
+    fn se(&self, id: SeId) -> &Entity;
+}
+
+/// The entities of one CPU: all tasks and this CPU's group entities.
+pub struct Ents<'a> {
+    pub tasks: &'a mut [Task],
+    pub groups: &'a mut [Entity],
+}
+
+impl Ents<'_> {
+    #[inline]
+    pub fn se_mut(&mut self, id: SeId) -> &mut Entity {
+        match se_group(id) {
+            None => &mut self.tasks[id].se,
+            Some(g) => &mut self.groups[g],
+        }
+    }
+}
+
+impl SeStore for Ents<'_> {
+    #[inline]
+    fn se(&self, id: SeId) -> &Entity {
+        match se_group(id) {
+            None => &self.tasks[id].se,
+            Some(g) => &self.groups[g],
+        }
+    }
+}
+
+/// Read-only entities of one CPU.
+pub struct EntsRef<'a> {
+    pub tasks: &'a [Task],
+    pub groups: &'a [Entity],
+}
+
+impl SeStore for EntsRef<'_> {
+    #[inline]
+    fn se(&self, id: SeId) -> &Entity {
+        match se_group(id) {
+            None => &self.tasks[id].se,
+            Some(g) => &self.groups[g],
+        }
+    }
+}
+
 /// What the fair class needs from the rest of the kernel for one call.
 pub struct FairEnv<'a> {
-    /// rq_clock_task (also the PELT clock: all modelled CPUs run at full
-    /// capacity and frequency, so clock_pelt == clock_task).
+    /// rq_clock_task.
     pub now: u64,
+    /// rq_clock_pelt: clock_task scaled by the CPU's capacity while busy
+    /// (equal to `now` on full-capacity CPUs).
+    pub now_pelt: u64,
     /// sysctl_sched_base_slice after boot scaling.
     pub base_slice: u64,
     pub tick_ns: u64,
@@ -41,16 +110,38 @@ pub struct FairEnv<'a> {
     pub legacy: Option<CfsTunables>,
 }
 
-/// struct cfs_rq (the root one: task groups are not modelled yet).
+/// When a group entity is operated on: its own cfs_rq (se->my_q) and its
+/// task group's shares and tg->load_avg, for propagation and reweighting.
+pub struct GroupCtx<'a> {
+    pub my_q: &'a mut CfsRq,
+    /// tg->shares (scaled).
+    pub shares: u64,
+    /// tg->load_avg.
+    pub tg_load_avg: i64,
+}
+
+/// PELT overhead counters of one cfs_rq.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PeltCounters {
+    pub update_load_avg_calls: u64,
+    pub tg_load_avg_updates: u64,
+    pub propagations: u64,
+}
+
+/// struct cfs_rq: the root one of a CPU or a task group's on one CPU.
 #[derive(Clone, Debug, Default)]
 pub struct CfsRq {
+    /// The task group this cfs_rq belongs to (0 = the root group).
+    pub tg: usize,
     /// Queued entities other than curr, in insertion order.
-    pub tree: Vec<Pid>,
-    pub curr: Option<Pid>,
+    pub tree: Vec<SeId>,
+    pub curr: Option<SeId>,
     /// Σ scaled weights of queued entities, curr included.
     pub load: u64,
     pub nr_queued: usize,
-    /// Queued and not delayed.
+    /// Tasks queued below this cfs_rq (h_nr_queued), and those of them not
+    /// delayed (h_nr_runnable).
+    pub h_nr_queued: usize,
     pub h_nr_runnable: usize,
     pub min_vruntime: i64,
     /// Σ (v_i − min_vruntime)·w_i over the tree.
@@ -63,50 +154,85 @@ pub struct CfsRq {
     pub removed: RemovedLoad,
     /// resched_curr_lazy was requested by update_curr; the core drains it.
     pub resched_req: bool,
+    /// This cfs_rq's share of tg->load_avg, when it last changed, and the
+    /// change not yet applied to the task group (the caller adds it).
+    pub tg_load_avg_contrib: u64,
+    pub last_update_tg_load_avg: u64,
+    pub tg_load_delta: i64,
+    /// Load changes to pass up to the parent's group entity.
+    pub propagate: bool,
+    pub prop_runnable_sum: i64,
+    pub pelt_stats: PeltCounters,
+    /// CFS bandwidth: runtime left in this CPU's slice of the quota.
+    pub runtime_enabled: bool,
+    pub runtime_remaining: i64,
+    pub throttled: bool,
+    /// This cfs_rq or an ancestor is throttled (its PELT clock stops).
+    pub throttle_count: u32,
+    pub throttled_clock_pelt: u64,
+    pub throttled_clock_pelt_time: u64,
+    /// task_h_load's cached hierarchical load and when it was computed.
+    pub h_load: u64,
+    pub last_h_load_update: u64,
 }
 
-fn weight(t: &Task) -> i64 {
-    scale_load_down(t.se.load.weight) as i64
+fn weight(se: &Entity) -> i64 {
+    scale_load_down(se.load.weight) as i64
 }
 
 impl CfsRq {
-    fn key(&self, t: &Task) -> i64 {
-        t.se.vruntime - self.min_vruntime
+    pub fn new(tg: usize) -> Self {
+        CfsRq {
+            tg,
+            ..Default::default()
+        }
+    }
+
+    fn key(&self, se: &Entity) -> i64 {
+        se.vruntime - self.min_vruntime
+    }
+
+    /// cfs_rq_clock_pelt: the rq's PELT clock less the time spent throttled.
+    pub fn clock_pelt(&self, now_pelt: u64) -> u64 {
+        if self.throttle_count > 0 {
+            return self.throttled_clock_pelt - self.throttled_clock_pelt_time;
+        }
+        now_pelt - self.throttled_clock_pelt_time
     }
 
     /// avg_vruntime_add + __enqueue_entity
-    fn tree_insert(&mut self, tasks: &[Task], p: Pid) {
-        let t = &tasks[p];
-        self.avg_vruntime += self.key(t) * weight(t);
-        self.avg_load += weight(t);
+    fn tree_insert(&mut self, s: &impl SeStore, id: SeId) {
+        let se = s.se(id);
+        self.avg_vruntime += self.key(se) * weight(se);
+        self.avg_load += weight(se);
         self.tree_min_vruntime = Some(
             self.tree_min_vruntime
-                .map_or(t.se.vruntime, |m| m.min(t.se.vruntime)),
+                .map_or(se.vruntime, |m| m.min(se.vruntime)),
         );
-        self.tree.push(p);
+        self.tree.push(id);
     }
 
     /// avg_vruntime_sub + __dequeue_entity
-    fn tree_remove(&mut self, tasks: &[Task], p: Pid) {
-        let t = &tasks[p];
-        self.avg_vruntime -= self.key(t) * weight(t);
-        self.avg_load -= weight(t);
-        if let Some(i) = self.tree.iter().position(|&q| q == p) {
+    fn tree_remove(&mut self, s: &impl SeStore, id: SeId) {
+        let se = s.se(id);
+        self.avg_vruntime -= self.key(se) * weight(se);
+        self.avg_load -= weight(se);
+        if let Some(i) = self.tree.iter().position(|&q| q == id) {
             self.tree.remove(i);
         }
-        if self.tree_min_vruntime == Some(t.se.vruntime) {
-            self.tree_min_vruntime = self.tree.iter().map(|&q| tasks[q].se.vruntime).min();
+        if self.tree_min_vruntime == Some(se.vruntime) {
+            self.tree_min_vruntime = self.tree.iter().map(|&q| s.se(q).vruntime).min();
         }
     }
 
-    fn curr_on_rq<'a>(&self, tasks: &'a [Task]) -> Option<&'a Task> {
-        self.curr.map(|c| &tasks[c]).filter(|t| t.se.on_rq)
+    fn curr_on_rq<'a>(&self, s: &'a impl SeStore) -> Option<&'a Entity> {
+        self.curr.map(|c| s.se(c)).filter(|se| se.on_rq)
     }
 
     /// The numerator and denominator of V − min_vruntime, curr included.
-    fn avg_parts(&self, tasks: &[Task]) -> (i64, i64) {
+    fn avg_parts(&self, s: &impl SeStore) -> (i64, i64) {
         let (mut avg, mut load) = (self.avg_vruntime, self.avg_load);
-        if let Some(c) = self.curr_on_rq(tasks) {
+        if let Some(c) = self.curr_on_rq(s) {
             avg += self.key(c) * weight(c);
             load += weight(c);
         }
@@ -114,8 +240,8 @@ impl CfsRq {
     }
 
     /// avg_vruntime: V, rounded towards −∞ (a left bias, as the kernel does).
-    pub fn avg_vruntime(&self, tasks: &[Task]) -> i64 {
-        let (mut avg, load) = self.avg_parts(tasks);
+    pub fn avg_vruntime(&self, s: &impl SeStore) -> i64 {
+        let (mut avg, load) = self.avg_parts(s);
         if load != 0 {
             if avg < 0 {
                 avg -= load - 1;
@@ -131,14 +257,14 @@ impl CfsRq {
     }
 
     /// entity_eligible
-    pub fn entity_eligible(&self, tasks: &[Task], p: Pid) -> bool {
-        self.vruntime_eligible(self.avg_parts(tasks), tasks[p].se.vruntime)
+    pub fn entity_eligible(&self, s: &impl SeStore, id: SeId) -> bool {
+        self.vruntime_eligible(self.avg_parts(s), s.se(id).vruntime)
     }
 
     /// update_min_vruntime (v6.15: a monotonic reference that rebases the sum).
-    fn update_min_vruntime(&mut self, tasks: &[Task]) {
+    fn update_min_vruntime(&mut self, s: &impl SeStore) {
         let mut v = self.min_vruntime;
-        let curr = self.curr_on_rq(tasks).map(|c| c.se.vruntime);
+        let curr = self.curr_on_rq(s).map(|c| c.vruntime);
         if let Some(c) = curr {
             v = c;
         }
@@ -153,25 +279,25 @@ impl CfsRq {
     }
 
     /// update_entity_lag: vlag = V − v, clamped to ± one slice (or tick).
-    fn update_entity_lag(&self, tasks: &mut [Task], p: Pid, env: &FairEnv) {
-        let v = self.avg_vruntime(tasks);
-        let se = &mut tasks[p].se;
+    fn update_entity_lag(&self, ents: &mut Ents, id: SeId, env: &FairEnv) {
+        let v = self.avg_vruntime(ents);
+        let se = ents.se_mut(id);
         let limit = calc_delta_fair((2 * se.slice).max(env.tick_ns), &se.load) as i64;
         se.vlag = (v - se.vruntime).clamp(-limit, limit);
     }
 
     /// place_entity
-    fn place_entity(&self, tasks: &mut [Task], p: Pid, flags: u32, env: &FairEnv) {
+    fn place_entity(&self, ents: &mut Ents, id: SeId, flags: u32, env: &FairEnv) {
         if env.legacy.is_some() {
-            return self.place_entity_legacy(tasks, p, flags, env);
+            return self.place_entity_legacy(ents, id, flags, env);
         }
-        let v = self.avg_vruntime(tasks);
+        let v = self.avg_vruntime(ents);
         let mut load = self.avg_load;
-        if let Some(c) = self.curr_on_rq(tasks) {
+        if let Some(c) = self.curr_on_rq(ents) {
             load += weight(c);
         }
-        let w = weight(&tasks[p]);
-        let se = &mut tasks[p].se;
+        let se = ents.se_mut(id);
+        let w = weight(se);
         se.slice = env.base_slice;
         let mut vslice = calc_delta_fair(se.slice, &se.load) as i64;
         let mut lag = 0i64;
@@ -193,12 +319,12 @@ impl CfsRq {
     }
 
     /// update_curr: charge the running entity's execution, advance its
-    /// vruntime and deadline, and request a lazy resched when its request is
-    /// used up or it lost protection to a shorter-slice wakee. Returns the
-    /// nanoseconds charged.
-    pub fn update_curr(&mut self, tasks: &mut [Task], env: &FairEnv) -> u64 {
+    /// vruntime and deadline, spend the group's bandwidth, and request a
+    /// lazy resched when its request is used up or it lost protection to a
+    /// shorter-slice wakee. Returns the nanoseconds charged.
+    pub fn update_curr(&mut self, ents: &mut Ents, env: &FairEnv) -> u64 {
         let Some(c) = self.curr else { return 0 };
-        let se = &mut tasks[c].se;
+        let se = ents.se_mut(c);
         let delta = env.now as i64 - se.exec_start as i64;
         if delta <= 0 {
             return 0;
@@ -208,45 +334,138 @@ impl CfsRq {
         se.sum_exec_runtime += delta;
         se.vruntime += calc_delta_fair(delta, &se.load) as i64;
         let resched = env.legacy.is_none() && update_deadline(se, env);
-        self.update_min_vruntime(tasks);
-        if self.nr_queued > 1 && (resched || self.did_preempt_short(tasks, c, env)) {
+        self.update_min_vruntime(ents);
+        if self.runtime_enabled {
+            // account_cfs_rq_runtime; the caller refills or throttles.
+            self.runtime_remaining -= delta as i64;
+        }
+        if self.nr_queued > 1 && (resched || self.did_preempt_short(ents, c, env)) {
             self.resched_req = true;
         }
         delta
     }
 
     /// did_preempt_short: curr lost its protection and is no longer eligible.
-    fn did_preempt_short(&self, tasks: &[Task], c: Pid, env: &FairEnv) -> bool {
+    fn did_preempt_short(&self, s: &impl SeStore, c: SeId, env: &FairEnv) -> bool {
         if !env.feat.enabled(Feature::PreemptShort) || env.legacy.is_some() {
             return false;
         }
-        let se = &tasks[c].se;
+        let se = s.se(c);
         if se.vlag == se.deadline {
             return false;
         }
-        !self.entity_eligible(tasks, c)
+        !self.entity_eligible(s, c)
     }
 
-    /// update_load_avg for a task entity and this cfs_rq.
-    fn update_load_avg(&mut self, tasks: &mut [Task], p: Pid, flags: u32, env: &FairEnv) {
-        let running = self.curr == Some(p);
-        let se = &mut tasks[p].se;
+    /// update_load_avg: age the entity and this cfs_rq, take up a child
+    /// group's propagated changes, attach or detach, and pass the change to
+    /// the task group's load.
+    fn update_load_avg(
+        &mut self,
+        ents: &mut Ents,
+        id: SeId,
+        g: Option<&mut GroupCtx>,
+        flags: u32,
+        env: &FairEnv,
+    ) {
+        self.pelt_stats.update_load_avg_calls += 1;
+        let now = self.clock_pelt(env.now_pelt);
+        let running = self.curr == Some(id);
+        let se = ents.se_mut(id);
         let w = scale_load_down(se.load.weight);
         if se.avg.last_update_time != 0 && flags & SKIP_AGE_LOAD == 0 {
-            let on_rq = se.on_rq;
-            let runnable = on_rq && !se.sched_delayed;
-            pelt::update_se(env.now, &mut se.avg, w, on_rq, runnable, running);
+            // se_runnable: a group entity counts its runnable tasks.
+            let runnable = if se.sched_delayed {
+                0
+            } else if se_group(id).is_some() {
+                se.runnable_weight
+            } else {
+                se.on_rq as u64
+            };
+            pelt::update_load_avg_se(now, &mut se.avg, w, se.on_rq, runnable, running);
         }
-        self.update_cfs_rq_load_avg(env.now);
+        let mut decayed = self.update_cfs_rq_load_avg_at(now);
+        if let Some(g) = g {
+            decayed |= self.propagate_entity_load_avg(&mut se.avg, w, g);
+        }
         if se.avg.last_update_time == 0 && flags & DO_ATTACH != 0 {
             pelt::attach_entity(&mut self.avg, &mut se.avg, w);
+            self.add_tg_cfs_propagate(se.avg.load_sum as i64);
+            self.update_tg_load_avg(env);
         } else if flags & DO_DETACH != 0 {
             pelt::detach_entity(&mut self.avg, &se.avg, w);
+            self.add_tg_cfs_propagate(-(se.avg.load_sum as i64));
+            self.update_tg_load_avg(env);
+        } else if decayed && flags & UPDATE_TG != 0 {
+            self.update_tg_load_avg(env);
         }
     }
 
-    /// update_cfs_rq_load_avg: fold in removed load, then age the cfs_rq.
-    pub fn update_cfs_rq_load_avg(&mut self, now: u64) -> bool {
+    /// add_tg_cfs_propagate
+    fn add_tg_cfs_propagate(&mut self, runnable_sum: i64) {
+        self.propagate = true;
+        self.prop_runnable_sum += runnable_sum;
+    }
+
+    /// propagate_entity_load_avg: copy a child group's util and runnable
+    /// into its entity and re-derive the entity's load, adjusting this
+    /// cfs_rq by the differences.
+    fn propagate_entity_load_avg(&mut self, se: &mut SchedAvg, w: u64, g: &mut GroupCtx) -> bool {
+        let gcfs = &mut *g.my_q;
+        if !gcfs.propagate {
+            return false;
+        }
+        gcfs.propagate = false;
+        self.add_tg_cfs_propagate(gcfs.prop_runnable_sum);
+        pelt::update_tg_cfs_util(&mut self.avg, se, &gcfs.avg);
+        pelt::update_tg_cfs_runnable(&mut self.avg, se, &gcfs.avg);
+        let gload = scale_load_down(gcfs.load);
+        pelt::update_tg_cfs_load(
+            &mut self.avg,
+            se,
+            w,
+            &gcfs.avg,
+            gload,
+            gcfs.prop_runnable_sum,
+        );
+        gcfs.prop_runnable_sum = 0;
+        self.pelt_stats.propagations += 1;
+        true
+    }
+
+    /// update_tg_load_avg: publish this cfs_rq's load to tg->load_avg. With
+    /// TG_LOAD_AVG_FILTER (the kernel's behaviour) at most once per ms and
+    /// only when it moved by more than 1/64; without it, on every change.
+    fn update_tg_load_avg(&mut self, env: &FairEnv) {
+        if self.tg == 0 {
+            return;
+        }
+        let filter = env.feat.enabled(Feature::TgLoadAvgFilter);
+        if filter && env.now.saturating_sub(self.last_update_tg_load_avg) < 1_000_000 {
+            return;
+        }
+        let delta = self.avg.load_avg as i64 - self.tg_load_avg_contrib as i64;
+        let publish = if filter {
+            delta.unsigned_abs() > self.tg_load_avg_contrib / 64
+        } else {
+            delta != 0
+        };
+        if publish {
+            self.tg_load_delta += delta;
+            self.tg_load_avg_contrib = self.avg.load_avg;
+            self.last_update_tg_load_avg = env.now;
+            self.pelt_stats.tg_load_avg_updates += 1;
+        }
+    }
+
+    /// update_cfs_rq_load_avg at `now` on this cfs_rq's PELT clock: fold in
+    /// removed load (passing it up as a negative propagation), then age.
+    fn update_cfs_rq_load_avg_at(&mut self, now: u64) -> bool {
+        if self.removed.nr > 0 {
+            let divider = pelt::pelt_divider(&self.avg);
+            let r = (self.removed.runnable_avg * divider) as i64;
+            self.add_tg_cfs_propagate(-r >> pelt::SCHED_CAPACITY_SHIFT);
+        }
         pelt::update_cfs_rq_load_avg(
             now,
             &mut self.avg,
@@ -255,6 +474,12 @@ impl CfsRq {
             self.h_nr_runnable as u64,
             self.curr.is_some(),
         )
+    }
+
+    /// update_cfs_rq_load_avg from outside the fair class (load balancer,
+    /// wakeup placement): `now_pelt` is the rq's PELT clock.
+    pub fn update_cfs_rq_load_avg(&mut self, now_pelt: u64) -> bool {
+        self.update_cfs_rq_load_avg_at(self.clock_pelt(now_pelt))
     }
 
     /// remove_entity_load_avg: a task leaves this cfs_rq while not queued
@@ -266,80 +491,164 @@ impl CfsRq {
         se.last_update_time = 0;
     }
 
+    /// update_cfs_group: a group entity's weight follows its share of the
+    /// group's load (calc_group_shares); an empty group keeps its weight.
+    fn update_cfs_group(&mut self, ents: &mut Ents, id: SeId, g: Option<&GroupCtx>, env: &FairEnv) {
+        let Some(g) = g else { return };
+        if g.my_q.load == 0 || g.my_q.throttle_count > 0 {
+            return;
+        }
+        let shares = calc_group_shares(g.my_q, g.shares, g.tg_load_avg);
+        if ents.se(id).load.weight != shares {
+            self.reweight_entity(ents, id, shares, env);
+        }
+    }
+
+    /// reweight_entity (v6.13+): keep the entity's lag and relative
+    /// deadline across the weight change and re-place it.
+    fn reweight_entity(&mut self, ents: &mut Ents, id: SeId, shares: u64, env: &FairEnv) {
+        let curr = self.curr == Some(id);
+        let on_rq = ents.se(id).on_rq;
+        if on_rq {
+            self.update_curr(ents, env);
+            self.update_entity_lag(ents, id, env);
+            let se = ents.se_mut(id);
+            se.deadline -= se.vruntime;
+            se.rel_deadline = true;
+            self.nr_queued -= 1;
+            if !curr {
+                self.tree_remove(ents, id);
+            }
+            self.load -= ents.se(id).load.weight;
+        }
+        let se = ents.se_mut(id);
+        let old = scale_load_down(se.load.weight);
+        pelt::dequeue_load_avg(&mut self.avg, &se.avg, old);
+        let old_weight = se.load.weight as i128;
+        let ratio = |v: i64| (v as i128 * old_weight / shares as i128) as i64;
+        se.vlag = ratio(se.vlag);
+        if se.rel_deadline {
+            se.deadline = ratio(se.deadline);
+        }
+        se.load = LoadWeight::set(shares);
+        let w = scale_load_down(shares);
+        se.avg.load_avg = w * se.avg.load_sum / pelt::pelt_divider(&se.avg);
+        pelt::enqueue_load_avg(&mut self.avg, &se.avg, w);
+        if on_rq {
+            self.place_entity(ents, id, 0, env);
+            self.load += shares;
+            if !curr {
+                self.tree_insert(ents, id);
+            }
+            self.nr_queued += 1;
+            self.update_min_vruntime(ents);
+        }
+    }
+
     /// enqueue_entity
-    pub fn enqueue_entity(&mut self, tasks: &mut [Task], p: Pid, flags: u32, env: &FairEnv) {
-        let is_curr = self.curr == Some(p);
+    pub fn enqueue_entity(
+        &mut self,
+        ents: &mut Ents,
+        id: SeId,
+        mut g: Option<&mut GroupCtx>,
+        flags: u32,
+        env: &FairEnv,
+    ) {
+        let is_curr = self.curr == Some(id);
         if is_curr {
-            self.place_entity(tasks, p, flags, env);
+            self.place_entity(ents, id, flags, env);
         }
-        self.update_curr(tasks, env);
-        self.update_load_avg(tasks, p, UPDATE_TG | DO_ATTACH, env);
+        self.update_curr(ents, env);
+        self.update_load_avg(ents, id, g.as_deref_mut(), UPDATE_TG | DO_ATTACH, env);
+        self.se_update_runnable(ents, id, g.as_deref());
+        self.update_cfs_group(ents, id, g.as_deref(), env);
         if !is_curr {
-            self.place_entity(tasks, p, flags, env);
+            self.place_entity(ents, id, flags, env);
         }
-        self.load += tasks[p].se.load.weight;
+        self.load += ents.se(id).load.weight;
         self.nr_queued += 1;
         if flags & ENQUEUE_MIGRATED != 0 {
-            tasks[p].se.exec_start = 0;
+            ents.se_mut(id).exec_start = 0;
         }
         if !is_curr {
-            self.tree_insert(tasks, p);
+            self.tree_insert(ents, id);
         }
-        tasks[p].se.on_rq = true;
+        ents.se_mut(id).on_rq = true;
     }
 
-    /// enqueue_task_fair for a task that is not delayed.
-    pub fn enqueue_task(&mut self, tasks: &mut [Task], p: Pid, flags: u32, env: &FairEnv) {
-        if env.feat.enabled(Feature::UtilEst) {
-            pelt::util_est_enqueue(&mut self.avg, &tasks[p].se.avg);
+    /// se_update_runnable: a group entity's runnable weight is its group's
+    /// runnable task count.
+    fn se_update_runnable(&self, ents: &mut Ents, id: SeId, g: Option<&GroupCtx>) {
+        if let Some(g) = g {
+            ents.se_mut(id).runnable_weight = g.my_q.h_nr_runnable as u64;
         }
-        self.enqueue_entity(tasks, p, flags, env);
-        self.h_nr_runnable += 1;
     }
 
-    /// requeue_delayed_entity: a delayed task is woken where it sits.
-    pub fn requeue_delayed(&mut self, tasks: &mut [Task], p: Pid, env: &FairEnv) {
-        if env.feat.enabled(Feature::UtilEst) {
-            pelt::util_est_enqueue(&mut self.avg, &tasks[p].se.avg);
+    /// The entity-level updates of enqueue_task_fair's second loop and
+    /// dequeue_entities' second loop, for an ancestor that stays queued.
+    pub fn update_queued_entity(
+        &mut self,
+        ents: &mut Ents,
+        id: SeId,
+        mut g: Option<&mut GroupCtx>,
+        tg_update: bool,
+        env: &FairEnv,
+    ) {
+        let flags = if tg_update { UPDATE_TG } else { 0 };
+        self.update_load_avg(ents, id, g.as_deref_mut(), flags, env);
+        self.se_update_runnable(ents, id, g.as_deref());
+        if tg_update {
+            self.update_cfs_group(ents, id, g.as_deref(), env);
         }
+    }
+
+    /// requeue_delayed_entity: a delayed entity is woken where it sits.
+    pub fn requeue_delayed(
+        &mut self,
+        ents: &mut Ents,
+        id: SeId,
+        g: Option<&mut GroupCtx>,
+        env: &FairEnv,
+    ) {
         if env.feat.enabled(Feature::DelayZero) {
-            self.update_entity_lag(tasks, p, env);
-            if tasks[p].se.vlag > 0 {
+            self.update_entity_lag(ents, id, env);
+            if ents.se(id).vlag > 0 {
                 self.nr_queued -= 1;
-                let in_tree = self.curr != Some(p);
+                let in_tree = self.curr != Some(id);
                 if in_tree {
-                    self.tree_remove(tasks, p);
+                    self.tree_remove(ents, id);
                 }
-                tasks[p].se.vlag = 0;
-                self.place_entity(tasks, p, 0, env);
+                ents.se_mut(id).vlag = 0;
+                self.place_entity(ents, id, 0, env);
                 if in_tree {
-                    self.tree_insert(tasks, p);
+                    self.tree_insert(ents, id);
                 }
                 self.nr_queued += 1;
             }
         }
-        self.update_load_avg(tasks, p, 0, env);
-        tasks[p].se.sched_delayed = false;
-        self.h_nr_runnable += 1;
+        self.update_load_avg(ents, id, g, 0, env);
+        ents.se_mut(id).sched_delayed = false;
     }
 
-    /// dequeue_task_fair + dequeue_entity. Returns false when DELAY_DEQUEUE
-    /// kept the sleeping task queued (sched_delayed).
-    pub fn dequeue_task(&mut self, tasks: &mut [Task], p: Pid, flags: u32, env: &FairEnv) -> bool {
+    /// dequeue_entity. Returns false when DELAY_DEQUEUE kept the sleeping
+    /// entity queued (sched_delayed); the caller adjusts the counts.
+    pub fn dequeue_entity(
+        &mut self,
+        ents: &mut Ents,
+        id: SeId,
+        mut g: Option<&mut GroupCtx>,
+        flags: u32,
+        env: &FairEnv,
+    ) -> bool {
         let sleep = flags & DEQUEUE_SLEEP != 0;
-        if flags & DEQUEUE_DELAYED == 0 && env.feat.enabled(Feature::UtilEst) {
-            pelt::util_est_dequeue(&mut self.avg, &tasks[p].se.avg);
-            pelt::util_est_update(&mut tasks[p].se.avg, sleep);
-        }
-        self.update_curr(tasks, env);
-        let delay = flags & DEQUEUE_DELAYED == 0
+        self.update_curr(ents, env);
+        let delay = flags & (DEQUEUE_DELAYED | DEQUEUE_SPECIAL) == 0
             && sleep
             && env.feat.enabled(Feature::DelayDequeue)
             && env.legacy.is_none();
-        if delay && !self.entity_eligible(tasks, p) {
-            self.update_load_avg(tasks, p, 0, env);
-            tasks[p].se.sched_delayed = true;
-            self.h_nr_runnable -= 1;
+        if delay && !self.entity_eligible(ents, id) {
+            self.update_load_avg(ents, id, g, 0, env);
+            ents.se_mut(id).sched_delayed = true;
             return false;
         }
         let action = if flags & DEQUEUE_MIGRATING != 0 {
@@ -347,64 +656,60 @@ impl CfsRq {
         } else {
             UPDATE_TG
         };
-        self.update_load_avg(tasks, p, action, env);
-        if flags & DEQUEUE_DELAYED == 0 {
-            self.h_nr_runnable -= 1;
-        }
+        self.update_load_avg(ents, id, g.as_deref_mut(), action, env);
+        self.se_update_runnable(ents, id, g.as_deref());
         if env.legacy.is_some() {
-            self.dequeue_entity_legacy(tasks, p);
+            self.dequeue_entity_legacy(ents, id);
         } else {
-            self.update_entity_lag(tasks, p, env);
+            self.update_entity_lag(ents, id, env);
         }
         if env.feat.enabled(Feature::PlaceRelDeadline) && !sleep && env.legacy.is_none() {
-            let se = &mut tasks[p].se;
+            let se = ents.se_mut(id);
             se.deadline -= se.vruntime;
             se.rel_deadline = true;
         }
-        if self.curr != Some(p) {
-            self.tree_remove(tasks, p);
+        if self.curr != Some(id) {
+            self.tree_remove(ents, id);
         }
-        tasks[p].se.on_rq = false;
-        self.load -= tasks[p].se.load.weight;
+        ents.se_mut(id).on_rq = false;
+        self.load -= ents.se(id).load.weight;
         self.nr_queued -= 1;
+        self.update_cfs_group(ents, id, g.as_deref(), env);
+        self.update_min_vruntime(ents);
         if flags & DEQUEUE_DELAYED != 0 {
-            let se = &mut tasks[p].se;
+            let se = ents.se_mut(id);
             se.sched_delayed = false;
             if env.feat.enabled(Feature::DelayZero) && se.vlag > 0 {
                 se.vlag = 0;
             }
         }
-        self.update_min_vruntime(tasks);
         true
     }
 
     /// __pick_eevdf (v6.15): the eligible entity with the earliest deadline,
     /// with RUN_TO_PARITY keeping curr while its protection stamp holds.
-    pub fn pick_eevdf(&self, tasks: &[Task], env: &FairEnv) -> Option<Pid> {
+    pub fn pick_eevdf(&self, s: &impl SeStore, env: &FairEnv) -> Option<SeId> {
         if env.legacy.is_some() {
-            return self.pick_legacy(tasks);
+            return self.pick_legacy(s);
         }
-        let leftmost = self.leftmost(tasks);
+        let leftmost = self.leftmost(s);
         if self.nr_queued == 1 {
-            return self
-                .curr_on_rq(tasks)
-                .map(|_| self.curr.unwrap())
-                .or(leftmost);
+            return self.curr_on_rq(s).and(self.curr).or(leftmost);
         }
-        let parts = self.avg_parts(tasks);
+        let parts = self.avg_parts(s);
         let curr = self
             .curr
-            .filter(|&c| tasks[c].se.on_rq && self.vruntime_eligible(parts, tasks[c].se.vruntime));
+            .filter(|&c| s.se(c).on_rq && self.vruntime_eligible(parts, s.se(c).vruntime));
         if let Some(c) = curr {
-            let se = &tasks[c].se;
+            let se = s.se(c);
             if env.feat.enabled(Feature::RunToParity) && se.vlag == se.deadline {
                 return Some(c);
             }
         }
-        let mut best: Option<Pid> = None;
+        let mut best: Option<SeId> = None;
         for &q in &self.tree {
-            let se = &tasks[q].se;
-            if best.is_some_and(|b| tasks[b].se.deadline <= se.deadline) {
+            let se = s.se(q);
+            if best.is_some_and(|b| s.se(b).deadline <= se.deadline) {
                 continue;
             }
             if self.vruntime_eligible(parts, se.vruntime) {
@@ -413,16 +718,16 @@ impl CfsRq {
         }
         match (best, curr) {
             (None, c) => c,
-            (Some(b), Some(c)) if tasks[c].se.deadline < tasks[b].se.deadline => Some(c),
+            (Some(b), Some(c)) if s.se(c).deadline < s.se(b).deadline => Some(c),
             (b, _) => b,
         }
     }
 
     /// The tree's first entity by deadline.
-    fn leftmost(&self, tasks: &[Task]) -> Option<Pid> {
-        let mut best: Option<Pid> = None;
+    fn leftmost(&self, s: &impl SeStore) -> Option<SeId> {
+        let mut best: Option<SeId> = None;
         for &q in &self.tree {
-            if best.is_none_or(|b| tasks[q].se.deadline < tasks[b].se.deadline) {
+            if best.is_none_or(|b| s.se(q).deadline < s.se(b).deadline) {
                 best = Some(q);
             }
         }
@@ -431,64 +736,79 @@ impl CfsRq {
 
     /// set_next_entity: take the picked entity out of the tree, stamp its
     /// RUN_TO_PARITY protection and start its execution clock.
-    pub fn set_next_entity(&mut self, tasks: &mut [Task], p: Pid, env: &FairEnv) {
-        if tasks[p].se.on_rq {
-            self.tree_remove(tasks, p);
-            self.update_load_avg(tasks, p, UPDATE_TG, env);
+    pub fn set_next_entity(
+        &mut self,
+        ents: &mut Ents,
+        id: SeId,
+        g: Option<&mut GroupCtx>,
+        env: &FairEnv,
+    ) {
+        if ents.se(id).on_rq {
+            self.tree_remove(ents, id);
+            self.update_load_avg(ents, id, g, UPDATE_TG, env);
         }
-        let se = &mut tasks[p].se;
+        let se = ents.se_mut(id);
         se.vlag = se.deadline;
         se.exec_start = env.now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
-        self.curr = Some(p);
+        self.curr = Some(id);
     }
 
-    /// put_prev_entity: the previous task goes back into the tree.
-    pub fn put_prev_entity(&mut self, tasks: &mut [Task], p: Pid, env: &FairEnv) {
-        if tasks[p].se.on_rq {
-            self.update_curr(tasks, env);
-            self.tree_insert(tasks, p);
-            self.update_load_avg(tasks, p, 0, env);
+    /// put_prev_entity: the previous entity goes back into the tree.
+    pub fn put_prev_entity(
+        &mut self,
+        ents: &mut Ents,
+        id: SeId,
+        g: Option<&mut GroupCtx>,
+        env: &FairEnv,
+    ) {
+        if ents.se(id).on_rq {
+            self.update_curr(ents, env);
+            self.tree_insert(ents, id);
+            self.update_load_avg(ents, id, g, 0, env);
         }
         self.curr = None;
     }
 
-    /// check_preempt_wakeup_fair (v6.15): should waking `p` preempt curr?
-    pub fn check_preempt_wakeup(&mut self, tasks: &mut [Task], p: Pid, env: &FairEnv) -> bool {
+    /// The EEVDF part of check_preempt_wakeup_fair (v6.15), on the cfs_rq
+    /// where the waking entity `p` and curr's entity meet.
+    pub fn check_preempt_wakeup(&mut self, ents: &mut Ents, p: SeId, env: &FairEnv) -> bool {
         let Some(c) = self.curr else { return false };
         if c == p || !env.feat.enabled(Feature::WakeupPreemption) {
             return false;
         }
-        self.update_curr(tasks, env);
+        self.update_curr(ents, env);
         if let Some(tun) = env.legacy {
-            return self.wakeup_preempt_legacy(tasks, p, &tun);
+            return self.wakeup_preempt_legacy(ents, p, &tun);
         }
-        if self.do_preempt_short(tasks, p, c, env) {
+        if self.do_preempt_short(ents, p, c, env) {
             // cancel_protect_slice
-            tasks[c].se.vlag = tasks[c].se.deadline + 1;
+            let se = ents.se_mut(c);
+            se.vlag = se.deadline + 1;
         }
-        self.pick_eevdf(tasks, env) == Some(p)
+        self.pick_eevdf(ents, env) == Some(p)
     }
 
     /// do_preempt_short
-    fn do_preempt_short(&self, tasks: &[Task], p: Pid, c: Pid, env: &FairEnv) -> bool {
+    fn do_preempt_short(&self, s: &impl SeStore, p: SeId, c: SeId, env: &FairEnv) -> bool {
         if !env.feat.enabled(Feature::PreemptShort) {
             return false;
         }
-        if tasks[p].se.slice >= tasks[c].se.slice || !self.entity_eligible(tasks, p) {
+        if s.se(p).slice >= s.se(c).slice || !self.entity_eligible(s, p) {
             return false;
         }
-        tasks[p].se.deadline < tasks[c].se.deadline || !self.entity_eligible(tasks, c)
+        s.se(p).deadline < s.se(c).deadline || !self.entity_eligible(s, c)
     }
 
     /// entity_tick
-    pub fn entity_tick(&mut self, tasks: &mut [Task], env: &FairEnv) {
-        self.update_curr(tasks, env);
+    pub fn entity_tick(&mut self, ents: &mut Ents, mut g: Option<&mut GroupCtx>, env: &FairEnv) {
+        self.update_curr(ents, env);
         if let Some(c) = self.curr {
-            self.update_load_avg(tasks, c, UPDATE_TG, env);
+            self.update_load_avg(ents, c, g.as_deref_mut(), UPDATE_TG, env);
+            self.update_cfs_group(ents, c, g.as_deref(), env);
         }
         if let Some(tun) = env.legacy {
-            if self.nr_queued > 1 && self.check_preempt_tick(tasks, &tun) {
+            if self.nr_queued > 1 && self.check_preempt_tick(ents, &tun) {
                 self.resched_req = true;
             }
         }
@@ -496,33 +816,58 @@ impl CfsRq {
 
     /// yield_task_fair (v6.12–v6.16): push curr's deadline one slice out;
     /// its vruntime, and so its lag, is kept (v6.19 also forfeits that).
-    pub fn yield_task(&mut self, tasks: &mut [Task], nr_running: usize, env: &FairEnv) {
+    pub fn yield_task(&mut self, ents: &mut Ents, nr_running: usize, env: &FairEnv) {
         let Some(c) = self.curr else { return };
         if nr_running == 1 {
             return;
         }
-        self.update_curr(tasks, env);
-        let se = &mut tasks[c].se;
+        self.update_curr(ents, env);
+        let se = ents.se_mut(c);
         se.deadline += calc_delta_fair(se.slice, &se.load) as i64;
-    }
-
-    /// The task the load balancer would take first: the least recently run
-    /// queued, non-delayed task (the tail of rq->cfs_tasks).
-    pub fn coldest_waiting(&self, tasks: &[Task], ok: impl Fn(&Task) -> bool) -> Option<Pid> {
-        self.tree
-            .iter()
-            .copied()
-            .filter(|&q| !tasks[q].se.sched_delayed && ok(&tasks[q]))
-            .min_by_key(|&q| (tasks[q].se.exec_start, q))
     }
 }
 
+/// calc_group_shares: tg->shares × this CPU's group load / the group's
+/// load everywhere (tg->load_avg with this CPU's current value swapped in),
+/// clamped to [MIN_SHARES, tg->shares].
+pub fn calc_group_shares(gcfs: &CfsRq, tg_shares: u64, tg_load_avg: i64) -> u64 {
+    let load = scale_load_down(gcfs.load).max(gcfs.avg.load_avg) as i64;
+    let tg_weight = tg_load_avg - gcfs.tg_load_avg_contrib as i64 + load;
+    let mut shares = tg_shares as i64 * load;
+    if tg_weight != 0 {
+        shares /= tg_weight;
+    }
+    shares.clamp(MIN_SHARES as i64, tg_shares as i64) as u64
+}
+
 /// update_deadline: a new request once the current one is consumed.
-fn update_deadline(se: &mut super::task::Entity, env: &FairEnv) -> bool {
+fn update_deadline(se: &mut Entity, env: &FairEnv) -> bool {
     if se.vruntime < se.deadline {
         return false;
     }
     se.slice = env.base_slice;
     se.deadline = se.vruntime + calc_delta_fair(se.slice, &se.load) as i64;
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_shares_follow_the_local_share_of_the_group_load() {
+        let mut g = CfsRq::new(1);
+        let shares = 1024 << 10;
+        // Alone on its CPU: the whole weight (the UP case of the kernel's
+        // comment), however little PELT history there is.
+        g.load = 1024 << 10;
+        assert_eq!(calc_group_shares(&g, shares, 0), shares);
+        // Half of the group's load is here: half of its weight.
+        g.avg.load_avg = 1024;
+        g.tg_load_avg_contrib = 1024;
+        assert_eq!(calc_group_shares(&g, shares, 2048), shares / 2);
+        // Nothing queued and no history: MIN_SHARES.
+        let empty = CfsRq::new(1);
+        assert_eq!(calc_group_shares(&empty, shares, 4096), MIN_SHARES);
+    }
 }

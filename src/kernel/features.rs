@@ -22,6 +22,7 @@ pub enum Feature {
     TtwuQueue,
     SisUtil,
     SwbSmtSkip,
+    TgLoadAvgFilter,
 }
 
 /// (feature, kernel name, default in v6.15, what it does)
@@ -115,6 +116,12 @@ pub const FEATURES: &[(Feature, &str, bool, &str)] = &[
         "SWB_SMT_SKIP",
         true,
         "should_we_balance skips the other siblings of a busy core (seed 001; off = before it)",
+    ),
+    (
+        Feature::TgLoadAvgFilter,
+        "TG_LOAD_AVG_FILTER",
+        true,
+        "publish a cfs_rq's load to tg->load_avg at most once per ms and only past a 1/64 change (seed 004; off = every change)",
     ),
 ];
 

@@ -2,10 +2,12 @@
 //! the engine's events. Submodules mirror kernel/sched/.
 
 pub mod balance;
+pub mod bandwidth;
 pub mod cfs_legacy;
 pub mod completion;
 pub mod core;
 pub mod fair;
+pub mod fair_class;
 pub mod features;
 pub mod futex;
 pub mod idle;
@@ -22,6 +24,7 @@ pub mod schedstat;
 pub mod select;
 pub mod swait;
 pub mod task;
+pub mod task_group;
 pub mod unix_sock;
 pub mod wait;
 pub mod wakelist;
@@ -63,6 +66,8 @@ pub struct Counters {
     pub rt_pushes: u64,
     pub rt_pulls: u64,
     pub rt_throttled: u64,
+    /// cfs_rqs throttled by their group's cpu.max.
+    pub cfs_throttled: u64,
     /// Preemptions by cause and point, need-resched latency.
     pub preempt: preempt::PreemptStats,
 }
@@ -100,6 +105,9 @@ pub struct Kernel {
     /// Next expiry of each rt-app periodic timer (None: not started).
     pub timers: Vec<Option<Time>>,
     pub stats: Counters,
+    /// Task groups (cgroup v2 cpu controller) and their bandwidth pools.
+    pub groups: task_group::TaskGroups,
+    pub bandwidth: Vec<bandwidth::CfsBandwidth>,
     /// Sched domains of every CPU, with their balancing state and schedstats.
     pub sd: sched_domain::SchedDomains,
     /// The load balancer's per-CPU state and counters.
@@ -166,6 +174,8 @@ impl Kernel {
             kthreads: Default::default(),
             timers: Vec::new(),
             stats: Counters::default(),
+            groups: Default::default(),
+            bandwidth: vec![Default::default()],
             alive: 0,
             check: false,
             resched_after: 0,
@@ -189,6 +199,9 @@ impl Kernel {
                 EventKind::End => break,
                 EventKind::CpuDone => self.on_cpu_done(i),
                 EventKind::Tick => self.on_tick(i),
+                EventKind::Timer if i >= bandwidth::BW_TIMER_BASE => {
+                    self.on_bandwidth_timer(i - bandwidth::BW_TIMER_BASE)
+                }
                 EventKind::Timer => self.on_timer(i),
                 EventKind::Resched => self.on_resched(i),
                 EventKind::IdleBalance => self.on_idle_balance(i),
@@ -210,6 +223,9 @@ impl Kernel {
                 _ => rq.stats.busy_ns += self.now - rq.busy_since,
             }
             rq.cfs.update_cfs_rq_load_avg(self.now);
+            for g in rq.gcfs.iter_mut().skip(1) {
+                g.update_cfs_rq_load_avg(self.now);
+            }
         }
         for (pid, t) in self.tasks.iter_mut().enumerate() {
             if t.state == TaskState::Dead || t.state == TaskState::New {
@@ -229,6 +245,25 @@ impl Kernel {
                 );
             }
         }
+    }
+
+    /// Install the task groups (before any task exists): one cfs_rq and
+    /// group entity per group and CPU, and the bandwidth pools.
+    pub fn set_groups(&mut self, groups: task_group::TaskGroups) {
+        let n = groups.count();
+        for rq in &mut self.rqs {
+            rq.gcfs = (0..n).map(fair::CfsRq::new).collect();
+            rq.gse = (0..n).map(|_| task::Entity::new(0)).collect();
+        }
+        self.bandwidth = vec![Default::default(); n];
+        self.groups = groups;
+        self.init_bandwidth();
+    }
+
+    /// rq_clock_pelt: every modelled CPU runs at its full capacity and
+    /// frequency, so the PELT clock is the task clock.
+    pub fn clock_pelt(&self, _cpu: usize) -> u64 {
+        self.now
     }
 
     fn describe_blocked(&self) -> String {

@@ -198,7 +198,20 @@ pub fn update_se(
     runnable: bool,
     running: bool,
 ) -> bool {
-    if update_load_sum(now, sa, on_rq as u64, runnable as u64, running as u64) {
+    update_load_avg_se(now, sa, weight, on_rq, runnable as u64, running)
+}
+
+/// __update_load_avg_se with se_runnable as a count: a group entity's
+/// runnable input is its group's number of runnable tasks.
+pub fn update_load_avg_se(
+    now: u64,
+    sa: &mut SchedAvg,
+    weight: u64,
+    on_rq: bool,
+    runnable: u64,
+    running: bool,
+) -> bool {
+    if update_load_sum(now, sa, on_rq as u64, runnable, running as u64) {
         update_load_avg(sa, weight);
         cfs_se_util_change(sa);
         return true;
@@ -314,6 +327,98 @@ pub fn detach_entity(cfs: &mut SchedAvg, se: &SchedAvg, se_weight: u64) {
     sub_positive(&mut cfs.runnable_avg, se.runnable_avg);
     sub_positive(&mut cfs.runnable_sum, se.runnable_sum);
     cfs.runnable_sum = floor_sum_u32(cfs.runnable_sum, cfs.runnable_avg);
+}
+
+/// enqueue_load_avg: add an entity's load (only) to its cfs_rq.
+pub fn enqueue_load_avg(cfs: &mut SchedAvg, se: &SchedAvg, se_weight: u64) {
+    cfs.load_avg += se.load_avg;
+    cfs.load_sum = cfs
+        .load_sum
+        .wrapping_add(se_weight.wrapping_mul(se.load_sum));
+}
+
+/// dequeue_load_avg: remove an entity's load (only), flooring the sum.
+pub fn dequeue_load_avg(cfs: &mut SchedAvg, se: &SchedAvg, se_weight: u64) {
+    sub_positive(&mut cfs.load_avg, se.load_avg);
+    sub_positive(&mut cfs.load_sum, se_weight.wrapping_mul(se.load_sum));
+    cfs.load_sum = floor_sum_u32(cfs.load_sum, cfs.load_avg);
+}
+
+/// add_positive on an unsigned average: add a signed delta, clamping at 0.
+fn add_positive(v: &mut u64, d: i64) {
+    *v = (*v as i64).saturating_add(d).max(0) as u64;
+}
+
+/// update_tg_cfs_util: a group entity takes its group cfs_rq's util_avg;
+/// the parent cfs_rq moves by the difference.
+pub fn update_tg_cfs_util(cfs: &mut SchedAvg, se: &mut SchedAvg, gcfs: &SchedAvg) {
+    let delta_avg = gcfs.util_avg as i64 - se.util_avg as i64;
+    if delta_avg == 0 {
+        return;
+    }
+    let divider = pelt_divider(cfs);
+    se.util_avg = gcfs.util_avg;
+    let new_sum = se.util_avg.wrapping_mul(divider) as u32 as i64;
+    let delta_sum = new_sum - se.util_sum as u32 as i64;
+    se.util_sum = new_sum as u64;
+    add_positive(&mut cfs.util_avg, delta_avg);
+    let us = (cfs.util_sum as u32 as i64 + delta_sum).max(0) as u64;
+    cfs.util_sum = floor_sum_u32(us, cfs.util_avg);
+}
+
+/// update_tg_cfs_runnable: the same for runnable_avg.
+pub fn update_tg_cfs_runnable(cfs: &mut SchedAvg, se: &mut SchedAvg, gcfs: &SchedAvg) {
+    let delta_avg = gcfs.runnable_avg as i64 - se.runnable_avg as i64;
+    if delta_avg == 0 {
+        return;
+    }
+    let divider = pelt_divider(cfs);
+    se.runnable_avg = gcfs.runnable_avg;
+    let new_sum = se.runnable_avg.wrapping_mul(divider) as u32 as i64;
+    let delta_sum = new_sum - se.runnable_sum as u32 as i64;
+    se.runnable_sum = new_sum as u64;
+    add_positive(&mut cfs.runnable_avg, delta_avg);
+    let rs = (cfs.runnable_sum as i64 + delta_sum).max(0) as u64;
+    cfs.runnable_sum = floor_sum_u32(rs, cfs.runnable_avg);
+}
+
+/// update_tg_cfs_load: re-derive a group entity's load from the runnable
+/// time its group gained (attach) or lost (detach, removal), where a loss is
+/// estimated assuming all the group's tasks are equally runnable; never
+/// below its running time. `gcfs_weight` is scale_load_down of the group
+/// cfs_rq's load, `prop` its prop_runnable_sum.
+pub fn update_tg_cfs_load(
+    cfs: &mut SchedAvg,
+    se: &mut SchedAvg,
+    se_weight: u64,
+    gcfs: &SchedAvg,
+    gcfs_weight: u64,
+    prop: i64,
+) {
+    if prop == 0 {
+        return;
+    }
+    let divider = pelt_divider(cfs);
+    let runnable_sum = if prop >= 0 {
+        (prop + se.load_sum as i64).min(divider as i64) as u64
+    } else {
+        let load_sum = gcfs.load_sum.checked_div(gcfs_weight).unwrap_or(0);
+        se.load_sum.min(load_sum)
+    };
+    let running_sum = (se.util_sum as u32 >> SCHED_CAPACITY_SHIFT) as u64;
+    let runnable_sum = runnable_sum.max(running_sum);
+    let load_sum = se_weight * runnable_sum;
+    let load_avg = load_sum / divider;
+    let delta_avg = load_avg as i64 - se.load_avg as i64;
+    if delta_avg == 0 {
+        return;
+    }
+    let delta_sum = load_sum as i64 - (se_weight * se.load_sum) as i64;
+    se.load_sum = runnable_sum;
+    se.load_avg = load_avg;
+    add_positive(&mut cfs.load_avg, delta_avg);
+    let ls = (cfs.load_sum as i64).saturating_add(delta_sum).max(0) as u64;
+    cfs.load_sum = floor_sum_u32(ls, cfs.load_avg);
 }
 
 /// remove_entity_load_avg's accounting (the caller has already synced se to

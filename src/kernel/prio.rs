@@ -42,6 +42,20 @@ impl LoadWeight {
         }
     }
 
+    /// update_load_set + __update_inv_weight: a group entity's new weight.
+    pub fn set(weight: u64) -> Self {
+        let w = scale_load_down(weight);
+        let inv = if w >= WMULT_CONST {
+            1
+        } else {
+            WMULT_CONST.checked_div(w).unwrap_or(WMULT_CONST)
+        };
+        LoadWeight {
+            weight,
+            inv_weight: inv as u32,
+        }
+    }
+
     /// The unscaled (table) weight used by EEVDF averages and PELT.
     pub fn unscaled(&self) -> u64 {
         scale_load_down(self.weight)

@@ -148,7 +148,7 @@ impl Kernel {
         if self.now < rt.blocked_until {
             return None;
         }
-        if let Some(p) = prev.filter(|&p| !self.is_rt(p) && self.rqs[cpu].cfs.curr == Some(p)) {
+        if let Some(p) = prev.filter(|&p| !self.is_rt(p) && self.rqs[cpu].cfs.curr.is_some()) {
             self.put_prev_fair(cpu, p);
         }
         self.tasks[next].se.exec_start = self.now;

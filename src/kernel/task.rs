@@ -37,6 +37,8 @@ pub struct Entity {
     pub on_rq: bool,
     pub sched_delayed: bool,
     pub rel_deadline: bool,
+    /// A group entity's runnable tasks (se->runnable_weight); unused for tasks.
+    pub runnable_weight: u64,
     pub avg: SchedAvg,
 }
 
@@ -54,6 +56,7 @@ impl Entity {
             on_rq: false,
             sched_delayed: false,
             rel_deadline: false,
+            runnable_weight: 0,
             avg: SchedAvg::default(),
         }
     }
@@ -101,6 +104,8 @@ pub struct Task {
     /// CPUs the task may run on; None means all.
     pub allowed: Option<Vec<usize>>,
     pub se: Entity,
+    /// The task group (cgroup) the task belongs to; 0 = the root.
+    pub tg: usize,
     pub parent: Option<Pid>,
     /// CLONE_CHILD_CLEARTID: the futex word cleared and woken at exit
     /// (how pthread_join learns a thread ended).

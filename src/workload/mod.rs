@@ -281,6 +281,8 @@ impl Workload {
 pub struct Builder {
     pub workload: usize,
     pub seed: u64,
+    /// The task group every task of this workload starts in.
+    pub cgroup: usize,
     pub tasks: Vec<Pid>,
 }
 
@@ -305,6 +307,7 @@ impl Builder {
         Builder {
             workload,
             seed,
+            cgroup: 0,
             tasks: Vec::new(),
         }
     }
@@ -333,6 +336,7 @@ impl Builder {
             mm,
             allowed: spec.allowed,
             se: Entity::new(spec.nice),
+            tg: self.cgroup,
             parent: None,
             clear_child_tid: None,
             zombies: 0,

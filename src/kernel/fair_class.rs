@@ -1,0 +1,562 @@
+//! The fair sched_class's task operations (kernel/sched/fair.c): the walks
+//! up and down the entity hierarchy of enqueue_task_fair, dequeue_entities,
+//! pick_task_fair, pick_next_task_fair's put/set path, put_prev_task_fair,
+//! task_tick_fair and check_preempt_wakeup_fair's find_matching_se, plus
+//! task_h_load. A task in the root group is one level deep and these walks
+//! reduce to one call on the root cfs_rq.
+
+use super::fair::{
+    se_group, CfsRq, Ents, EntsRef, FairEnv, GroupCtx, SeId, DEQUEUE_DELAYED, DEQUEUE_SLEEP,
+    DEQUEUE_SPECIAL, ENQUEUE_WAKEUP, GROUP_SE,
+};
+use super::features::Feature;
+use super::pelt;
+use super::task::Pid;
+use super::Kernel;
+
+/// How dequeue_task_fair ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dequeued {
+    /// DELAY_DEQUEUE kept the task queued (sched_delayed).
+    Delayed,
+    /// Off its cfs_rq; `counted` when the walk reached the root, so the
+    /// task leaves rq->nr_running (a throttled hierarchy already left it).
+    Done { counted: bool },
+}
+
+/// cfs_rq `c` of a CPU: the root or a group's.
+fn cfs_mut<'a>(root: &'a mut CfsRq, groups: &'a mut [CfsRq], c: usize) -> &'a mut CfsRq {
+    if c == 0 {
+        root
+    } else {
+        &mut groups[c]
+    }
+}
+
+/// cfs_rq `c` and group `g`'s own cfs_rq (g is a child of c).
+fn cfs_pair<'a>(
+    root: &'a mut CfsRq,
+    groups: &'a mut [CfsRq],
+    c: usize,
+    g: usize,
+) -> (&'a mut CfsRq, &'a mut CfsRq) {
+    if c == 0 {
+        (root, &mut groups[g])
+    } else {
+        let [a, b] = groups
+            .get_disjoint_mut([c, g])
+            .expect("parent and child differ");
+        (a, b)
+    }
+}
+
+impl Kernel {
+    /// The FairEnv of `cpu` at the current instant.
+    pub(super) fn fair_env(&self, cpu: usize) -> FairEnv<'_> {
+        FairEnv {
+            now: self.now,
+            now_pelt: self.clock_pelt(cpu),
+            base_slice: self.base_slice,
+            tick_ns: self.tick_ns,
+            feat: &self.cfg.features,
+            legacy: self.legacy_cfs,
+        }
+    }
+
+    /// cfs_rq_of(se) as a task group id.
+    pub fn cfs_of(&self, se: SeId) -> usize {
+        match se_group(se) {
+            None => self.tasks[se].tg,
+            Some(g) => self.groups.parent(g),
+        }
+    }
+
+    /// parent_entity(se)
+    fn parent_entity(&self, se: SeId) -> Option<SeId> {
+        let c = self.cfs_of(se);
+        (c != 0).then_some(GROUP_SE + c)
+    }
+
+    /// se->depth
+    fn se_depth(&self, se: SeId) -> usize {
+        self.groups.depth(self.cfs_of(se))
+    }
+
+    /// cfs_rq `c` of `cpu`.
+    pub fn cfs_rq(&self, cpu: usize, c: usize) -> &CfsRq {
+        let rq = &self.rqs[cpu];
+        if c == 0 {
+            &rq.cfs
+        } else {
+            &rq.gcfs[c]
+        }
+    }
+
+    /// Mutable cfs_rq `c` of `cpu`.
+    pub fn cfs_rq_mut(&mut self, cpu: usize, c: usize) -> &mut CfsRq {
+        let rq = &mut self.rqs[cpu];
+        cfs_mut(&mut rq.cfs, &mut rq.gcfs, c)
+    }
+
+    /// The entities of `cpu`, read-only.
+    pub fn ents(&self, cpu: usize) -> EntsRef<'_> {
+        EntsRef {
+            tasks: &self.tasks,
+            groups: &self.rqs[cpu].gse,
+        }
+    }
+
+    /// Run `f` on cfs_rq `c` of `cpu` with the entity store and, when the
+    /// entity operated on is group `g`'s, its group context; then settle
+    /// what the call left for the task group.
+    fn at_cfs<R>(
+        &mut self,
+        cpu: usize,
+        c: usize,
+        g: Option<usize>,
+        f: impl FnOnce(&mut CfsRq, &mut Ents, Option<&mut GroupCtx>, &FairEnv) -> R,
+    ) -> R {
+        let env = FairEnv {
+            now: self.now,
+            now_pelt: self.clock_pelt(cpu),
+            base_slice: self.base_slice,
+            tick_ns: self.tick_ns,
+            feat: &self.cfg.features,
+            legacy: self.legacy_cfs,
+        };
+        let rq = &mut self.rqs[cpu];
+        let mut ents = Ents {
+            tasks: &mut self.tasks,
+            groups: &mut rq.gse,
+        };
+        let r = match g {
+            None => f(cfs_mut(&mut rq.cfs, &mut rq.gcfs, c), &mut ents, None, &env),
+            Some(g) => {
+                let tg = &self.groups.tgs[g];
+                let (cfs, my_q) = cfs_pair(&mut rq.cfs, &mut rq.gcfs, c, g);
+                let mut ctx = GroupCtx {
+                    my_q,
+                    shares: tg.shares,
+                    tg_load_avg: tg.load_avg,
+                };
+                f(cfs, &mut ents, Some(&mut ctx), &env)
+            }
+        };
+        if c != 0 {
+            self.settle_group(cpu, c);
+        }
+        r
+    }
+
+    /// Run `f` on cfs_rq_of(se).
+    fn at_level<R>(
+        &mut self,
+        cpu: usize,
+        se: SeId,
+        f: impl FnOnce(&mut CfsRq, &mut Ents, Option<&mut GroupCtx>, &FairEnv) -> R,
+    ) -> R {
+        let c = self.cfs_of(se);
+        self.at_cfs(cpu, c, se_group(se), f)
+    }
+
+    /// After an operation on group cfs_rq `c`: publish its tg->load_avg
+    /// change, pass a resched request to the root, and refill or throttle
+    /// when its bandwidth ran out.
+    fn settle_group(&mut self, cpu: usize, c: usize) {
+        let cfs = &mut self.rqs[cpu].gcfs[c];
+        let delta = std::mem::take(&mut cfs.tg_load_delta);
+        let resched = std::mem::take(&mut cfs.resched_req);
+        let out_of_runtime = cfs.runtime_enabled && cfs.runtime_remaining <= 0 && !cfs.throttled;
+        if delta != 0 {
+            self.tg_load_avg_add(cpu, c, delta);
+        }
+        if resched {
+            self.rqs[cpu].cfs.resched_req = true;
+        }
+        if out_of_runtime {
+            self.account_cfs_rq_runtime(cpu, c);
+        }
+    }
+
+    /// atomic_long_add on tg->load_avg: the cache line comes over from the
+    /// CPU that wrote it last, waiting behind writers still holding it.
+    fn tg_load_avg_add(&mut self, cpu: usize, tg: usize, delta: i64) {
+        let from = self.groups.tgs[tg].last_writer.unwrap_or(cpu);
+        let line = self.machine.line_transfer_ns(from, cpu);
+        let t = &mut self.groups.tgs[tg];
+        t.load_avg += delta;
+        let wait = t.line_free_at.saturating_sub(self.now);
+        let cost = wait + line;
+        t.line_free_at = self.now + cost;
+        t.last_writer = Some(cpu);
+        self.charge_curr(cpu, cost);
+    }
+
+    /// Kernel work done on `cpu` on behalf of whatever runs there.
+    fn charge_curr(&mut self, cpu: usize, ns: u64) {
+        match self.rqs[cpu].curr {
+            Some(p) => self.tasks[p].overhead += ns,
+            None => self.rqs[cpu].irq_ns += ns,
+        }
+    }
+
+    /// Add to cfs_rq `c`'s hierarchical counts; returns whether it is
+    /// throttled (the walk stops there).
+    pub(super) fn add_h_counts(
+        &mut self,
+        cpu: usize,
+        c: usize,
+        queued: isize,
+        runnable: isize,
+    ) -> bool {
+        let cfs = self.cfs_rq_mut(cpu, c);
+        cfs.h_nr_queued = cfs.h_nr_queued.wrapping_add_signed(queued);
+        cfs.h_nr_runnable = cfs.h_nr_runnable.wrapping_add_signed(runnable);
+        cfs.throttled
+    }
+
+    /// set_delayed / clear_delayed: a task's runnable count up the hierarchy.
+    fn delayed_counts(&mut self, cpu: usize, p: Pid, d: isize) {
+        let mut se = Some(p);
+        while let Some(s) = se {
+            if self.add_h_counts(cpu, self.cfs_of(s), 0, d) {
+                break;
+            }
+            se = self.parent_entity(s);
+        }
+    }
+
+    /// enqueue_entity on cfs_rq_of(se), with check_enqueue_throttle when
+    /// it is the group cfs_rq's first entity.
+    pub(super) fn enqueue_entity_at(&mut self, cpu: usize, se: SeId, flags: u32) {
+        self.at_level(cpu, se, |c, e, g, env| {
+            c.enqueue_entity(e, se, g, flags, env)
+        });
+        let c = self.cfs_of(se);
+        if c != 0 && self.rqs[cpu].gcfs[c].nr_queued == 1 {
+            self.check_enqueue_throttle(cpu, c);
+        }
+    }
+
+    /// dequeue_entity on cfs_rq_of(se), with return_cfs_rq_runtime.
+    pub(super) fn dequeue_entity_at(&mut self, cpu: usize, se: SeId, flags: u32) -> bool {
+        let done = self.at_level(cpu, se, |c, e, g, env| {
+            c.dequeue_entity(e, se, g, flags, env)
+        });
+        let c = self.cfs_of(se);
+        if done && c != 0 {
+            self.return_cfs_rq_runtime(cpu, c);
+        }
+        done
+    }
+
+    /// The updates of an ancestor entity that stays queued.
+    pub(super) fn update_queued_at(&mut self, cpu: usize, se: SeId, tg_update: bool) {
+        self.at_level(cpu, se, |c, e, g, env| {
+            c.update_queued_entity(e, se, g, tg_update, env)
+        });
+    }
+
+    fn se_on(&self, cpu: usize, se: SeId) -> &super::task::Entity {
+        match se_group(se) {
+            None => &self.tasks[se].se,
+            Some(g) => &self.rqs[cpu].gse[g],
+        }
+    }
+
+    /// enqueue_task_fair: enqueue the task and each ancestor entity not yet
+    /// queued, then update the queued ancestors. Returns false when a
+    /// throttled cfs_rq stopped the walk (the task does not count in
+    /// rq->nr_running).
+    pub(super) fn enqueue_task_fair(&mut self, cpu: usize, p: Pid, flags: u32) -> bool {
+        if self.cfg.features.enabled(Feature::UtilEst) {
+            pelt::util_est_enqueue(&mut self.rqs[cpu].cfs.avg, &self.tasks[p].se.avg);
+        }
+        let mut flags = flags;
+        let mut se = Some(p);
+        while let Some(s) = se {
+            if self.se_on(cpu, s).on_rq {
+                if self.se_on(cpu, s).sched_delayed {
+                    self.at_level(cpu, s, |c, e, g, env| c.requeue_delayed(e, s, g, env));
+                }
+                break;
+            }
+            self.enqueue_entity_at(cpu, s, flags);
+            if self.add_h_counts(cpu, self.cfs_of(s), 1, 1) {
+                return false;
+            }
+            flags = ENQUEUE_WAKEUP;
+            se = self.parent_entity(s);
+        }
+        while let Some(s) = se {
+            self.update_queued_at(cpu, s, true);
+            if self.add_h_counts(cpu, self.cfs_of(s), 1, 1) {
+                return false;
+            }
+            se = self.parent_entity(s);
+        }
+        true
+    }
+
+    /// ttwu_runnable for a delayed task: enqueue_task_fair(ENQUEUE_DELAYED).
+    pub(super) fn requeue_delayed_task(&mut self, cpu: usize, p: Pid) {
+        if self.cfg.features.enabled(Feature::UtilEst) {
+            pelt::util_est_enqueue(&mut self.rqs[cpu].cfs.avg, &self.tasks[p].se.avg);
+        }
+        self.at_level(cpu, p, |c, e, _, env| c.requeue_delayed(e, p, None, env));
+        self.delayed_counts(cpu, p, 1);
+    }
+
+    /// dequeue_task_fair: util_est, then dequeue_entities.
+    pub(super) fn dequeue_task_fair(&mut self, cpu: usize, p: Pid, flags: u32) -> Dequeued {
+        if flags & DEQUEUE_DELAYED == 0 && self.cfg.features.enabled(Feature::UtilEst) {
+            let sleep = flags & DEQUEUE_SLEEP != 0;
+            pelt::util_est_dequeue(&mut self.rqs[cpu].cfs.avg, &self.tasks[p].se.avg);
+            pelt::util_est_update(&mut self.tasks[p].se.avg, sleep);
+        }
+        self.dequeue_entities(cpu, p, flags)
+    }
+
+    /// dequeue_entities: dequeue `se` and each ancestor left empty, then
+    /// update the ancestors that stay queued.
+    pub(super) fn dequeue_entities(&mut self, cpu: usize, se: SeId, flags: u32) -> Dequeued {
+        let is_task = se_group(se).is_none();
+        let delayed_now = self.se_on(cpu, se).sched_delayed;
+        let (queued, runnable) = match is_task {
+            // A delayed task left the runnable count when it was delayed.
+            true if flags & DEQUEUE_DELAYED != 0 => (1, 0),
+            true if flags & DEQUEUE_SLEEP != 0 || !delayed_now => (1, 1),
+            true => (1, 0),
+            false => (0, 0),
+        };
+        let mut flags = flags;
+        let mut cur = Some(se);
+        while let Some(s) = cur {
+            if !self.dequeue_entity_at(cpu, s, flags) {
+                if s == se && is_task {
+                    self.delayed_counts(cpu, s, -1);
+                    return Dequeued::Delayed;
+                }
+                break;
+            }
+            let c = self.cfs_of(s);
+            if self.add_h_counts(cpu, c, -queued, -runnable) {
+                return Dequeued::Done { counted: false };
+            }
+            cur = self.parent_entity(s);
+            if self.cfs_rq(cpu, c).load != 0 {
+                break;
+            }
+            flags = (flags | DEQUEUE_SLEEP) & !(DEQUEUE_DELAYED | DEQUEUE_SPECIAL);
+        }
+        while let Some(s) = cur {
+            self.update_queued_at(cpu, s, true);
+            if self.add_h_counts(cpu, self.cfs_of(s), -queued, -runnable) {
+                return Dequeued::Done { counted: false };
+            }
+            cur = self.parent_entity(s);
+        }
+        Dequeued::Done { counted: true }
+    }
+
+    /// pick_task_fair: pick at the root and descend through the picked
+    /// group entities; a delayed entity met on the way is dequeued for good
+    /// and the pick restarts.
+    pub(super) fn pick_task_fair(&mut self, cpu: usize) -> Option<Pid> {
+        'again: loop {
+            if self.rqs[cpu].cfs.nr_queued == 0 {
+                return None;
+            }
+            let mut c = 0;
+            loop {
+                let cfs = self.cfs_rq(cpu, c);
+                if cfs.curr.is_some_and(|s| self.se_on(cpu, s).on_rq) {
+                    self.at_cfs(cpu, c, None, |q, e, _, env| q.update_curr(e, env));
+                }
+                if c != 0 && self.check_cfs_rq_runtime(cpu, c) {
+                    continue 'again;
+                }
+                let env = self.fair_env(cpu);
+                let picked = self.cfs_rq(cpu, c).pick_eevdf(&self.ents(cpu), &env);
+                let Some(se) = picked else {
+                    if c == 0 {
+                        return None;
+                    }
+                    continue 'again;
+                };
+                if self.se_on(cpu, se).sched_delayed {
+                    self.finish_delayed_dequeue(cpu, se);
+                    continue 'again;
+                }
+                match se_group(se) {
+                    None => return Some(se),
+                    Some(g) => c = g,
+                }
+            }
+        }
+    }
+
+    /// The dequeue of a delayed entity the pick met: a task leaves its run
+    /// queue (__block_task).
+    fn finish_delayed_dequeue(&mut self, cpu: usize, se: SeId) {
+        let r = self.dequeue_entities(cpu, se, DEQUEUE_SLEEP | DEQUEUE_DELAYED);
+        if se_group(se).is_none() {
+            if r == (Dequeued::Done { counted: true }) {
+                self.rqs[cpu].nr_running -= 1;
+            }
+            self.tasks[se].on_rq = false;
+        }
+    }
+
+    /// pick_next_task_fair's switch from `prev` to `next`: with a fair prev,
+    /// put and set only the entities below the deepest common cfs_rq;
+    /// otherwise set_next_task_fair on every level.
+    pub(super) fn put_prev_set_next_fair(&mut self, cpu: usize, prev: Option<Pid>, next: Pid) {
+        let fair_prev = prev.filter(|_| self.rqs[cpu].cfs.curr.is_some());
+        let Some(p) = fair_prev else {
+            let mut se = Some(next);
+            while let Some(s) = se {
+                self.set_next_entity_at(cpu, s);
+                se = self.parent_entity(s);
+            }
+            return;
+        };
+        if p == next {
+            return;
+        }
+        let (mut se, mut pse) = (next, p);
+        while self.cfs_of(se) != self.cfs_of(pse) {
+            let (sd, pd) = (self.se_depth(se), self.se_depth(pse));
+            if sd <= pd {
+                self.put_prev_entity_at(cpu, pse);
+                pse = self.parent_entity(pse).expect("deeper entity has a parent");
+            }
+            if sd >= pd {
+                self.set_next_entity_at(cpu, se);
+                se = self.parent_entity(se).expect("deeper entity has a parent");
+            }
+        }
+        self.put_prev_entity_at(cpu, pse);
+        self.set_next_entity_at(cpu, se);
+    }
+
+    fn set_next_entity_at(&mut self, cpu: usize, se: SeId) {
+        self.at_level(cpu, se, |c, e, g, env| c.set_next_entity(e, se, g, env));
+    }
+
+    /// put_prev_entity, with its check_cfs_rq_runtime.
+    fn put_prev_entity_at(&mut self, cpu: usize, se: SeId) {
+        self.at_level(cpu, se, |c, e, g, env| c.put_prev_entity(e, se, g, env));
+        let c = self.cfs_of(se);
+        if c != 0 {
+            self.check_cfs_rq_runtime(cpu, c);
+        }
+    }
+
+    /// put_prev_task_fair: every level of `p`'s hierarchy.
+    pub(super) fn put_prev_task_fair(&mut self, cpu: usize, p: Pid) {
+        let mut se = Some(p);
+        while let Some(s) = se {
+            self.put_prev_entity_at(cpu, s);
+            se = self.parent_entity(s);
+        }
+    }
+
+    /// task_tick_fair: entity_tick on every level of curr's hierarchy.
+    pub(super) fn task_tick_fair(&mut self, cpu: usize, p: Pid) {
+        let mut se = Some(p);
+        while let Some(s) = se {
+            let c = self.cfs_of(s);
+            self.at_cfs(cpu, c, se_group(s), |q, e, g, env| q.entity_tick(e, g, env));
+            se = self.parent_entity(s);
+        }
+    }
+
+    /// check_preempt_wakeup_fair: compare the waking task and curr on the
+    /// cfs_rq where their hierarchies meet (find_matching_se).
+    pub(super) fn check_preempt_wakeup_fair(&mut self, cpu: usize, curr: Pid, p: Pid) -> bool {
+        if curr == p || self.cfs_rq(cpu, self.tasks[p].tg).throttle_count > 0 {
+            return false;
+        }
+        let (mut se, mut pse) = (curr, p);
+        let (mut sd, mut pd) = (self.se_depth(se), self.se_depth(pse));
+        while sd > pd {
+            se = self.parent_entity(se).expect("depth > 0");
+            sd -= 1;
+        }
+        while pd > sd {
+            pse = self.parent_entity(pse).expect("depth > 0");
+            pd -= 1;
+        }
+        while self.cfs_of(se) != self.cfs_of(pse) {
+            se = self.parent_entity(se).expect("not yet at the root");
+            pse = self.parent_entity(pse).expect("not yet at the root");
+        }
+        self.at_level(cpu, se, |c, e, _, env| c.check_preempt_wakeup(e, pse, env))
+    }
+
+    /// yield_task_fair on the task's own cfs_rq.
+    pub(super) fn yield_task_fair(&mut self, cpu: usize, p: Pid) {
+        let nr = self.rqs[cpu].nr_running;
+        self.at_level(cpu, p, |c, e, _, env| c.yield_task(e, nr, env));
+    }
+
+    /// The fair tasks queued on `cpu` and not running (rq->cfs_tasks less
+    /// curr), across all its cfs_rqs.
+    pub fn cfs_tasks(&self, cpu: usize) -> Vec<Pid> {
+        let rq = &self.rqs[cpu];
+        let mut v: Vec<Pid> = rq
+            .cfs
+            .tree
+            .iter()
+            .copied()
+            .filter(|&s| se_group(s).is_none())
+            .collect();
+        for g in rq.gcfs.iter().skip(1) {
+            v.extend(g.tree.iter().copied().filter(|&s| se_group(s).is_none()));
+        }
+        v
+    }
+
+    /// task_h_load: the task's load as seen from the root, through the
+    /// group entities' shares (update_cfs_rq_h_load, cached per jiffy).
+    pub fn task_h_load(&mut self, p: Pid) -> u64 {
+        let cpu = self.tasks[p].cpu;
+        let c = self.tasks[p].tg;
+        self.update_cfs_rq_h_load(cpu, c);
+        let cfs = self.cfs_rq(cpu, c);
+        self.tasks[p].se.avg.load_avg * cfs.h_load / (cfs.avg.load_avg + 1)
+    }
+
+    /// update_cfs_rq_h_load: recompute h_load top-down from the nearest
+    /// cfs_rq already done this jiffy (or the root).
+    fn update_cfs_rq_h_load(&mut self, cpu: usize, c: usize) {
+        let jiffy = self.now / self.tick_ns + 1;
+        if self.cfs_rq(cpu, c).last_h_load_update == jiffy {
+            return;
+        }
+        let mut path = Vec::new();
+        let mut g = c;
+        let mut from_root = true;
+        while g != 0 {
+            path.push(g);
+            g = self.groups.parent(g);
+            if self.cfs_rq(cpu, g).last_h_load_update == jiffy {
+                from_root = false;
+                break;
+            }
+        }
+        if from_root {
+            let root = &mut self.rqs[cpu].cfs;
+            root.h_load = root.avg.load_avg;
+            root.last_h_load_update = jiffy;
+        }
+        for &g in path.iter().rev() {
+            let pq = self.cfs_rq(cpu, self.groups.parent(g));
+            let load = pq.h_load * self.rqs[cpu].gse[g].avg.load_avg / (pq.avg.load_avg + 1);
+            let q = self.cfs_rq_mut(cpu, g);
+            q.h_load = load;
+            q.last_h_load_update = jiffy;
+        }
+    }
+}

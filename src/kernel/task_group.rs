@@ -1,0 +1,277 @@
+//! Task groups: the cgroup v2 cpu controller's hierarchy (struct task_group,
+//! kernel/sched/core.c and the cgroup files cpu.weight and cpu.max).
+//!
+//! Group 0 is the root task group. Every other group has one group entity
+//! and one cfs_rq per CPU (kept in `Rq::gse` / `Rq::gcfs`, indexed by the
+//! group's id) and, with a cpu.max quota, a CFS bandwidth pool
+//! (`bandwidth.rs`).
+
+use super::prio::scale_load;
+
+/// cpu.weight's default and range (CGROUP_WEIGHT_*).
+pub const CGROUP_WEIGHT_DFL: u64 = 100;
+pub const CGROUP_WEIGHT_MIN: u64 = 1;
+pub const CGROUP_WEIGHT_MAX: u64 = 10_000;
+/// cpu.max's default period and its limits (max_cfs_quota_period,
+/// min_cfs_quota_period), in µs.
+pub const CFS_PERIOD_DFL_US: u64 = 100_000;
+const CFS_PERIOD_MIN_US: u64 = 1_000;
+const CFS_PERIOD_MAX_US: u64 = 1_000_000;
+
+/// A declared group: `[[cgroup]] path = "/a/b", weight = 100, max = "50000 100000"`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupSpec {
+    pub path: String,
+    pub weight: u64,
+    /// cpu.max as (quota µs, period µs); None = "max".
+    pub max: Option<(u64, u64)>,
+}
+
+/// struct task_group
+#[derive(Clone, Debug)]
+pub struct TaskGroup {
+    pub path: String,
+    pub parent: Option<usize>,
+    /// Root 0, its children 1, ...
+    pub depth: usize,
+    pub weight: u64,
+    /// tg->shares: sched_weight_from_cgroup(cpu.weight), scaled.
+    pub shares: u64,
+    /// tg->load_avg: Σ of its cfs_rqs' published load (an atomic).
+    pub load_avg: i64,
+    /// cpu.max as (quota ns, period ns).
+    pub quota: Option<(u64, u64)>,
+    /// The CPU that last wrote tg->load_avg and when its cache line is free
+    /// (for the cost of the shared atomic).
+    pub last_writer: Option<usize>,
+    pub line_free_at: u64,
+}
+
+/// All task groups of a run.
+#[derive(Clone, Debug)]
+pub struct TaskGroups {
+    pub tgs: Vec<TaskGroup>,
+}
+
+impl Default for TaskGroups {
+    fn default() -> Self {
+        TaskGroups {
+            tgs: vec![TaskGroup {
+                path: "/".into(),
+                parent: None,
+                depth: 0,
+                weight: CGROUP_WEIGHT_DFL,
+                shares: scale_load(1024),
+                load_avg: 0,
+                quota: None,
+                last_writer: None,
+                line_free_at: 0,
+            }],
+        }
+    }
+}
+
+/// sched_weight_from_cgroup: cpu.weight 100 is nice 0's 1024, rounded to
+/// the closest integer; then scale_load.
+pub fn shares_from_weight(weight: u64) -> u64 {
+    scale_load((weight * 1024 + 50) / 100)
+}
+
+/// Parse cpu.max: "max", "max PERIOD" or "QUOTA PERIOD" (µs), as the file
+/// takes it.
+pub fn parse_cpu_max(s: &str) -> Result<Option<(u64, u64)>, String> {
+    let bad = || {
+        format!("`{s}` is not a cpu.max value: use \"max\", \"max 100000\" or \"50000 100000\" (quota and period in µs)")
+    };
+    let mut it = s.split_whitespace();
+    let quota = it.next().ok_or_else(bad)?;
+    let period = match it.next() {
+        Some(p) => p.parse::<u64>().map_err(|_| bad())?,
+        None => CFS_PERIOD_DFL_US,
+    };
+    if it.next().is_some() {
+        return Err(bad());
+    }
+    if !(CFS_PERIOD_MIN_US..=CFS_PERIOD_MAX_US).contains(&period) {
+        return Err(format!(
+            "cpu.max period {period} µs is outside {CFS_PERIOD_MIN_US}..{CFS_PERIOD_MAX_US}"
+        ));
+    }
+    if quota == "max" {
+        return Ok(None);
+    }
+    let q = quota.parse::<u64>().map_err(|_| bad())?;
+    if q < CFS_PERIOD_MIN_US {
+        return Err(format!(
+            "cpu.max quota {q} µs is below the minimum of 1000 µs"
+        ));
+    }
+    Ok(Some((q, period)))
+}
+
+/// The components of a cgroup path; `.`/`..` would make the tree loop.
+fn components(path: &str) -> Result<Vec<&str>, String> {
+    if !path.starts_with('/') {
+        return Err(format!("cgroup path `{path}` must start with /"));
+    }
+    let parts: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    if parts.is_empty() {
+        return Err("`/` is the root group: it has no cpu.weight or cpu.max".into());
+    }
+    if let Some(c) = parts.iter().find(|c| **c == "." || **c == "..") {
+        return Err(format!(
+            "cgroup path `{path}` has `{c}`: a group cannot be its own ancestor (cycle)"
+        ));
+    }
+    Ok(parts)
+}
+
+impl TaskGroups {
+    /// Build the hierarchy; ancestors not declared themselves are created
+    /// with the defaults, as `mkdir -p` would.
+    pub fn build(specs: &[CgroupSpec]) -> Result<TaskGroups, String> {
+        let mut g = TaskGroups::default();
+        let mut declared: Vec<&str> = Vec::new();
+        for s in specs {
+            if declared.contains(&s.path.as_str()) {
+                return Err(format!("cgroup `{}` is declared twice", s.path));
+            }
+            declared.push(&s.path);
+            if !(CGROUP_WEIGHT_MIN..=CGROUP_WEIGHT_MAX).contains(&s.weight) {
+                return Err(format!(
+                    "cgroup `{}`: weight {} is outside 1..10000",
+                    s.path, s.weight
+                ));
+            }
+            let id = g.ensure(&s.path)?;
+            let tg = &mut g.tgs[id];
+            tg.weight = s.weight;
+            tg.shares = shares_from_weight(s.weight);
+            tg.quota = s.max.map(|(q, p)| (q * 1000, p * 1000));
+        }
+        Ok(g)
+    }
+
+    /// The id of `path`, creating it and its ancestors as needed.
+    fn ensure(&mut self, path: &str) -> Result<usize, String> {
+        let mut parent = 0;
+        let mut prefix = String::new();
+        for c in components(path)? {
+            prefix.push('/');
+            prefix.push_str(c);
+            parent = match self.find(&prefix) {
+                Some(i) => i,
+                None => {
+                    self.tgs.push(TaskGroup {
+                        path: prefix.clone(),
+                        parent: Some(parent),
+                        depth: self.tgs[parent].depth + 1,
+                        ..TaskGroups::default().tgs.remove(0)
+                    });
+                    self.tgs.len() - 1
+                }
+            };
+        }
+        Ok(parent)
+    }
+
+    /// The group at `path` ("/" is the root).
+    pub fn find(&self, path: &str) -> Option<usize> {
+        let norm = if path.len() > 1 {
+            path.trim_end_matches('/')
+        } else {
+            path
+        };
+        self.tgs.iter().position(|t| t.path == norm)
+    }
+
+    /// A task's group by path, with an error naming the declared ones.
+    pub fn lookup(&self, path: &str) -> Result<usize, String> {
+        self.find(path).ok_or_else(|| {
+            let known: Vec<&str> = self.tgs.iter().map(|t| t.path.as_str()).collect();
+            format!(
+                "cgroup `{path}` is not declared (add [[cgroup]] path = \"{path}\" or --cgroup {path}:weight=100; declared: {})",
+                known.join(", ")
+            )
+        })
+    }
+
+    /// Number of groups, the root included.
+    pub fn count(&self) -> usize {
+        self.tgs.len()
+    }
+
+    pub fn parent(&self, tg: usize) -> usize {
+        self.tgs[tg].parent.unwrap_or(0)
+    }
+
+    pub fn depth(&self, tg: usize) -> usize {
+        self.tgs[tg].depth
+    }
+
+    /// Whether `tg` is `anc` or below it.
+    pub fn is_descendant(&self, mut tg: usize, anc: usize) -> bool {
+        loop {
+            if tg == anc {
+                return true;
+            }
+            match self.tgs[tg].parent {
+                Some(p) => tg = p,
+                None => return false,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(path: &str, weight: u64) -> CgroupSpec {
+        CgroupSpec {
+            path: path.into(),
+            weight,
+            max: None,
+        }
+    }
+
+    #[test]
+    fn weights_map_to_shares_like_the_kernel() {
+        assert_eq!(shares_from_weight(100), scale_load(1024));
+        assert_eq!(shares_from_weight(1), scale_load(10));
+        assert_eq!(shares_from_weight(10_000), scale_load(102_400));
+        assert_eq!(shares_from_weight(300), scale_load(3072));
+    }
+
+    #[test]
+    fn hierarchy_creates_ancestors_and_rejects_bad_input() {
+        let g = TaskGroups::build(&[spec("/a/b/c", 50), spec("/a", 200)]).unwrap();
+        assert_eq!(g.count(), 4);
+        let c = g.find("/a/b/c").unwrap();
+        assert_eq!(g.depth(c), 3);
+        assert!(g.is_descendant(c, g.find("/a").unwrap()));
+        assert_eq!(g.tgs[g.find("/a").unwrap()].weight, 200);
+        assert_eq!(g.tgs[g.find("/a/b").unwrap()].weight, 100);
+        assert!(TaskGroups::build(&[spec("/a", 1), spec("/a", 2)])
+            .unwrap_err()
+            .contains("twice"));
+        assert!(TaskGroups::build(&[spec("/a", 0)])
+            .unwrap_err()
+            .contains("1..10000"));
+        assert!(TaskGroups::build(&[spec("/a/../a", 100)])
+            .unwrap_err()
+            .contains("cycle"));
+        assert!(g.lookup("/x").unwrap_err().contains("not declared"));
+    }
+
+    #[test]
+    fn cpu_max_parses_like_the_file() {
+        assert_eq!(parse_cpu_max("max"), Ok(None));
+        assert_eq!(parse_cpu_max("50000 100000"), Ok(Some((50_000, 100_000))));
+        assert_eq!(parse_cpu_max("20000"), Ok(Some((20_000, 100_000))));
+        assert!(parse_cpu_max("50000 100000 3").is_err());
+        assert!(parse_cpu_max("half").is_err());
+        assert!(parse_cpu_max("500 100000").is_err());
+        assert!(parse_cpu_max("50000 2000000").is_err());
+    }
+}
