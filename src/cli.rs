@@ -4,7 +4,8 @@
 use crate::report::{json::to_json, summary::summary, write_atomic};
 use crate::run::{run, RunError};
 use crate::scenario::{
-    feature_lines, parse_set_value, set_key, workload_table, InputError, Scenario, Source, DEMO,
+    cgroup_table, feature_lines, parse_set_value, set_key, workload_table, InputError, Scenario,
+    Source, DEMO,
 };
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -114,6 +115,10 @@ pub struct ScenarioArgs {
     /// Workload spec `name:key=value,...` (`schedlab workloads`); repeat for several [[workload]]
     #[arg(long = "workload", short = 'w')]
     workloads: Vec<String>,
+    /// Task group `PATH[:weight=N,max="QUOTA PERIOD"]` (cgroup v2 cpu.weight, cpu.max in µs);
+    /// repeat for several [[cgroup]]; a workload joins one with `cgroup=PATH`
+    #[arg(long = "cgroup", value_name = "PATH:weight=N")]
+    cgroups: Vec<String>,
     /// Random seed [sim.seed]
     #[arg(long)]
     seed: Option<u64>,
@@ -197,6 +202,16 @@ pub fn load_scenario(
             .map(|w| workload_table(w))
             .collect::<Result<Vec<_>, _>>()?;
         t.insert("workload".into(), Value::Array(list));
+    }
+    if !args.cgroups.is_empty() {
+        let mut list = match t.remove("cgroup") {
+            Some(Value::Array(a)) => a,
+            _ => Vec::new(),
+        };
+        for c in &args.cgroups {
+            list.push(cgroup_table(c)?);
+        }
+        t.insert("cgroup".into(), Value::Array(list));
     }
     if let Some(s) = args.seed {
         set_key(&mut t, "sim.seed", Value::Integer(s as i64))?;

@@ -3,9 +3,11 @@
 
 use crate::engine::NSEC_PER_SEC;
 use crate::kernel::task::Pid;
+use crate::kernel::task_group::TaskGroups;
 use crate::kernel::{Kernel, SimError};
 use crate::machine;
 use crate::scenario::{InputError, Scenario, Source};
+use crate::workload::params::Params;
 use crate::workload::{Builder, Workload};
 use std::time::Instant;
 
@@ -51,6 +53,13 @@ fn workload_error(
     src.err(&key, msg)
 }
 
+/// Split the `cgroup=PATH` key every workload takes off its parameters.
+fn take_cgroup(p: &Params) -> (Params, Option<String>) {
+    let mut p = p.clone();
+    let cg = p.values.remove("cgroup");
+    (p, cg)
+}
+
 /// Run a resolved scenario.
 pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
     let mut m = machine::from_spec(&sc.machine)
@@ -58,14 +67,24 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
     if let Some(n) = sc.max_cstate {
         m.cost.idle_states.truncate(n + 1);
     }
+    let groups =
+        TaskGroups::build(&sc.cgroups).map_err(|e| RunError::Input(src.err("cgroup", e)))?;
     let mut workloads = Vec::new();
     for (i, p) in sc.workloads.iter().enumerate() {
-        let w = Workload::parse(p)
+        let (p, cgroup) = take_cgroup(p);
+        let tg = match cgroup {
+            None => 0,
+            Some(path) => groups
+                .lookup(&path)
+                .map_err(|e| RunError::Input(src.err(&format!("workload.{i}.cgroup"), e)))?,
+        };
+        let w = Workload::parse(&p)
             .and_then(|w| w.check_machine(m.nr_cpus()).map(|_| w))
-            .map_err(|e| RunError::Input(workload_error(src, i, p, e)))?;
-        workloads.push(w);
+            .map_err(|e| RunError::Input(workload_error(src, i, &p, e)))?;
+        workloads.push((w, tg));
     }
     let mut k = Kernel::new(m, sc.kernel.clone());
+    k.set_groups(groups);
     k.check = sc.check;
     for (lvl, spec) in &sc.kernel.domain_flags {
         k.sd.set_level_flags(lvl, spec)
@@ -73,8 +92,9 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
     }
     k.tracer = crate::trace::open_tracers(&sc.output, &k).map_err(RunError::Input)?;
     let mut built = Vec::new();
-    for (i, w) in workloads.into_iter().enumerate() {
+    for (i, (w, tg)) in workloads.into_iter().enumerate() {
         let mut b = Builder::new(i, sc.seed);
+        b.cgroup = tg;
         w.build(&mut k, &mut b);
         built.push((w, b.tasks));
     }

@@ -5,6 +5,9 @@
 
 use crate::kernel::features::{FairClass, KernelConfig, PreemptModel, Wakelist, FEATURES};
 use crate::kernel::rt::RtBandwidth;
+use crate::kernel::task_group::{
+    parse_cpu_max, CgroupSpec, TaskGroups, CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX, CGROUP_WEIGHT_MIN,
+};
 use crate::workload::params::{parse_duration, Params};
 use std::fmt;
 use toml::{Table, Value};
@@ -56,6 +59,8 @@ pub struct Scenario {
     pub max_cstate: Option<usize>,
     pub kernel: KernelConfig,
     pub workloads: Vec<Params>,
+    /// `[[cgroup]]` task groups (cgroup v2 cpu controller).
+    pub cgroups: Vec<CgroupSpec>,
     /// Where results go (`[output]`: json, quiet). Not part of the
     /// simulation, so `to_table` leaves it out of the resolved scenario.
     pub output: Output,
@@ -285,6 +290,7 @@ impl Scenario {
             max_cstate: None,
             kernel: KernelConfig::default(),
             workloads: Vec::new(),
+            cgroups: Vec::new(),
             output: Output::default(),
         };
         for (k, v) in root {
@@ -329,11 +335,27 @@ impl Scenario {
                         sc.workloads.push(workload_params(src, &key, t)?);
                     }
                 }
+                "cgroup" => {
+                    let list = v
+                        .as_array()
+                        .ok_or_else(|| src.err("cgroup", "must be a list of [[cgroup]] tables"))?;
+                    for (i, c) in list.iter().enumerate() {
+                        let key = format!("cgroup.{i}");
+                        let spec = cgroup_spec(src, &key, expect_table(src, &key, c)?)?;
+                        if sc.cgroups.iter().any(|o| o.path == spec.path) {
+                            return Err(src.err(
+                                &format!("{key}.path"),
+                                format!("cgroup `{}` is declared twice", spec.path),
+                            ));
+                        }
+                        sc.cgroups.push(spec);
+                    }
+                }
                 _ => {
                     return Err(unknown(
                         src,
                         k,
-                        &["sim", "machine", "kernel", "workload", "output"],
+                        &["sim", "machine", "kernel", "workload", "cgroup", "output"],
                     ))
                 }
             }
@@ -563,6 +585,22 @@ impl Scenario {
             })
             .collect();
         root.insert("workload".into(), Value::Array(wl));
+        if !self.cgroups.is_empty() {
+            let cg: Vec<Value> = self
+                .cgroups
+                .iter()
+                .map(|c| {
+                    let mut t = Table::new();
+                    t.insert("path".into(), Value::String(c.path.clone()));
+                    t.insert("weight".into(), Value::Integer(c.weight as i64));
+                    if let Some((q, p)) = c.max {
+                        t.insert("max".into(), Value::String(format!("{q} {p}")));
+                    }
+                    Value::Table(t)
+                })
+                .collect();
+            root.insert("cgroup".into(), Value::Array(cg));
+        }
         root
     }
 }
@@ -571,6 +609,58 @@ impl Scenario {
 /// be a kernel SD_* flag.
 fn check_domain_flags(spec: &str) -> Result<(), String> {
     crate::kernel::sched_domain::parse_flags_spec(spec).map(|_| ())
+}
+
+/// A `[[cgroup]]` table: path, weight (cpu.weight) and max (cpu.max).
+fn cgroup_spec(src: &Source, key: &str, t: &Table) -> Result<CgroupSpec, InputError> {
+    let mut spec = CgroupSpec {
+        path: String::new(),
+        weight: CGROUP_WEIGHT_DFL,
+        max: None,
+    };
+    for (k, v) in t {
+        let fk = format!("{key}.{k}");
+        match k.as_str() {
+            "path" => {
+                spec.path = v
+                    .as_str()
+                    .ok_or_else(|| src.err(&fk, "must be a string such as \"/a/b\""))?
+                    .to_string();
+                TaskGroups::build(std::slice::from_ref(&spec)).map_err(|e| src.err(&fk, e))?;
+            }
+            "weight" => {
+                let w = v
+                    .as_integer()
+                    .ok_or_else(|| src.err(&fk, "must be an integer (cpu.weight, 1..10000)"))?;
+                if !(CGROUP_WEIGHT_MIN as i64..=CGROUP_WEIGHT_MAX as i64).contains(&w) {
+                    return Err(src.err(&fk, format!("{w} is outside 1..10000 (cpu.weight)")));
+                }
+                spec.weight = w as u64;
+            }
+            "max" => spec.max = parse_cpu_max(&as_str(v)).map_err(|e| src.err(&fk, e))?,
+            _ => return Err(unknown(src, &fk, &["path", "weight", "max"])),
+        }
+    }
+    if spec.path.is_empty() {
+        return Err(src.err(key, "needs `path = \"/a/b\"`"));
+    }
+    Ok(spec)
+}
+
+/// Turn `--cgroup /a/b:weight=300,max=50000 100000` into a `[[cgroup]]` table.
+pub fn cgroup_table(spec: &str) -> Result<Value, InputError> {
+    let (path, rest) = spec.split_once(':').unwrap_or((spec, ""));
+    let mut t = Table::new();
+    t.insert("path".into(), Value::String(path.trim().to_string()));
+    for kv in rest.split(',').filter(|s| !s.trim().is_empty()) {
+        let (k, v) = kv.split_once('=').ok_or_else(|| {
+            InputError::new(format!(
+                "--cgroup `{spec}`: expected PATH:weight=N,max=\"QUOTA PERIOD\""
+            ))
+        })?;
+        t.insert(k.trim().to_string(), parse_set_value(v.trim()));
+    }
+    Ok(Value::Table(t))
 }
 
 /// A `[[workload]]` table → Params (validated later by the workload).

@@ -1,20 +1,7 @@
 //! End-to-end checks of the command line: results, determinism and errors.
 
 mod common;
-use common::schedlab;
-
-fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("schedlab-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn json_without_wall(path: &std::path::Path) -> serde_json::Value {
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    v["sim"].as_object_mut().unwrap().remove("wall_ns");
-    v
-}
+use common::{json_of, json_without_wall, schedlab, tmp};
 
 #[test]
 fn same_seed_gives_identical_json() {
@@ -238,16 +225,6 @@ fn output_keys_in_a_scenario_write_json_like_the_flags() {
     // Output paths are not part of the simulated scenario.
     assert!(v["scenario"].get("output").is_none());
     assert_eq!(v["benchmark"]["loops"], 500);
-}
-
-fn json_of(args: &[&str], name: &str) -> serde_json::Value {
-    let path = tmp(name);
-    let mut all = args.to_vec();
-    let p = path.display().to_string();
-    all.extend(["--json", &p, "--quiet"]);
-    let (rc, _, err) = schedlab(&all);
-    assert_eq!(rc, 0, "{err}");
-    json_without_wall(&path)
 }
 
 #[test]

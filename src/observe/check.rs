@@ -1,5 +1,6 @@
 //! `--check`: invariants verified after every event.
 
+use crate::kernel::fair::{se_group, SeStore, GROUP_SE};
 use crate::kernel::pelt::LOAD_AVG_MAX;
 use crate::kernel::task::TaskState;
 use crate::kernel::Kernel;
@@ -22,52 +23,27 @@ impl Kernel {
         }
     }
 
-    /// Each queued task is on exactly one run queue, and the counts agree.
+    /// Each queued task is on exactly one run queue, and the counts agree
+    /// on every cfs_rq of the hierarchy.
     fn check_runqueues(&self) -> Result<(), String> {
         let mut seen = vec![0u32; self.tasks.len()];
         for rq in &self.rqs {
-            let cfs = &rq.cfs;
-            let curr_queued = cfs.curr.filter(|&c| self.tasks[c].se.on_rq);
-            for &p in cfs.tree.iter().chain(curr_queued.iter()) {
-                seen[p] += 1;
-                if self.tasks[p].cpu != rq.cpu {
-                    return Err(format!(
-                        "task {} queued on cpu{} but task_cpu is {}",
-                        self.tasks[p].pid, rq.cpu, self.tasks[p].cpu
-                    ));
+            let (queued, _) = self.check_cfs_rq(rq.cpu, 0, &mut seen)?;
+            // Throttled groups hang off the hierarchy: check them apart.
+            for (g, q) in rq.gcfs.iter().enumerate().skip(1) {
+                if q.throttled && !rq.gse[g].on_rq {
+                    self.check_cfs_rq(rq.cpu, g, &mut seen)?;
                 }
             }
-            let queued = cfs.tree.len() + curr_queued.is_some() as usize;
             for &p in &rq.rt.queue {
                 seen[p] += 1;
             }
-            if queued != cfs.nr_queued || queued + rq.rt.queue.len() != rq.nr_running {
+            if queued + rq.rt.queue.len() != rq.nr_running {
                 return Err(format!(
-                    "cpu{}: {} queued entities but nr_queued {} and nr_running {}",
-                    rq.cpu, queued, cfs.nr_queued, rq.nr_running
-                ));
-            }
-            let runnable = cfs
-                .tree
-                .iter()
-                .chain(curr_queued.iter())
-                .filter(|&&p| !self.tasks[p].se.sched_delayed)
-                .count();
-            if runnable != cfs.h_nr_runnable {
-                return Err(format!(
-                    "cpu{}: h_nr_runnable {} but {} runnable",
-                    rq.cpu, cfs.h_nr_runnable, runnable
-                ));
-            }
-            let (sum, load) = cfs.tree.iter().fold((0i64, 0i64), |(s, l), &p| {
-                let se = &self.tasks[p].se;
-                let w = se.load.unscaled() as i64;
-                (s + (se.vruntime - cfs.min_vruntime) * w, l + w)
-            });
-            if (sum, load) != (cfs.avg_vruntime, cfs.avg_load) {
-                return Err(format!(
-                    "cpu{}: avg_vruntime {}/{} but the tree sums to {sum}/{load}",
-                    rq.cpu, cfs.avg_vruntime, cfs.avg_load
+                    "cpu{}: {} queued tasks but nr_running {}",
+                    rq.cpu,
+                    queued + rq.rt.queue.len(),
+                    rq.nr_running
                 ));
             }
             if rq.curr.is_none() && !rq.is_idle() && !self.irqs.in_handler(rq.cpu) {
@@ -77,9 +53,7 @@ impl Kernel {
                 ));
             }
             if let Some(c) = rq.curr.filter(|&c| !self.is_rt(c)) {
-                if rq.cfs.curr != Some(c) {
-                    return Err(format!("cpu{}: rq->curr is not cfs_rq->curr", rq.cpu));
-                }
+                self.check_curr_chain(rq.cpu, c)?;
             }
         }
         for (p, t) in self.tasks.iter().enumerate() {
@@ -91,6 +65,87 @@ impl Kernel {
             }
         }
         Ok(())
+    }
+
+    /// One cfs_rq and, recursively, the groups queued on it: entity counts,
+    /// the avg_vruntime sums, and h_nr_queued/h_nr_runnable. Returns the
+    /// tasks queued below it and the runnable ones.
+    fn check_cfs_rq(
+        &self,
+        cpu: usize,
+        c: usize,
+        seen: &mut [u32],
+    ) -> Result<(usize, usize), String> {
+        let q = self.cfs_rq(cpu, c);
+        let ents = self.ents(cpu);
+        let curr_queued = q.curr.filter(|&s| ents.se(s).on_rq);
+        let (mut tasks, mut runnable) = (0, 0);
+        for &s in q.tree.iter().chain(curr_queued.iter()) {
+            match se_group(s) {
+                None => {
+                    seen[s] += 1;
+                    let t = &self.tasks[s];
+                    if t.cpu != cpu || t.tg != c {
+                        return Err(format!(
+                            "task {} queued on cpu{cpu} group {c} but task_cpu is {} and its group {}",
+                            t.pid, t.cpu, t.tg
+                        ));
+                    }
+                    tasks += 1;
+                    runnable += !t.se.sched_delayed as usize;
+                }
+                Some(g) => {
+                    if self.groups.parent(g) != c {
+                        return Err(format!("cpu{cpu}: group {g}'s entity queued on group {c}"));
+                    }
+                    let (t, r) = self.check_cfs_rq(cpu, g, seen)?;
+                    tasks += t;
+                    runnable += r;
+                }
+            }
+        }
+        let entities = q.tree.len() + curr_queued.is_some() as usize;
+        if entities != q.nr_queued || (tasks, runnable) != (q.h_nr_queued, q.h_nr_runnable) {
+            return Err(format!(
+                "cpu{cpu} group {c}: {entities} entities, {tasks} tasks, {runnable} runnable but nr_queued {}, h_nr_queued {}, h_nr_runnable {}",
+                q.nr_queued, q.h_nr_queued, q.h_nr_runnable
+            ));
+        }
+        let (sum, load) = q.tree.iter().fold((0i64, 0i64), |(sm, l), &s| {
+            let se = ents.se(s);
+            let w = se.load.unscaled() as i64;
+            (sm + (se.vruntime - q.min_vruntime) * w, l + w)
+        });
+        if (sum, load) != (q.avg_vruntime, q.avg_load) {
+            return Err(format!(
+                "cpu{cpu} group {c}: avg_vruntime {}/{} but the tree sums to {sum}/{load}",
+                q.avg_vruntime, q.avg_load
+            ));
+        }
+        // A throttled group's tasks stay queued below it but no longer
+        // count above it.
+        Ok(if q.throttled {
+            (0, 0)
+        } else {
+            (tasks, runnable)
+        })
+    }
+
+    /// The running fair task and each of its ancestors is its cfs_rq's curr.
+    fn check_curr_chain(&self, cpu: usize, p: usize) -> Result<(), String> {
+        let mut se = p;
+        loop {
+            let c = self.cfs_of(se);
+            if self.cfs_rq(cpu, c).curr != Some(se) {
+                return Err(format!(
+                    "cpu{cpu}: rq->curr's entity {se} is not group {c}'s curr"
+                ));
+            }
+            if c == 0 {
+                return Ok(());
+            }
+            se = GROUP_SE + c;
+        }
     }
 
     /// No lost wakeups, and PELT sums within their bounds.

@@ -1,5 +1,6 @@
 //! Reports of a finished run: the perf-stat-like summary and the JSON file.
 
+pub mod cgroup;
 pub mod completion;
 pub mod html;
 pub mod json;

@@ -110,6 +110,7 @@ pub fn summary(out: &RunOutput) -> String {
         let _ = writeln!(s, "{line}");
     }
     balance_block(&mut s, k);
+    super::cgroup::summary_block(&mut s, k);
     let wall = out.wall_ns as f64 / 1e9;
     let events = k.events.popped;
     let _ = writeln!(

@@ -14,3 +14,32 @@ pub fn schedlab(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// A per-process scratch path for a test's output file.
+#[allow(dead_code)]
+pub fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("schedlab-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// A results file without the one field that depends on the wall clock.
+#[allow(dead_code)]
+pub fn json_without_wall(path: &std::path::Path) -> serde_json::Value {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["sim"].as_object_mut().unwrap().remove("wall_ns");
+    v
+}
+
+/// Run with `--json` to a scratch file and return the results.
+#[allow(dead_code)]
+pub fn json_of(args: &[&str], name: &str) -> serde_json::Value {
+    let path = tmp(name);
+    let mut all = args.to_vec();
+    let p = path.display().to_string();
+    all.extend(["--json", &p, "--quiet"]);
+    let (rc, _, err) = schedlab(&all);
+    assert_eq!(rc, 0, "{err}");
+    json_without_wall(&path)
+}

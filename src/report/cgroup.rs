@@ -1,0 +1,116 @@
+//! Task groups and PELT overhead in the reports: the JSON `pelt` section
+//! and `cgroups[]` list, and the summary's cgroup block (like cpu.stat).
+
+use crate::kernel::fair::PeltCounters;
+use crate::kernel::Kernel;
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+impl Kernel {
+    /// PELT overhead counters summed over every cfs_rq of every CPU.
+    pub fn pelt_counters(&self) -> PeltCounters {
+        let mut t = PeltCounters::default();
+        for rq in &self.rqs {
+            for q in std::iter::once(&rq.cfs).chain(rq.gcfs.iter().skip(1)) {
+                t.update_load_avg_calls += q.pelt_stats.update_load_avg_calls;
+                t.tg_load_avg_updates += q.pelt_stats.tg_load_avg_updates;
+                t.propagations += q.pelt_stats.propagations;
+            }
+        }
+        t
+    }
+
+    /// CPU time of the tasks in group `tg` and below (cpu.stat usage).
+    fn group_exec_ns(&self, tg: usize) -> u64 {
+        self.tasks
+            .iter()
+            .filter(|t| self.groups.is_descendant(t.tg, tg))
+            .map(|t| t.se.sum_exec_runtime)
+            .sum()
+    }
+
+    /// Σ over CPUs of the group's cfs_rq util_avg.
+    fn group_util_avg(&self, tg: usize) -> u64 {
+        self.rqs.iter().map(|rq| rq.gcfs[tg].avg.util_avg).sum()
+    }
+}
+
+/// The JSON `pelt` section.
+pub fn pelt_json(k: &Kernel) -> Value {
+    let c = k.pelt_counters();
+    json!({
+        "update_load_avg_calls": c.update_load_avg_calls,
+        "tg_load_avg_updates": c.tg_load_avg_updates,
+        "propagations": c.propagations,
+        "tg_load_avg_filter": k.cfg.features.enabled(crate::kernel::features::Feature::TgLoadAvgFilter),
+    })
+}
+
+/// The JSON `cgroups` list: one entry per declared group (and the
+/// ancestors created for them), root excluded.
+pub fn cgroups_json(k: &Kernel) -> Value {
+    let list: Vec<Value> = (1..k.groups.count())
+        .map(|g| {
+            let tg = &k.groups.tgs[g];
+            let b = &k.bandwidth[g];
+            let mut v = json!({
+                "path": tg.path,
+                "weight": tg.weight,
+                "sum_exec_ns": k.group_exec_ns(g),
+                "load_avg": tg.load_avg,
+                "util_avg": k.group_util_avg(g),
+            });
+            if let Some((q, p)) = tg.quota {
+                v["max"] = json!(format!("{} {}", q / 1000, p / 1000));
+                v["nr_periods"] = json!(b.nr_periods);
+                v["nr_throttled"] = json!(b.nr_throttled);
+                v["throttled_ns"] = json!(b.throttled_time);
+            }
+            v
+        })
+        .collect();
+    Value::Array(list)
+}
+
+/// The summary's block: one line per group, then the PELT counters.
+pub fn summary_block(s: &mut String, k: &Kernel) {
+    if k.groups.count() == 1 {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n cgroups (cpu.weight, CPU time, tg->load_avg, Σ util_avg):"
+    );
+    for g in 1..k.groups.count() {
+        let tg = &k.groups.tgs[g];
+        let mut line = format!(
+            "  {:<20} weight {:>5}  {:>10.3} ms  load {:>6}  util {:>6}",
+            tg.path,
+            tg.weight,
+            k.group_exec_ns(g) as f64 / 1e6,
+            tg.load_avg,
+            k.group_util_avg(g)
+        );
+        if let Some((q, p)) = tg.quota {
+            let b = &k.bandwidth[g];
+            let _ = write!(
+                line,
+                "  max {} {}: throttled {}/{} periods, {:.3} ms",
+                q / 1000,
+                p / 1000,
+                b.nr_throttled,
+                b.nr_periods,
+                b.throttled_time as f64 / 1e6
+            );
+        }
+        let _ = writeln!(s, "{line}");
+    }
+    let c = k.pelt_counters();
+    let _ = writeln!(
+        s,
+        "  PELT: {} update_load_avg calls, {} tg->load_avg updates, {} propagations",
+        super::thousands(c.update_load_avg_calls),
+        super::thousands(c.tg_load_avg_updates),
+        super::thousands(c.propagations)
+    );
+}

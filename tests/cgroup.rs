@@ -1,0 +1,242 @@
+//! Task groups end to end: cpu.weight shares, hierarchical fairness,
+//! cpu.max throttling, PELT propagation, TG_LOAD_AVG_FILTER, bad input.
+
+mod common;
+use common::{json_of, schedlab};
+use serde_json::Value;
+
+fn group<'a>(v: &'a Value, path: &str) -> &'a Value {
+    v["cgroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["path"] == path)
+        .unwrap_or_else(|| panic!("no cgroup {path}"))
+}
+
+fn exec_ms(v: &Value, path: &str) -> f64 {
+    group(v, path)["sum_exec_ns"].as_u64().unwrap() as f64 / 1e6
+}
+
+#[test]
+fn cpu_weight_divides_a_cpu_between_groups() {
+    // Two groups of two busy tasks on one CPU, weights 100 and 300.
+    let v = json_of(
+        &[
+            "run",
+            "--machine",
+            "smp:cpus=1",
+            "--duration",
+            "2s",
+            "--check",
+            "--cgroup",
+            "/lo:weight=100",
+            "--cgroup",
+            "/hi:weight=300",
+            "-w",
+            "stress-ng:cpu=2,cgroup=/lo",
+            "-w",
+            "stress-ng:cpu=2,cgroup=/hi",
+        ],
+        "weights.json",
+    );
+    let (lo, hi) = (exec_ms(&v, "/lo"), exec_ms(&v, "/hi"));
+    let ratio = hi / lo;
+    assert!(
+        (2.8..3.2).contains(&ratio),
+        "hi {hi} ms lo {lo} ms ratio {ratio}"
+    );
+}
+
+#[test]
+fn a_group_gets_its_share_whatever_its_task_count() {
+    // /one has one task and /many four, equal weights, one CPU: each group
+    // gets half (a flat run would give /one a fifth).
+    let v = json_of(
+        &[
+            "run",
+            "--machine",
+            "smp:cpus=1",
+            "--duration",
+            "2s",
+            "--check",
+            "--cgroup",
+            "/one",
+            "--cgroup",
+            "/many/deeper",
+            "-w",
+            "stress-ng:cpu=1,cgroup=/one",
+            "-w",
+            "stress-ng:cpu=4,cgroup=/many/deeper",
+        ],
+        "hier.json",
+    );
+    let (one, many) = (exec_ms(&v, "/one"), exec_ms(&v, "/many"));
+    assert!(
+        (one / many - 1.0).abs() < 0.05,
+        "one {one} ms many {many} ms"
+    );
+    assert_eq!(exec_ms(&v, "/many"), exec_ms(&v, "/many/deeper"));
+}
+
+#[test]
+fn cpu_max_caps_a_group_at_its_quota() {
+    // 20 ms per 100 ms period for four busy tasks on four CPUs: 0.2 CPU.
+    let v = json_of(
+        &[
+            "run",
+            "--machine",
+            "smp:cpus=4",
+            "--duration",
+            "2s",
+            "--check",
+            "--cgroup",
+            "/capped:max=20000 100000",
+            "-w",
+            "stress-ng:cpu=4,cgroup=/capped",
+            "-w",
+            "stress-ng:cpu=1",
+        ],
+        "max.json",
+    );
+    let g = group(&v, "/capped");
+    let used = exec_ms(&v, "/capped");
+    assert!(
+        (380.0..=420.0).contains(&used),
+        "capped group ran {used} ms in 2 s"
+    );
+    assert!(g["nr_throttled"].as_u64().unwrap() >= 15, "{g}");
+    assert!(v["totals"]["cfs_throttled"].as_u64().unwrap() > 0);
+    // The uncapped task is not held back.
+    let free: u64 = v["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["workload"] == 1)
+        .map(|t| t["sum_exec_ns"].as_u64().unwrap())
+        .sum();
+    assert!(free > 1_900_000_000, "uncapped task ran {free} ns");
+}
+
+#[test]
+fn group_util_propagates_to_the_root() {
+    // A 50 % task three levels down: the root cfs_rq's util_avg follows
+    // the task's, through the group entities.
+    let v = json_of(
+        &[
+            "run",
+            "--machine",
+            "smp:cpus=1",
+            "--duration",
+            "2s",
+            "--check",
+            "--cgroup",
+            "/a/b/c",
+            "-w",
+            "periodic:tasks=1,run=8ms,sleep=8ms,cgroup=/a/b/c",
+        ],
+        "prop.json",
+    );
+    let task = v["tasks"][0]["util_avg"].as_i64().unwrap();
+    let root = v["cpus"][0]["util_avg"].as_i64().unwrap();
+    assert!((400..650).contains(&task), "task util {task}");
+    assert!((root - task).abs() <= 8, "root {root} task {task}");
+    for p in ["/a", "/a/b", "/a/b/c"] {
+        let u = group(&v, p)["util_avg"].as_i64().unwrap();
+        assert!((u - task).abs() <= 8, "{p} util {u} task {task}");
+    }
+    // Four levels of update_load_avg per event instead of one.
+    let calls = v["pelt"]["update_load_avg_calls"].as_u64().unwrap();
+    let flat = json_of(
+        &[
+            "run",
+            "--machine",
+            "smp:cpus=1",
+            "--duration",
+            "2s",
+            "-w",
+            "periodic:tasks=1,run=8ms,sleep=8ms",
+        ],
+        "prop-flat.json",
+    );
+    let flat_calls = flat["pelt"]["update_load_avg_calls"].as_u64().unwrap();
+    assert!(calls >= 3 * flat_calls, "{calls} vs flat {flat_calls}");
+    assert_eq!(flat["pelt"]["tg_load_avg_updates"], 0);
+}
+
+#[test]
+fn tg_load_avg_filter_cuts_the_updates_of_tg_load_avg() {
+    let run = |on: &str, name: &str| {
+        json_of(
+            &[
+                "run",
+                "--machine",
+                "smp:cpus=4",
+                "--check",
+                "--cgroup",
+                "/a/b/c",
+                "-w",
+                "hackbench:groups=2,loops=200,ipc=pipe,cgroup=/a/b/c",
+                "--set",
+                &format!("kernel.features.TG_LOAD_AVG_FILTER={on}"),
+            ],
+            name,
+        )
+    };
+    let (on, off) = (
+        run("true", "filter-on.json"),
+        run("false", "filter-off.json"),
+    );
+    let updates = |v: &Value| v["pelt"]["tg_load_avg_updates"].as_u64().unwrap();
+    assert!(
+        updates(&off) > 3 * updates(&on),
+        "on {} off {}",
+        updates(&on),
+        updates(&off)
+    );
+}
+
+#[test]
+fn bad_cgroup_input_exits_2_naming_the_field() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["-w", "pipe:loops=10,cgroup=/nope"], "workload.0.cgroup"),
+        (
+            &["--cgroup", "/a:weight=0", "-w", "pipe:loops=10"],
+            "1..10000",
+        ),
+        (
+            &["--cgroup", "/a:weight=10001", "-w", "pipe:loops=10"],
+            "1..10000",
+        ),
+        (
+            &["--cgroup", "/a:max=fifty", "-w", "pipe:loops=10"],
+            "cpu.max",
+        ),
+        (
+            &["--cgroup", "/a", "--cgroup", "/a", "-w", "pipe:loops=10"],
+            "twice",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        let (rc, out, err) = schedlab(&all);
+        assert_eq!(rc, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?} printed {out}");
+    }
+    let dir = std::env::temp_dir().join(format!("schedlab-cg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("cycle.toml");
+    std::fs::write(
+        &f,
+        "[[cgroup]]\npath = \"/a\"\n\n[[cgroup]]\npath = \"/a/b/../../a\"\n\n[[workload]]\nkind = \"pipe\"\n",
+    )
+    .unwrap();
+    let (rc, _, err) = schedlab(&["run", f.to_str().unwrap()]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("cycle") && err.contains("cycle.toml:5"),
+        "{err}"
+    );
+}
