@@ -560,11 +560,7 @@ impl Kernel {
             if env.excluded.contains(&c) {
                 continue;
             }
-            let cfs = &mut self.rqs[c].cfs;
-            let decayed = cfs.avg.load_sum | cfs.avg.util_sum | cfs.avg.runnable_sum == 0;
-            if cfs.curr.is_none() && !(decayed && cfs.removed.nr == 0) {
-                cfs.update_cfs_rq_load_avg(self.now);
-            }
+            self.update_blocked_averages(c);
             let rq = &self.rqs[c];
             s.group_load += rq.cfs.avg.load_avg;
             s.group_util += self.cpu_util_cfs(c);
@@ -874,6 +870,9 @@ impl Kernel {
         {
             return false;
         }
+        if self.throttled_lb_pair(p, env.src, env.dst) {
+            return false;
+        }
         if !self.tasks[p].is_allowed(env.dst) {
             env.flags |= LBF_SOME_PINNED;
             return false;
@@ -941,7 +940,7 @@ impl Kernel {
             }
             match env.migration_type {
                 MigrationType::Load => {
-                    let load = self.tasks[p].se.avg.load_avg.max(1);
+                    let load = self.task_h_load(p).max(1);
                     if (load >> nr_failed.min(63)) as i64 > env.imbalance {
                         self.rotate_to_head(p);
                         continue;

@@ -482,6 +482,26 @@ impl CfsRq {
         self.update_cfs_rq_load_avg_at(self.clock_pelt(now_pelt))
     }
 
+    /// The cfs_rq part of __update_blocked_fair: age it and publish its
+    /// load to the task group when it decayed.
+    pub fn update_blocked_load(&mut self, env: &FairEnv) {
+        if self.update_cfs_rq_load_avg_at(self.clock_pelt(env.now_pelt)) {
+            self.update_tg_load_avg(env);
+        }
+    }
+
+    /// The entity part of __update_blocked_fair: update_load_avg(UPDATE_TG)
+    /// of a group entity, taking up its group's pending propagation.
+    pub fn update_blocked_entity(
+        &mut self,
+        ents: &mut Ents,
+        id: SeId,
+        g: Option<&mut GroupCtx>,
+        env: &FairEnv,
+    ) {
+        self.update_load_avg(ents, id, g, UPDATE_TG, env);
+    }
+
     /// remove_entity_load_avg: a task leaves this cfs_rq while not queued
     /// (wakeup migration or exit); its load is subtracted lazily.
     pub fn remove_entity_load_avg(&mut self, se: &mut SchedAvg, weight: u64) {

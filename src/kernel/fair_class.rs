@@ -107,8 +107,9 @@ impl Kernel {
     }
 
     /// Run `f` on cfs_rq `c` of `cpu` with the entity store and, when the
-    /// entity operated on is group `g`'s, its group context; then settle
-    /// what the call left for the task group.
+    /// entity operated on is group `g`'s, its group context; then charge
+    /// the level's cost when a task group is involved and settle what the
+    /// call left for the task group.
     fn at_cfs<R>(
         &mut self,
         cpu: usize,
@@ -142,6 +143,10 @@ impl Kernel {
                 f(cfs, &mut ents, Some(&mut ctx), &env)
             }
         };
+        if c != 0 || g.is_some() {
+            self.stats.group_level_ops += 1;
+            self.charge_curr(cpu, self.machine.cost.group_level_ns);
+        }
         if c != 0 {
             self.settle_group(cpu, c);
         }
@@ -516,6 +521,35 @@ impl Kernel {
             v.extend(g.tree.iter().copied().filter(|&s| se_group(s).is_none()));
         }
         v
+    }
+
+    /// throttled_lb_pair: the task's group is throttled on either CPU.
+    pub(super) fn throttled_lb_pair(&self, p: Pid, src: usize, dst: usize) -> bool {
+        let tg = self.tasks[p].tg;
+        tg != 0
+            && (self.rqs[src].gcfs[tg].throttle_count > 0 || self.rqs[dst].gcfs[tg].throttle_count > 0)
+    }
+
+    /// sched_balance_update_blocked_averages → __update_blocked_fair: decay
+    /// the cfs_rqs of `cpu` children first, publish their load to the task
+    /// groups and pass pending changes up through the group entities. The
+    /// root is refreshed only while it holds something to decay.
+    pub(super) fn update_blocked_averages(&mut self, cpu: usize) {
+        for g in (1..self.groups.count()).rev() {
+            self.at_cfs(cpu, g, None, |q, _, _, env| q.update_blocked_load(env));
+            let se = &self.rqs[cpu].gse[g];
+            let skip = se.avg.load_avg == 0 && se.avg.util_avg == 0 && !self.rqs[cpu].gcfs[g].propagate;
+            if !skip {
+                let s = GROUP_SE + g;
+                self.at_level(cpu, s, |c, e, gc, env| c.update_blocked_entity(e, s, gc, env));
+            }
+        }
+        let now = self.clock_pelt(cpu);
+        let cfs = &mut self.rqs[cpu].cfs;
+        let decayed = cfs.avg.load_sum | cfs.avg.util_sum | cfs.avg.runnable_sum == 0;
+        if cfs.curr.is_none() && !(decayed && cfs.removed.nr == 0) {
+            cfs.update_cfs_rq_load_avg(now);
+        }
     }
 
     /// task_h_load: the task's load as seen from the root, through the

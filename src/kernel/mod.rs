@@ -68,6 +68,9 @@ pub struct Counters {
     pub rt_throttled: u64,
     /// cfs_rqs throttled by their group's cpu.max.
     pub cfs_throttled: u64,
+    /// Fair-class operations on a task group's per-CPU cfs_rq or entity
+    /// (each charged `group_level_ns`).
+    pub group_level_ops: u64,
     /// Preemptions by cause and point, need-resched latency.
     pub preempt: preempt::PreemptStats,
 }

@@ -135,17 +135,17 @@ impl Kernel {
 
     /// wake_affine_weight: compare the loads the two CPUs would have.
     fn wake_affine_weight(
-        &self,
+        &mut self,
         p: Pid,
         this: usize,
         prev: usize,
         sync: bool,
         waker: Option<Pid>,
     ) -> Option<usize> {
-        let task_load = self.tasks[p].se.avg.load_avg;
+        let task_load = self.task_h_load(p);
         let mut this_eff = self.cpu_load(this);
         if sync {
-            let current = waker.map_or(0, |w| self.tasks[w].se.avg.load_avg);
+            let current = waker.map_or(0, |w| self.task_h_load(w));
             if current > this_eff {
                 return Some(this);
             }

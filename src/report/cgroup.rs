@@ -42,6 +42,7 @@ pub fn pelt_json(k: &Kernel) -> Value {
         "update_load_avg_calls": c.update_load_avg_calls,
         "tg_load_avg_updates": c.tg_load_avg_updates,
         "propagations": c.propagations,
+        "group_level_ops": k.stats.group_level_ops,
         "tg_load_avg_filter": k.cfg.features.enabled(crate::kernel::features::Feature::TgLoadAvgFilter),
     })
 }
@@ -108,9 +109,10 @@ pub fn summary_block(s: &mut String, k: &Kernel) {
     let c = k.pelt_counters();
     let _ = writeln!(
         s,
-        "  PELT: {} update_load_avg calls, {} tg->load_avg updates, {} propagations",
+        "  PELT: {} update_load_avg calls, {} tg->load_avg updates, {} propagations, {} group-level ops",
         super::thousands(c.update_load_avg_calls),
         super::thousands(c.tg_load_avg_updates),
-        super::thousands(c.propagations)
+        super::thousands(c.propagations),
+        super::thousands(k.stats.group_level_ops)
     );
 }
