@@ -29,7 +29,6 @@ use super::sched_domain::{
 use super::task::Pid;
 use super::Kernel;
 use crate::engine::EventKind;
-use std::collections::BTreeMap;
 
 /// sysctl_sched_nr_migrate (non-RT kernels).
 const NR_MIGRATE: usize = 32;
@@ -153,9 +152,7 @@ pub struct LoadBalance {
     cost_ns: u64,
     /// The CPU doing the balancing (it sends the resched IPIs).
     acting: usize,
-    /// Tasks detach_tasks passed over, moved to the head of rq->cfs_tasks:
-    /// (when, order) so that the next balance looks at other tasks first.
-    head_stamp: BTreeMap<Pid, (u64, u64)>,
+    /// Order of the tasks detach_tasks passed over (Task::lb_head_stamp).
     head_seq: u64,
     /// Wasted-core episodes (an idle CPU next to a waiting task it could
     /// run, for longer than the bound) and their total length.
@@ -191,7 +188,6 @@ impl LoadBalance {
             active_balances: 0,
             cost_ns: 0,
             acting: 0,
-            head_stamp: BTreeMap::new(),
             head_seq: 0,
             wasted_episodes: 0,
             wasted_ns: 0,
@@ -896,26 +892,35 @@ impl Kernel {
         false
     }
 
-    /// The source queue's CFS tasks from the tail of rq->cfs_tasks (least
-    /// recently queued or run first; approximated by when each task last
-    /// started waiting, or was passed over by detach_tasks), then the
-    /// running task.
-    fn cfs_tasks_from_tail(&self, cpu: usize) -> Vec<Pid> {
-        let rq = &self.rqs[cpu];
-        let mut v: Vec<Pid> = self.cfs_tasks(cpu);
-        v.sort_by_key(|&p| {
-            let queued = (self.tasks[p].stats.wait_start, 0);
-            let head = self.lb.head_stamp.get(&p).copied().unwrap_or_default();
-            (queued.max(head), p)
-        });
-        v.extend(rq.curr);
-        v
+    /// The first `limit` of the source queue's CFS tasks from the tail of
+    /// rq->cfs_tasks (least recently queued or run first; approximated by
+    /// when each task last started waiting, or was passed over by
+    /// detach_tasks), then the running task. detach_tasks never looks
+    /// further than its loop limit, so only that many are ordered.
+    fn cfs_tasks_from_tail(&self, cpu: usize, limit: usize) -> Vec<Pid> {
+        let mut v: Vec<((u64, u64), Pid)> = self
+            .cfs_tasks(cpu)
+            .into_iter()
+            .map(|p| {
+                let queued = (self.tasks[p].stats.wait_start, 0);
+                (queued.max(self.tasks[p].lb_head_stamp), p)
+            })
+            .collect();
+        if v.len() > limit {
+            v.select_nth_unstable(limit);
+            v.truncate(limit);
+        }
+        // Keys are unique (the pid is in them): the order is deterministic.
+        v.sort_unstable();
+        let mut out: Vec<Pid> = v.into_iter().map(|(_, p)| p).collect();
+        out.extend(self.rqs[cpu].curr);
+        out
     }
 
     /// list_move to the head of cfs_tasks: a task detach_tasks skipped.
     fn rotate_to_head(&mut self, p: Pid) {
         self.lb.head_seq += 1;
-        self.lb.head_stamp.insert(p, (self.now, self.lb.head_seq));
+        self.tasks[p].lb_head_stamp = (self.now, self.lb.head_seq);
     }
 
     /// detach_tasks + attach_tasks: move up to the imbalance from env.src
@@ -927,7 +932,7 @@ impl Kernel {
         let nr_failed = self.sd(env.dst, env.lvl).nr_balance_failed;
         let loop_max = NR_MIGRATE.min(self.rqs[env.src].nr_running);
         let mut moved = 0;
-        for (n, p) in self.cfs_tasks_from_tail(env.src).into_iter().enumerate() {
+        for (n, p) in self.cfs_tasks_from_tail(env.src, loop_max).into_iter().enumerate() {
             if env.idle != IdleType::NotIdle && self.rqs[env.src].nr_running <= 1 {
                 break;
             }
@@ -1158,7 +1163,7 @@ impl Kernel {
             src: cpu,
         };
         let running = prev.filter(|&p| self.tasks[p].se.on_rq && !self.tasks[p].se.sched_delayed);
-        let mut cands: Vec<Pid> = self.cfs_tasks_from_tail(cpu);
+        let mut cands: Vec<Pid> = self.cfs_tasks_from_tail(cpu, usize::MAX);
         cands.retain(|&p| Some(p) != self.rqs[cpu].curr);
         cands.extend(running);
         let pick = cands.into_iter().find(|&p| {

@@ -125,6 +125,9 @@ pub struct Task {
     /// Kernel work charged to the task (wakeups it did, rq-lock waits), run
     /// before its program continues.
     pub overhead: u64,
+    /// When detach_tasks last passed the task over and moved it to the head
+    /// of rq->cfs_tasks: (time, order); (0, 0) if never.
+    pub lb_head_stamp: (u64, u64),
     pub prog: ProgState,
     pub rng: Rng,
     pub stats: TaskStats,

@@ -348,6 +348,7 @@ impl Builder {
             timer_cpu: 0,
             work_left: 0,
             overhead: 0,
+            lb_head_stamp: (0, 0),
             prog: ProgState::new(spec.ops),
             rng: Rng::new(self.seed, idx as u64),
             stats: TaskStats::default(),
