@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 pub mod completion;
+pub mod pelt;
 
 #[derive(Args)]
 pub struct ReproArgs {
@@ -26,6 +27,8 @@ enum Which {
     Completion(completion::CompletionArgs),
     /// Seed 001: should_we_balance skips the siblings of a busy core (SWB_SMT_SKIP off → on)
     Swb(crate::repro_swb::SwbArgs),
+    /// Seed 004: PELT rewrite, LKP hackbench top level vs 3 cgroup levels deep, TG_LOAD_AVG_FILTER off → on
+    Pelt(pelt::PeltArgs),
 }
 
 #[derive(Args)]
@@ -47,6 +50,7 @@ pub fn main(args: &ReproArgs) -> i32 {
             .map(|text| print!("{text}"))
             .map_err(InputError::new),
         Which::Swb(a) => crate::repro_swb::swb(a).map_err(InputError::new),
+        Which::Pelt(a) => pelt::repro(a).map_err(InputError::new),
     };
     match r {
         Ok(()) => 0,

@@ -240,3 +240,51 @@ fn bad_cgroup_input_exits_2_naming_the_field() {
         "{err}"
     );
 }
+
+#[test]
+fn repro_pelt_filter_matters_only_inside_groups() {
+    let path = common::tmp("repro-pelt.json");
+    let p = path.display().to_string();
+    let (rc, out, err) = schedlab(&[
+        "repro",
+        "pelt",
+        "--only",
+        "50%-threads-pipe",
+        "--scale",
+        "8000",
+        "--json",
+        &p,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains("89911") && out.contains("90477"),
+        "seed row missing:\n{out}"
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let row = &v["rows"][0];
+    assert_eq!(row["config"], "50%-threads-pipe");
+    let f = |side: &str, filt: &str, key: &str| row[side][filt][key].as_f64().unwrap();
+    // Without task groups there is no tg->load_avg: the switch is inert.
+    assert_eq!(
+        f("top", "filter_off", "throughput_kb_s"),
+        f("top", "filter_on", "throughput_kb_s")
+    );
+    assert_eq!(f("top", "filter_off", "tg_load_avg_updates"), 0.0);
+    // Three levels deep, the filter cuts the writes to the shared line.
+    let (off, on) = (
+        f("deep", "filter_off", "tg_load_avg_updates"),
+        f("deep", "filter_on", "tg_load_avg_updates"),
+    );
+    assert!(
+        off > 5.0 * on && on > 0.0,
+        "tg->load_avg updates off {off} on {on}"
+    );
+    assert!(f("deep", "filter_off", "tg_load_avg_ns") > f("deep", "filter_on", "tg_load_avg_ns"));
+}
+
+#[test]
+fn repro_pelt_rejects_an_unknown_configuration() {
+    let (rc, _, err) = schedlab(&["repro", "pelt", "--only", "9000%"]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("--only 9000%"), "{err}");
+}

@@ -932,7 +932,11 @@ impl Kernel {
         let nr_failed = self.sd(env.dst, env.lvl).nr_balance_failed;
         let loop_max = NR_MIGRATE.min(self.rqs[env.src].nr_running);
         let mut moved = 0;
-        for (n, p) in self.cfs_tasks_from_tail(env.src, loop_max).into_iter().enumerate() {
+        for (n, p) in self
+            .cfs_tasks_from_tail(env.src, loop_max)
+            .into_iter()
+            .enumerate()
+        {
             if env.idle != IdleType::NotIdle && self.rqs[env.src].nr_running <= 1 {
                 break;
             }

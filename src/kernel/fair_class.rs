@@ -194,6 +194,7 @@ impl Kernel {
         let cost = wait + line;
         t.line_free_at = self.now + cost;
         t.last_writer = Some(cpu);
+        self.stats.tg_load_avg_ns += cost;
         self.charge_curr(cpu, cost);
     }
 
@@ -527,7 +528,8 @@ impl Kernel {
     pub(super) fn throttled_lb_pair(&self, p: Pid, src: usize, dst: usize) -> bool {
         let tg = self.tasks[p].tg;
         tg != 0
-            && (self.rqs[src].gcfs[tg].throttle_count > 0 || self.rqs[dst].gcfs[tg].throttle_count > 0)
+            && (self.rqs[src].gcfs[tg].throttle_count > 0
+                || self.rqs[dst].gcfs[tg].throttle_count > 0)
     }
 
     /// sched_balance_update_blocked_averages → __update_blocked_fair: decay
@@ -538,10 +540,13 @@ impl Kernel {
         for g in (1..self.groups.count()).rev() {
             self.at_cfs(cpu, g, None, |q, _, _, env| q.update_blocked_load(env));
             let se = &self.rqs[cpu].gse[g];
-            let skip = se.avg.load_avg == 0 && se.avg.util_avg == 0 && !self.rqs[cpu].gcfs[g].propagate;
+            let skip =
+                se.avg.load_avg == 0 && se.avg.util_avg == 0 && !self.rqs[cpu].gcfs[g].propagate;
             if !skip {
                 let s = GROUP_SE + g;
-                self.at_level(cpu, s, |c, e, gc, env| c.update_blocked_entity(e, s, gc, env));
+                self.at_level(cpu, s, |c, e, gc, env| {
+                    c.update_blocked_entity(e, s, gc, env)
+                });
             }
         }
         let now = self.clock_pelt(cpu);

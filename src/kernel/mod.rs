@@ -71,6 +71,9 @@ pub struct Counters {
     /// Fair-class operations on a task group's per-CPU cfs_rq or entity
     /// (each charged `group_level_ns`).
     pub group_level_ops: u64,
+    /// Time spent on tg->load_avg's cache line: transfers and waits
+    /// behind other writers (ns).
+    pub tg_load_avg_ns: u64,
     /// Preemptions by cause and point, need-resched latency.
     pub preempt: preempt::PreemptStats,
 }

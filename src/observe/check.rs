@@ -15,12 +15,32 @@ impl Kernel {
     pub fn check_invariants(&mut self) -> Result<(), String> {
         self.check_runqueues()?;
         self.check_tasks()?;
+        self.check_tg_load_avg()?;
         // The wasted-cores invariant is counted by the balancer at each
         // tick (balance.rs); --check makes its first episode fatal.
         match &self.lb.wasted_first {
             Some(m) => Err(m.clone()),
             None => Ok(()),
         }
+    }
+
+    /// tg->load_avg is the sum of what each CPU's cfs_rq of the group last
+    /// published (tg_load_avg_contrib): every update adds exactly its delta.
+    fn check_tg_load_avg(&self) -> Result<(), String> {
+        for g in 1..self.groups.count() {
+            let sum: i64 = self
+                .rqs
+                .iter()
+                .map(|rq| rq.gcfs[g].tg_load_avg_contrib as i64)
+                .sum();
+            let tg = self.groups.tgs[g].load_avg;
+            if tg != sum {
+                return Err(format!(
+                    "group {g}: tg->load_avg {tg} but its cfs_rqs' contributions sum to {sum}"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Each queued task is on exactly one run queue, and the counts agree

@@ -43,6 +43,7 @@ pub fn pelt_json(k: &Kernel) -> Value {
         "tg_load_avg_updates": c.tg_load_avg_updates,
         "propagations": c.propagations,
         "group_level_ops": k.stats.group_level_ops,
+        "tg_load_avg_ns": k.stats.tg_load_avg_ns,
         "tg_load_avg_filter": k.cfg.features.enabled(crate::kernel::features::Feature::TgLoadAvgFilter),
     })
 }
