@@ -402,6 +402,7 @@ impl Scenario {
             "timer_slack_ns",
             "wakelist",
             "wakelist_cross_llc",
+            "irq_time_accounting",
             "features",
             "completion",
             "domain",
@@ -457,6 +458,11 @@ impl Scenario {
                 }
                 "wakelist_cross_llc" => {
                     kc.wakelist_cross_llc = v
+                        .as_bool()
+                        .ok_or_else(|| src.err(&key, "must be true or false"))?
+                }
+                "irq_time_accounting" => {
+                    kc.irq_time_accounting = v
                         .as_bool()
                         .ok_or_else(|| src.err(&key, "must be true or false"))?
                 }
@@ -537,6 +543,10 @@ impl Scenario {
         kt.insert(
             "wakelist_cross_llc".into(),
             Value::Boolean(k.wakelist_cross_llc),
+        );
+        kt.insert(
+            "irq_time_accounting".into(),
+            Value::Boolean(k.irq_time_accounting),
         );
         kt.insert(
             "completion".into(),

@@ -570,7 +570,8 @@ impl Kernel {
         }
         self.scan_cost(n as u64);
         let grp = &self.sd.groups[g];
-        s.group_capacity = grp.capacity;
+        // update_group_capacity: what rt, dl and irq left of each CPU.
+        s.group_capacity = grp.cpus.iter().map(|&c| self.capacity_of(c)).sum();
         s.group_weight = grp.cpus.len() as u64;
         // smt_balance: an idle dst should relieve an SMT group running >1 task.
         s.smt_balance = !local
@@ -808,7 +809,7 @@ impl Kernel {
             if nr == 0 {
                 continue;
             }
-            let cap = self.machine.cpus[c].capacity as u64;
+            let cap = self.capacity_of(c);
             match env.migration_type {
                 MigrationType::Load => {
                     let load = rq.cfs.avg.load_avg;

@@ -91,6 +91,8 @@ pub struct Rq {
     /// Interrupt work done on this CPU (IPI handlers, wakelist
     /// activations) not yet charged: it delays whatever runs next.
     pub irq_ns: u64,
+    /// rq_clock_pelt and the rt/dl/irq signals (pelt_rq.rs).
+    pub pelt: super::pelt_rq::RqPelt,
     pub stats: RqStats,
 }
 
@@ -114,6 +116,7 @@ impl Rq {
             wake_list: Vec::new(),
             ttwu_pending: false,
             irq_ns: 0,
+            pelt: Default::default(),
             stats: RqStats::default(),
         }
     }
@@ -195,6 +198,9 @@ impl Kernel {
     /// do_idle entry: stop the tick (NO_HZ idle) and mark the core idle
     /// for the LLC's idle-core hint (__update_idle_core).
     fn enter_idle(&mut self, cpu: usize) {
+        let irq = self.rqs[cpu].irq_ns;
+        self.update_irq_load_avg(cpu, irq);
+        self.pelt_enter_idle(cpu);
         let rq = &mut self.rqs[cpu];
         rq.stats.busy_ns += self.now - rq.busy_since;
         rq.act = Activity::Idle { since: self.now };
@@ -212,6 +218,9 @@ impl Kernel {
 
     /// Leaving the idle loop: restart the tick (tick_nohz_idle_exit).
     pub(crate) fn leave_idle(&mut self, cpu: usize) {
+        if self.rqs[cpu].is_idle() {
+            self.pelt_leave_idle(cpu);
+        }
         let rq = &mut self.rqs[cpu];
         if let Activity::Idle { since } = rq.act {
             rq.stats.idle_ns += self.now - since;
@@ -358,6 +367,7 @@ impl Kernel {
                 continue;
             }
             let irq = std::mem::take(&mut self.rqs[cpu].irq_ns);
+            self.update_irq_load_avg(cpu, irq);
             self.tasks[p].overhead += irq;
             match self.step(p, cpu) {
                 Action::Run => {
@@ -403,7 +413,6 @@ impl Kernel {
         let next = self.pick_next_task(cpu, prev);
         self.rqs[cpu].cfs.resched_req = false;
         self.account_resched(cpu, prev, next != prev, mode);
-        let rq = &mut self.rqs[cpu];
         if next == prev {
             // An idle CPU woken for a task someone else took goes back to idle.
             if next.is_none() && !self.rqs[cpu].is_idle() {
@@ -411,6 +420,12 @@ impl Kernel {
             }
             return next.is_some();
         }
+        // put_prev_task_rt / set_next_task_rt age rq->avg_rt.
+        let prev_rt = prev.is_some_and(|p| self.is_rt(p));
+        if prev_rt || next.is_some_and(|p| self.is_rt(p)) {
+            self.update_rq_class_avgs(cpu, prev_rt);
+        }
+        let rq = &mut self.rqs[cpu];
         rq.curr = next;
         rq.stats.nr_switches += 1;
         self.stats.rq_switches += 1;
@@ -432,7 +447,9 @@ impl Kernel {
             return false;
         };
         self.account_wait_end(n);
-        let cost = self.switch_cost(cpu, n) + std::mem::take(&mut self.rqs[cpu].irq_ns);
+        let irq = std::mem::take(&mut self.rqs[cpu].irq_ns);
+        self.update_irq_load_avg(cpu, irq);
+        let cost = self.switch_cost(cpu, n) + irq;
         let rq = &mut self.rqs[cpu];
         rq.act = Activity::Switching {
             prev,
@@ -775,6 +792,9 @@ impl Kernel {
     /// slice is used up, and kick an idle sibling CPU to pull waiting tasks.
     pub fn on_tick(&mut self, cpu: usize) {
         self.tick_upgrade_lazy(cpu);
+        if self.rqs[cpu].curr.is_some_and(|p| self.is_rt(p)) {
+            self.update_rq_class_avgs(cpu, true);
+        }
         self.task_tick_rt(cpu);
         if let Some(p) = self.rqs[cpu]
             .curr
@@ -793,6 +813,7 @@ impl Kernel {
         if let (Activity::Running { .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr) {
             self.stop_segment(cpu);
             self.tasks[p].overhead += self.machine.cost.tick_ns;
+            self.update_irq_load_avg(cpu, self.machine.cost.tick_ns);
             self.dispatch(cpu);
         }
     }

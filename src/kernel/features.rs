@@ -233,6 +233,9 @@ pub struct KernelConfig {
     /// ttwu_queue_cond queues every wakeup across LLCs (all kernels since
     /// v5.8 do); off makes cross-LLC wakeups follow the same-LLC rule.
     pub wakelist_cross_llc: bool,
+    /// CONFIG_IRQ_TIME_ACCOUNTING: interrupt time feeds rq->avg_irq and
+    /// shrinks the capacity left to the fair class.
+    pub irq_time_accounting: bool,
     pub features: Features,
     /// How completions are built (`kernel.completion`).
     pub completion: super::completion::CompletionVariant,
@@ -254,6 +257,7 @@ impl Default for KernelConfig {
             timer_slack_ns: 50_000,
             wakelist: Wakelist::Idle,
             wakelist_cross_llc: true,
+            irq_time_accounting: false,
             features: Features::default(),
             completion: Default::default(),
             domain_flags: Vec::new(),

@@ -14,6 +14,7 @@ pub mod idle;
 pub mod irq;
 pub mod kthread;
 pub mod pelt;
+pub mod pelt_rq;
 pub mod pipe;
 pub mod preempt;
 pub mod prio;
@@ -264,12 +265,6 @@ impl Kernel {
         self.bandwidth = vec![Default::default(); n];
         self.groups = groups;
         self.init_bandwidth();
-    }
-
-    /// rq_clock_pelt: every modelled CPU runs at its full capacity and
-    /// frequency, so the PELT clock is the task clock.
-    pub fn clock_pelt(&self, _cpu: usize) -> u64 {
-        self.now
     }
 
     fn describe_blocked(&self) -> String {

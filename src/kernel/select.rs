@@ -155,7 +155,7 @@ impl Kernel {
         if self.cfg.features.enabled(Feature::WaBias) {
             this_eff *= 100;
         }
-        this_eff *= self.machine.cpus[prev].capacity as u64;
+        this_eff *= self.capacity_of(prev);
         let mut prev_eff = self.cpu_load(prev) as i64 - task_load as i64;
         if self.cfg.features.enabled(Feature::WaBias) {
             // imbalance_pct of the lowest domain spanning both CPUs.
@@ -166,7 +166,7 @@ impl Kernel {
             };
             prev_eff *= 100 + (pct - 100) / 2;
         }
-        prev_eff *= self.machine.cpus[this].capacity as i64;
+        prev_eff *= self.capacity_of(this) as i64;
         if sync {
             prev_eff += 1;
         }

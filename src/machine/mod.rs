@@ -44,13 +44,14 @@ pub fn from_spec(spec: &str) -> Result<Machine, String> {
     })
 }
 
-/// `smp:cpus=N[,smt=S,llc=L,sockets=K]`: N CPUs on K sockets (default 1),
-/// S threads per core (default 1), L LLCs per socket (default 1), one NUMA
-/// node per socket, x86 numbering (the sibling of CPU n is n + N/S), the
-/// generic bare-metal x86 cost model.
+/// `smp:cpus=N[,smt=S,llc=L,sockets=K,little=M,little_capacity=C]`: N CPUs
+/// on K sockets (default 1), S threads per core (default 1), L LLCs per
+/// socket (default 1), one NUMA node per socket, x86 numbering (the sibling
+/// of CPU n is n + N/S), the generic bare-metal x86 cost model. The last M
+/// CPUs (default 0) have capacity C (default 512) instead of 1024.
 fn smp(spec: &str, args: &str) -> Result<Machine, String> {
-    const KEYS: [&str; 4] = ["cpus", "smt", "llc", "sockets"];
-    let mut vals: [Option<usize>; 4] = [None; 4];
+    const KEYS: [&str; 6] = ["cpus", "smt", "llc", "sockets", "little", "little_capacity"];
+    let mut vals: [Option<usize>; 6] = [None; 6];
     for part in args.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (k, v) = part
             .split_once('=')
@@ -72,7 +73,7 @@ fn smp(spec: &str, args: &str) -> Result<Machine, String> {
             .trim()
             .parse()
             .map_err(|_| format!("smp: {}={:?} is not a whole number", KEYS[i], v.trim()))?;
-        if n == 0 {
+        if n == 0 && i != 4 {
             return Err(format!("smp: {} must be at least 1", KEYS[i]));
         }
         vals[i] = Some(n);
@@ -81,6 +82,13 @@ fn smp(spec: &str, args: &str) -> Result<Machine, String> {
     let smt = vals[1].unwrap_or(1);
     let llc = vals[2].unwrap_or(1);
     let sockets = vals[3].unwrap_or(1);
+    let little = vals[4].unwrap_or(0);
+    let little_cap = vals[5].unwrap_or(512);
+    if little >= cpus || little_cap > 1024 {
+        return Err(format!(
+            "smp: little={little} must be below cpus={cpus} and little_capacity={little_cap} at most 1024"
+        ));
+    }
     if !cpus.is_multiple_of(smt * sockets) {
         return Err(format!(
             "smp: cpus={cpus} does not split into {sockets} socket(s) of SMT{smt} cores (need a multiple of {})",
@@ -100,6 +108,9 @@ fn smp(spec: &str, args: &str) -> Result<Machine, String> {
     };
     let distance = topology::uniform_distance(sockets, SMP_LOCAL_DISTANCE, SMP_REMOTE_DISTANCE);
     let mut m = Machine::from_shape(spec, "", &shape, distance, cost::generic_x86())?;
+    for c in &mut m.cpus[cpus - little..] {
+        c.capacity = little_cap as u32;
+    }
     m.description = format!("generic x86 SMP, generic cost model: {}", m.summary());
     Ok(m)
 }

@@ -31,6 +31,10 @@ pub fn to_json(out: &RunOutput) -> Value {
                 "ipis_received": rq.stats.ipis_received,
                 "util_avg": rq.cfs.avg.util_avg,
                 "load_avg": rq.cfs.avg.load_avg,
+                "rt_util_avg": rq.pelt.avg_rt.util_avg,
+                "dl_util_avg": rq.pelt.avg_dl.util_avg,
+                "irq_util_avg": rq.pelt.avg_irq.util_avg,
+                "cpu_capacity": k.capacity_of(i),
             })
         })
         .collect();
