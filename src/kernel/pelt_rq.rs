@@ -44,7 +44,7 @@ impl Kernel {
             return self.now;
         }
         let p = &rq.pelt;
-        p.clock_pelt + ((self.now - p.at) * cap >> SCHED_CAPACITY_SHIFT)
+        p.clock_pelt + (((self.now - p.at) * cap) >> SCHED_CAPACITY_SHIFT)
     }
 
     /// rq_clock_pelt: the clock of every PELT signal on `cpu`. On a CPU of
@@ -98,7 +98,7 @@ impl Kernel {
         if !self.cfg.irq_time_accounting {
             return;
         }
-        let running = running * self.arch_capacity(cpu) >> SCHED_CAPACITY_SHIFT;
+        let running = (running * self.arch_capacity(cpu)) >> SCHED_CAPACITY_SHIFT;
         let now = self.now;
         let sa = &mut self.rqs[cpu].pelt.avg_irq;
         let idle = update_load_sum(now.saturating_sub(running), sa, 0, 0, 0);
