@@ -36,6 +36,9 @@ pub struct CompareArgs {
     /// Write the comparison as JSON to this file, atomically
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+    /// No progress bar
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// Two-sided confidence the significance verdict is stated at.
@@ -75,6 +78,7 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
             "sides A and B are the same scenario: give two files or --set-a/--set-b that differ",
         ));
     }
+    crate::progress::install(crate::progress::Kind::Runs(Some(2 * args.runs)), args.quiet);
     let ra = run_side(&a, args.runs)?;
     let rb = run_side(&b, args.runs)?;
     let rows = metric_rows(&ra, &rb);

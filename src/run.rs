@@ -117,7 +117,10 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
         .or(timed)
         .or(endless.then_some(DEFAULT_DURATION));
     let t0 = Instant::now();
+    k.progress = crate::progress::for_run(end);
     let result = k.run(end);
+    k.progress = None;
+    crate::progress::run_done();
     k.finish();
     if result.is_ok() {
         crate::trace::close_tracers(&mut k).map_err(RunError::Input)?;
