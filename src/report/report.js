@@ -153,8 +153,14 @@ function runCharts(D, p, shared) {
   D.busy.forEach((b, i) => row("cpu" + i + " busy", (b * 100).toFixed(1) + " %"));
 }
 
-// Uncaught errors are written into the page (and fail the headless test).
-window.addEventListener("error", (e) => {
+// Uncaught errors and console errors are also written into the page (the
+// headless browser test reads them from the DOM).
+const pageError = (msg) => {
   const el = $("errors");
-  if (el) { el.style.display = "block"; el.textContent += "error: " + e.message + "\n"; }
-});
+  if (el) { el.style.display = "block"; el.textContent += msg + "\n"; }
+};
+window.addEventListener("error", (e) => pageError("error: " + e.message));
+if (typeof console !== "undefined") {
+  const consoleError = console.error;
+  console.error = (...a) => { pageError("console.error: " + a.join(" ")); consoleError.apply(console, a); };
+}
