@@ -221,7 +221,7 @@ impl Kernel {
                 self.check_invariants().map_err(SimError::Invariant)?;
             }
             n = n.wrapping_add(1);
-            if n % crate::progress::TICK_EVERY == 0 {
+            if n.is_multiple_of(crate::progress::TICK_EVERY) {
                 if let Some(p) = &self.progress {
                     p.tick(self.now);
                 }
