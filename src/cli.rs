@@ -83,7 +83,7 @@ pub struct OutArgs {
     /// Write results as JSON to this file, atomically [output.json]
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
-    /// Print only the benchmark's own output lines [output.quiet]
+    /// Print only the benchmark's own output lines, and no progress bar [output.quiet]
     #[arg(long, short)]
     quiet: bool,
     /// Write the final /proc/schedstat (version 17) to this file [output.schedstat]
@@ -280,6 +280,7 @@ fn run_and_report(src: &Source, sc: &Scenario) -> i32 {
             return 2;
         }
     }
+    crate::progress::install(crate::progress::Kind::SimTime, sc.output.quiet);
     let result = match run(src, sc) {
         Ok(r) => r,
         Err(e) => {

@@ -6,12 +6,16 @@
 //! gathered by run index, so the output does not depend on thread timing.
 
 use crate::cli::{load_scenario, read_scenario, ScenarioArgs};
+use crate::kernel::Kernel;
+use crate::report::html::{compare_page, HtmlReport, Sink};
 use crate::report::{json::to_json, write_atomic};
-use crate::run::run;
+use crate::run::{run_with, ExtraTracer};
 use crate::scenario::{InputError, Scenario, Source};
+use crate::trace::{Selection, Tracer};
 use clap::Args;
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 /// One run's flattened numeric results.
 pub type Metrics = Map<String, Value>;
@@ -36,6 +40,13 @@ pub struct CompareArgs {
     /// Write the comparison as JSON to this file, atomically
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+    /// Write an HTML page with A and B side by side: the first run of each
+    /// (timelines, latency CDFs, util_avg, nr_running) and all the metrics
+    #[arg(long, value_name = "PATH")]
+    html: Option<PathBuf>,
+    /// No progress bar
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// Two-sided confidence the significance verdict is stated at.
@@ -75,10 +86,26 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
             "sides A and B are the same scenario: give two files or --set-a/--set-b that differ",
         ));
     }
-    let ra = run_side(&a, args.runs)?;
-    let rb = run_side(&b, args.runs)?;
+    crate::progress::install(crate::progress::Kind::Runs(Some(2 * args.runs)), args.quiet);
+    let html = args.html.is_some();
+    let (ra, ha) = run_side_html(&a, args.runs, html)?;
+    let (rb, hb) = run_side_html(&b, args.runs, html)?;
     let rows = metric_rows(&ra, &rb);
     print_table(&rows, args.runs, &a.1, &b.1);
+    if let (Some(path), Some(ha), Some(hb)) = (&args.html, ha, hb) {
+        let sides = [(&a.1, &b.1, ha), (&b.1, &a.1, hb)]
+            .map(|(s, o, run)| json!({ "label": differences(s, o), "run": run }));
+        let [sa, sb] = sides;
+        let v = json!({
+            "title": format!("schedlab compare: {} run(s) per side, seeds {}..", args.runs, a.1.seed),
+            "runs": args.runs,
+            "a": sa,
+            "b": sb,
+            "rows": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+        });
+        write_atomic(path, compare_page(&v).as_bytes())
+            .map_err(|e| InputError::new(format!("cannot write {}: {e}", path.display())))?;
+    }
     if let Some(path) = &args.json {
         let v = json!({
             "runs": args.runs,
@@ -96,10 +123,24 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
 
 /// Run one side `runs` times in parallel; the flattened numeric metrics of
 /// each run, in seed order.
-pub fn run_side(
+pub fn run_side(side: &(Source, Scenario), runs: u64) -> Result<Vec<Metrics>, InputError> {
+    run_side_html(side, runs, false).map(|r| r.0)
+}
+
+/// `run_side`, and with `html` the HTML report data of the first run.
+fn run_side_html(
     (src, sc): &(Source, Scenario),
     runs: u64,
-) -> Result<Vec<Map<String, Value>>, InputError> {
+    html: bool,
+) -> Result<(Vec<Metrics>, Option<Value>), InputError> {
+    let slot = Arc::new(Mutex::new(None));
+    let report = |k: &Kernel| -> Box<dyn Tracer> {
+        Box::new(HtmlReport::new(
+            Sink::Data(slot.clone()),
+            Selection::default(),
+            k,
+        ))
+    };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let mut out: Vec<Option<Result<Map<String, Value>, String>>> = vec![None; runs as usize];
     std::thread::scope(|s| {
@@ -111,7 +152,8 @@ pub fn run_side(
                         .map(|i| {
                             let mut sc = sc.clone();
                             sc.seed += i;
-                            let r = run(src, &sc).map_err(|e| e.to_string())?;
+                            let extra = (html && i == 0).then_some(&report as ExtraTracer);
+                            let r = run_with(src, &sc, extra).map_err(|e| e.to_string())?;
                             Ok((i, metrics(&to_json(&r))))
                         })
                         .collect::<Result<Vec<_>, String>>()
@@ -127,10 +169,13 @@ pub fn run_side(
             }
         }
     });
-    out.into_iter()
+    let metrics = out
+        .into_iter()
         .map(|r| r.unwrap_or(Err("a run did not report".into())))
         .collect::<Result<Vec<_>, String>>()
-        .map_err(InputError::new)
+        .map_err(InputError::new)?;
+    let data = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    Ok((metrics, data))
 }
 
 /// The numbers worth comparing: the benchmark's and the totals, flattened

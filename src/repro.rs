@@ -13,6 +13,9 @@ pub mod pelt;
 
 #[derive(Args)]
 pub struct ReproArgs {
+    /// No progress bar
+    #[arg(long, short, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     which: Which,
 }
@@ -43,6 +46,7 @@ struct WakelistArgs {
 }
 
 pub fn main(args: &ReproArgs) -> i32 {
+    crate::progress::install(crate::progress::Kind::Runs(None), args.quiet);
     let r = match &args.which {
         Which::Wakelist(a) => wakelist(a),
         Which::Preempt(a) => return crate::repro_preempt::main(a),

@@ -62,6 +62,18 @@ fn take_cgroup(p: &Params) -> (Params, Option<String>) {
 
 /// Run a resolved scenario.
 pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
+    run_with(src, sc, None)
+}
+
+/// Makes a tracer for a run besides the ones its `[output]` asks for.
+pub type ExtraTracer<'a> = &'a (dyn Fn(&Kernel) -> Box<dyn crate::trace::Tracer> + Sync);
+
+/// Run a resolved scenario with an extra tracer (compare's HTML data).
+pub fn run_with(
+    src: &Source,
+    sc: &Scenario,
+    extra: Option<ExtraTracer>,
+) -> Result<RunOutput, RunError> {
     let mut m = machine::from_spec(&sc.machine)
         .map_err(|e| RunError::Input(src.err("machine.preset", e)))?;
     if let Some(n) = sc.max_cstate {
@@ -91,6 +103,9 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
             .map_err(|e| RunError::Input(src.err(&format!("kernel.domain.{lvl}.flags"), e)))?;
     }
     k.tracer = crate::trace::open_tracers(&sc.output, &k).map_err(RunError::Input)?;
+    if let Some(make) = extra {
+        k.tracer = Some(crate::trace::tee(k.tracer.take(), make(&k)));
+    }
     let mut built = Vec::new();
     for (i, (w, tg)) in workloads.into_iter().enumerate() {
         let mut b = Builder::new(i, sc.seed);
@@ -117,7 +132,10 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
         .or(timed)
         .or(endless.then_some(DEFAULT_DURATION));
     let t0 = Instant::now();
+    k.progress = crate::progress::for_run(end);
     let result = k.run(end);
+    k.progress = None;
+    crate::progress::run_done();
     k.finish();
     if result.is_ok() {
         crate::trace::close_tracers(&mut k).map_err(RunError::Input)?;

@@ -138,6 +138,8 @@ pub struct Kernel {
     resched_after: u64,
     /// Where tracepoints go (--trace, the HTML report); None = off.
     pub tracer: Option<Box<dyn crate::trace::Tracer>>,
+    /// The progress bar, ticked every `progress::TICK_EVERY` events; None = off.
+    pub progress: Option<crate::progress::Progress>,
 }
 
 impl Kernel {
@@ -187,6 +189,7 @@ impl Kernel {
             check: false,
             resched_after: 0,
             tracer: None,
+            progress: None,
         }
     }
 
@@ -196,6 +199,7 @@ impl Kernel {
         if let Some(e) = end {
             self.events.push(e, EventKind::End, 0);
         }
+        let mut n: u32 = 0;
         while self.alive > 0 {
             let Some(ev) = self.events.pop() else {
                 return Err(SimError::Deadlock(self.describe_blocked()));
@@ -216,6 +220,12 @@ impl Kernel {
             }
             if self.check {
                 self.check_invariants().map_err(SimError::Invariant)?;
+            }
+            n = n.wrapping_add(1);
+            if n.is_multiple_of(crate::progress::TICK_EVERY) {
+                if let Some(p) = &self.progress {
+                    p.tick(self.now);
+                }
             }
         }
         Ok(())

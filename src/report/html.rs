@@ -2,7 +2,8 @@
 //! per-CPU timeline, wakeup-latency CDFs, util_avg and nr_running over time
 //! per CPU and for the `--trace-pelt` tasks, and the counters table. The
 //! data is collected by a tracer during the run and drawn by inline
-//! JavaScript on canvases.
+//! JavaScript on canvases. `compare --html` puts two runs' data side by
+//! side in another page that shares the same script (report.js).
 
 use crate::kernel::task::Pid;
 use crate::kernel::Kernel;
@@ -10,6 +11,7 @@ use crate::report::AtomicFile;
 use crate::trace::{Selection, TraceEvent, Tracer};
 use serde_json::{json, Value};
 use std::io;
+use std::sync::{Arc, Mutex};
 
 /// At most this many timeline slices are kept (the rest of the run is
 /// summarised, and the page says the timeline was cut).
@@ -20,8 +22,15 @@ const MAX_SAMPLES: usize = 20_000;
 /// (time, a value, another value) samples of a counter pair.
 type Series = Vec<(u64, u64, u64)>;
 
+/// Where a finished report goes: a page of its own, or its data to a
+/// caller that builds another page (compare).
+pub enum Sink {
+    Page(AtomicFile),
+    Data(Arc<Mutex<Option<Value>>>),
+}
+
 pub struct HtmlReport {
-    out: AtomicFile,
+    out: Sink,
     sel: Selection,
     /// Per CPU: (task, since) running now.
     running: Vec<Option<(Pid, u64)>>,
@@ -39,7 +48,7 @@ pub struct HtmlReport {
 }
 
 impl HtmlReport {
-    pub fn new(out: AtomicFile, sel: Selection, k: &Kernel) -> Self {
+    pub fn new(out: Sink, sel: Selection, k: &Kernel) -> Self {
         HtmlReport {
             out,
             sel,
@@ -200,14 +209,39 @@ impl Tracer for HtmlReport {
         for cpu in 0..self.running.len() {
             self.close(cpu, k.now);
         }
-        let data = serde_json::to_string(&self.data(k)).unwrap_or_default();
-        // `</` cannot appear inside the inline script.
-        let data = data.replace("</", "<\\/");
-        let page = TEMPLATE.replace("/*DATA*/null", &data);
-        let HtmlReport { mut out, .. } = *self;
-        out.write_all(page.as_bytes())?;
-        out.commit()
+        let data = self.data(k);
+        match self.out {
+            Sink::Page(mut out) => {
+                out.write_all(run_page(&data).as_bytes())?;
+                out.commit()
+            }
+            Sink::Data(slot) => {
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(data);
+                Ok(())
+            }
+        }
     }
 }
 
-const TEMPLATE: &str = include_str!("report.html");
+/// The page of one run's report.
+pub fn run_page(data: &Value) -> String {
+    fill(include_str!("report.html"), data)
+}
+
+/// The page of an A/B comparison: `{title, a, b, rows}` with each side's
+/// run data as `run_page` takes it.
+pub fn compare_page(data: &Value) -> String {
+    fill(include_str!("compare.html"), data)
+}
+
+/// The template with the shared script and the data inlined.
+fn fill(template: &str, data: &Value) -> String {
+    // No `<` at all in the data, so nothing in it can close or confuse
+    // the inline script; `\u003c` is the same string to JSON.
+    let data = serde_json::to_string(data)
+        .unwrap_or_default()
+        .replace('<', "\\u003c");
+    template
+        .replacen("/*JS*/", include_str!("report.js"), 1)
+        .replacen("/*DATA*/null", &data, 1)
+}

@@ -116,6 +116,7 @@ impl TraceOptions {
 }
 
 /// The tasks whose PELT signals are traced, by comm or pid.
+#[derive(Default)]
 pub struct Selection {
     names: Vec<String>,
 }
@@ -219,13 +220,22 @@ pub fn open_tracers(
         let file = AtomicFile::create(std::path::Path::new(path))
             .map_err(|e| InputError::new(format!("--html {path}: {e}")))?;
         let sel = Selection { names: opts.pelt };
-        list.push(Box::new(crate::report::html::HtmlReport::new(file, sel, k)));
+        let sink = crate::report::html::Sink::Page(file);
+        list.push(Box::new(crate::report::html::HtmlReport::new(sink, sel, k)));
     }
     Ok(match list.len() {
         0 => None,
         1 => list.pop(),
         _ => Some(Box::new(Tee(list))),
     })
+}
+
+/// `extra` fed the same events as `t`, if any.
+pub fn tee(t: Option<Box<dyn Tracer>>, extra: Box<dyn Tracer>) -> Box<dyn Tracer> {
+    match t {
+        Some(t) => Box::new(Tee(vec![t, extra])),
+        None => extra,
+    }
 }
 
 /// Several tracers fed the same events.

@@ -7,7 +7,7 @@ const html = fs.readFileSync(process.argv[2], "utf8");
 const m = html.match(/<script>([\s\S]*)<\/script>/);
 if (!m) { console.error("no inline script"); process.exit(1); }
 let calls = 0;
-const ctx = new Proxy({}, {
+const ctx = new Proxy({ measureText: (s) => ({ width: 6 * String(s).length }) }, {
   get: (t, k) => (k in t ? t[k] : () => { calls++; }),
   set: (t, k, v) => { t[k] = v; return true; },
 });
@@ -15,15 +15,23 @@ const el = () => ({
   width: 1200, height: 200, style: {}, textContent: "", innerHTML: "",
   getContext: () => ctx, addEventListener: () => {},
   getBoundingClientRect: () => ({ left: 0, top: 0, width: 1200, height: 200 }),
-  insertRow: () => ({ insertCell: () => ({}) }),
+  insertRow: () => ({ insertCell: () => ({}), appendChild: () => {} }),
 });
 const els = {};
-global.document = { getElementById: (id) => (els[id] = els[id] || el()) };
+global.document = {
+  getElementById: (id) => (els[id] = els[id] || el()),
+  createElement: el,
+  body: { dataset: {} },
+};
 global.window = { addEventListener: () => {} };
 try {
   new Function(m[1])();
 } catch (e) {
   console.error("script error: " + e.stack);
+  process.exit(1);
+}
+if (document.body.dataset.rendered !== "yes") {
+  console.error("the script did not run to its end");
   process.exit(1);
 }
 console.log("ok " + calls + " canvas calls");

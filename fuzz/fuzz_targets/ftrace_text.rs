@@ -1,0 +1,13 @@
+//! Import of ftrace text (`trace`, `trace_pipe`) never panics: the fuzzer's bytes
+//! follow the `# tracer:` header, so they reach this format's line parser.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+const PREFIX: &str = "# tracer: nop\n#\n";
+
+fuzz_target!(|data: &[u8]| {
+    let text = format!("{PREFIX}{}", String::from_utf8_lossy(data));
+    if let Ok(recs) = schedlab::trace::parse::parse("fuzz", &text) {
+        let _ = schedlab::trace::replay::Replay::from_records("fuzz", &recs, &[], true);
+    }
+});
