@@ -144,7 +144,7 @@ fn busy(tl: &mut Timeline, start: u64, until: u64) -> u64 {
             let kind = if n > nivcsw {
                 Kind::Preempted
             } else {
-                Kind::Stolen
+                Kind::Stalled
             };
             nivcsw = n;
             tl.push(kind, last, t);

@@ -65,8 +65,9 @@ pub fn main(args: &ValidateArgs) -> i32 {
 /// Run the check; Err is "cannot run" (exit 2).
 fn pelt_main(a: &PeltArgs) -> Result<i32, String> {
     let len_ns = match (&a.duration, a.quick) {
-        (Some(d), _) => crate::workload::params::parse_duration(d)
-            .map_err(|e| format!("--duration: {e}"))?,
+        (Some(d), _) => {
+            crate::workload::params::parse_duration(d).map_err(|e| format!("--duration: {e}"))?
+        }
         (None, true) => 600_000_000,
         (None, false) => 2_000_000_000,
     };
@@ -147,8 +148,14 @@ fn compare(
     worker_cpu: usize,
     sampler_cpu: usize,
 ) -> Result<report::Outcome, String> {
-    let (at, offset_drift_ns) = sample::align(tl, samples)?;
-    let sim = pelt::simulate(tl, &at);
+    let clock = sample::KernelClock::new(tl, samples)?;
+    // A sample shows the value of the kernel's last update, at its
+    // last_update_time, which cannot be later than the read.
+    let at: Vec<u64> = samples
+        .iter()
+        .map(|s| s.f.last_update_time.min(clock.at(s.t)))
+        .collect();
+    let sim = pelt::simulate(tl, |t| clock.at(t), &at);
     let points: Vec<stats::Point> = samples
         .iter()
         .zip(sim)
@@ -172,7 +179,7 @@ fn compare(
         sampler_cpu,
         phases,
         totals: tl.totals(),
-        offset_drift_ns,
+        unseen_steal_ns: clock.unseen_ns(),
         points,
     })
 }

@@ -14,7 +14,7 @@ const NICE_0: u64 = 1024;
 /// __update_load_avg_se sees it.
 fn flags(kind: Kind) -> (bool, bool, bool) {
     match kind {
-        Kind::Run | Kind::Stolen => (true, true, true),
+        Kind::Run | Kind::Stalled => (true, true, true),
         Kind::Preempted => (true, true, false),
         Kind::Sleep => (false, false, false),
     }
@@ -34,16 +34,16 @@ fn new_task(t: u64) -> SchedAvg {
     se
 }
 
-/// The simulated util_avg at each of `queries` (task-clock ns). The task's
+/// The simulated util_avg at each of `queries`, instants on the clock that
+/// `clock` maps CLOCK_MONOTONIC to (the kernel's PELT clock). The task's
 /// entity is updated at every segment boundary, as the kernel does at
 /// enqueue, dequeue and context switch, and at each query, where the real
 /// kernel last updated it. Queries before the first segment give None.
-pub fn simulate(tl: &Timeline, queries: &[u64]) -> Vec<Option<u64>> {
-    let clock = tl.task_clock();
+pub fn simulate(tl: &Timeline, clock: impl Fn(u64) -> u64, queries: &[u64]) -> Vec<Option<u64>> {
     let segs: Vec<(u64, u64, Kind)> = tl
         .segments
         .iter()
-        .map(|s| (clock.at(s.start), clock.at(s.end), s.kind))
+        .map(|s| (clock(s.start), clock(s.end), s.kind))
         .collect();
     let mut out = vec![None; queries.len()];
     let Some(&(t0, _, _)) = segs.first() else {
@@ -87,7 +87,7 @@ mod tests {
             tl.push(Kind::Sleep, c * 16 * ms + 8 * ms, (c + 1) * 16 * ms);
         }
         let last = 199 * 16 * ms;
-        let got = simulate(&tl, &[last + 8 * ms, last + 16 * ms, 0]);
+        let got = simulate(&tl, |t| t, &[last + 8 * ms, last + 16 * ms, 0]);
         let (hi, lo) = periodic_util_bounds(8 * ms, 8 * ms);
         assert!((got[0].unwrap() as f64 - hi).abs() < 8.0, "{got:?} vs {hi}");
         assert!((got[1].unwrap() as f64 - lo).abs() < 8.0, "{got:?} vs {lo}");

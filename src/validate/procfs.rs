@@ -66,7 +66,10 @@ fn ms_to_ns(s: &str) -> Option<u64> {
         return None;
     }
     let frac_ns: u64 = format!("{frac:0<6}").parse().ok()?;
-    ms.parse::<u64>().ok()?.checked_mul(1_000_000)?.checked_add(frac_ns)
+    ms.parse::<u64>()
+        .ok()?
+        .checked_mul(1_000_000)?
+        .checked_add(frac_ns)
 }
 
 /// The sched file of thread `tid` of this process under `proc_root`.

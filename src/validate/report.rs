@@ -10,10 +10,10 @@ pub struct Outcome {
     pub worker_cpu: usize,
     pub sampler_cpu: usize,
     pub phases: Vec<PhaseStats>,
-    /// (run, preempted, stolen, sleep) ns, as recorded by the task.
+    /// (run, preempted, stalled, sleep) ns, as recorded by the task.
     pub totals: [u64; 4],
-    /// Drift of the kernel-clock offset over the run, ns.
-    pub offset_drift_ns: i64,
+    /// PELT time the kernel lost that the task did not see as a stall, ns.
+    pub unseen_steal_ns: i64,
     /// All compared samples, t relative to the start.
     pub points: Vec<Point>,
 }
@@ -39,16 +39,20 @@ pub fn text(o: &Outcome) -> String {
     );
     s += &format!(
         "{:<11} {:>7} {:>9} {:>8}  {:<16}  {:<16} {:>9}  result\n",
-        "phase", "samples", "within", "max err", "real min max mean", "sim min max mean", "range err"
+        "phase",
+        "samples",
+        "within",
+        "max err",
+        "real min max mean",
+        "sim min max mean",
+        "range err"
     );
     for p in &o.phases {
         let (real, sim) = match &p.steady {
             Some((r, m)) => (range_text(r), range_text(m)),
             None => ("-".into(), "-".into()),
         };
-        let range = p
-            .range_err_pct()
-            .map_or("-".into(), |e| format!("{e:.2}%"));
+        let range = p.range_err_pct().map_or("-".into(), |e| format!("{e:.2}%"));
         s += &format!(
             "{:<11} {:>7} {:>8.1}% {:>7.2}%  {:<17} {:<16} {:>9}  {}\n",
             p.name,
@@ -62,15 +66,15 @@ pub fn text(o: &Outcome) -> String {
         );
     }
     let ms = |ns: u64| ns as f64 / 1e6;
-    let [run, pre, stolen, sleep] = o.totals;
+    let [run, pre, stalled, sleep] = o.totals;
     s += &format!(
-        "\ntask recorded: ran {:.1} ms, preempted {:.1} ms, stalled without a switch (steal) {:.1} ms, slept {:.1} ms\n\
-         kernel PELT clock vs task clock: offset drift {:.1} µs over the run\n",
+        "\ntask recorded: ran {:.1} ms, preempted {:.1} ms, stalled without a switch {:.1} ms, slept {:.1} ms\n\
+         kernel PELT clock: {:.1} ms behind CLOCK_MONOTONIC (steal reported by the host)\n",
         ms(run),
         ms(pre),
-        ms(stolen),
+        ms(stalled),
         ms(sleep),
-        o.offset_drift_ns as f64 / 1e3
+        o.unseen_steal_ns as f64 / 1e6
     );
     s += if o.pass() { "PASS\n" } else { "FAIL\n" };
     s
@@ -102,7 +106,7 @@ pub fn to_json(o: &Outcome) -> Value {
         })
         .collect();
     let t0 = o.points.first().map_or(0, |p| p.t);
-    let [run, pre, stolen, sleep] = o.totals;
+    let [run, pre, stalled, sleep] = o.totals;
     json!({
         "kernel": o.kernel,
         "worker_cpu": o.worker_cpu,
@@ -113,8 +117,8 @@ pub fn to_json(o: &Outcome) -> Value {
             "share_min_pct": SHARE_MIN_PCT,
         },
         "phases": phases,
-        "task_ns": { "run": run, "preempted": pre, "stolen": stolen, "sleep": sleep },
-        "offset_drift_ns": o.offset_drift_ns,
+        "task_ns": { "run": run, "preempted": pre, "stalled": stalled, "sleep": sleep },
+        "unseen_steal_ns": o.unseen_steal_ns,
         "pass": o.pass(),
         "samples": o.points.iter().map(|p| json!([(p.t - t0) / 1000, p.real, p.sim])).collect::<Vec<_>>(),
     })

@@ -38,39 +38,59 @@ pub fn collect(path: &Path, done: &AtomicBool) -> Result<Vec<Sample>, String> {
     Ok(out)
 }
 
-/// Where each sample's `last_update_time` (the kernel's PELT clock) falls on
-/// the task clock. A sample read while the task sleeps shows the update made
-/// at its dequeue, which the task recorded as the start of that sleep: that
-/// pair gives the offset between the two clocks. Each sample uses the latest
-/// offset measured at or before it (the first one before any); an instant
-/// is never later than the read itself. Also returns the offsets' drift
-/// (last minus first, ns), which measures time the task clock mis-counts.
-pub fn align(tl: &Timeline, samples: &[Sample]) -> Result<(Vec<u64>, i64), String> {
-    let clock = tl.task_clock();
-    let offsets: Vec<Option<i64>> = samples
-        .iter()
-        .map(|s| match tl.at(s.t) {
-            Some(seg) if seg.kind == Kind::Sleep && s.t >= seg.start + 50_000 => {
-                Some(s.f.last_update_time as i64 - clock.at(seg.start) as i64)
+/// The kernel's PELT clock as a function of CLOCK_MONOTONIC. A sample read
+/// while the task sleeps shows the update made at its dequeue, which the task
+/// recorded as the start of that sleep: each such pair is an anchor. Between
+/// anchors the kernel clock runs at the rate that makes both hold (at most
+/// monotonic's): with CONFIG_PARAVIRT_TIME_ACCOUNTING the kernel leaves the
+/// steal the host reports out of rq_clock_task, and so out of PELT time.
+pub struct KernelClock {
+    /// (monotonic, kernel clock) at each anchor, increasing.
+    anchors: Vec<(u64, u64)>,
+}
+
+impl KernelClock {
+    /// Anchor the recording `tl` to the kernel clock seen in `samples`.
+    pub fn new(tl: &Timeline, samples: &[Sample]) -> Result<Self, String> {
+        let mut anchors: Vec<(u64, u64)> = Vec::new();
+        for s in samples {
+            let Some(seg) = tl.at(s.t) else { continue };
+            if seg.kind != Kind::Sleep || s.t < seg.start + 50_000 {
+                continue;
             }
-            _ => None,
-        })
-        .collect();
-    let first = offsets.iter().flatten().next().copied().ok_or(
-        "no sample was read while the task slept: cannot align the kernel's PELT clock",
-    )?;
-    let last = offsets.iter().flatten().last().copied().unwrap_or(first);
-    let mut off = first;
-    let at = samples
-        .iter()
-        .zip(&offsets)
-        .map(|(s, o)| {
-            off = o.unwrap_or(off);
-            let q = (s.f.last_update_time as i64 - off).max(0) as u64;
-            q.min(clock.at(s.t))
-        })
-        .collect();
-    Ok((at, last - first))
+            let a = (seg.start, s.f.last_update_time);
+            if anchors.last().is_none_or(|l| a.0 > l.0 && a.1 > l.1) {
+                anchors.push(a);
+            }
+        }
+        if anchors.is_empty() {
+            return Err("no sample was read while the task slept: cannot align \
+                        the kernel's PELT clock"
+                .into());
+        }
+        Ok(KernelClock { anchors })
+    }
+
+    /// The kernel clock at monotonic instant `x`.
+    pub fn at(&self, x: u64) -> u64 {
+        let i = self.anchors.partition_point(|a| a.0 <= x);
+        let ((x0, k0), next) = match i {
+            0 => (self.anchors[0], None),
+            _ => (self.anchors[i - 1], self.anchors.get(i)),
+        };
+        let Some(&(x1, k1)) = next else {
+            return (k0 as i64 + (x as i64 - x0 as i64)).max(0) as u64;
+        };
+        let slope = (k1 - k0) as f64 / (x1 - x0) as f64;
+        k0 + ((x - x0) as f64 * slope.min(1.0)) as u64
+    }
+
+    /// PELT time the kernel left out between the first and last anchors,
+    /// against CLOCK_MONOTONIC (ns): the steal it was told about.
+    pub fn unseen_ns(&self) -> i64 {
+        let (a, b) = (self.anchors[0], self.anchors[self.anchors.len() - 1]);
+        (b.0 - a.0) as i64 - (b.1 - a.1) as i64
+    }
 }
 
 #[cfg(test)]
@@ -86,23 +106,32 @@ mod tests {
     }
 
     #[test]
-    fn align_uses_sleep_samples_and_never_passes_the_read() {
+    fn kernel_clock_interpolates_between_sleep_anchors() {
+        let ms = 1_000_000;
         let mut tl = Timeline::default();
-        tl.push(Kind::Run, 0, 1_000_000);
-        tl.push(Kind::Stolen, 1_000_000, 1_100_000);
-        tl.push(Kind::Run, 1_100_000, 2_000_000);
-        tl.push(Kind::Sleep, 2_000_000, 4_000_000);
-        tl.push(Kind::Run, 4_000_000, 5_000_000);
-        // kernel clock = task clock + 7 ms; the sleep starts at task 1.9 ms
-        let k = 7_000_000;
+        tl.push(Kind::Run, 0, ms);
+        tl.push(Kind::Stalled, ms, ms + ms / 10);
+        tl.push(Kind::Run, ms + ms / 10, 2 * ms);
+        tl.push(Kind::Sleep, 2 * ms, 4 * ms);
+        tl.push(Kind::Run, 4 * ms, 6 * ms);
+        tl.push(Kind::Sleep, 6 * ms, 8 * ms);
+        // kernel = monotonic + 5.1 ms at the first dequeue; between the two
+        // dequeues (4 ms) it leaves out 0.4 ms of steal; the stall counts
+        let k = 5_100_000;
         let s = [
             sample(500_000, k + 400_000),
             sample(2_500_000, k + 1_900_000),
-            sample(4_500_000, k + 4_600_000), // later than the read
+            sample(2_600_000, k + 1_900_000),
+            sample(7_000_000, k + 5_500_000),
         ];
-        let (at, drift) = align(&tl, &s).unwrap();
-        assert_eq!(at, vec![400_000, 1_900_000, 4_400_000]);
-        assert_eq!(drift, 0);
-        assert!(align(&tl, &s[..1]).is_err());
+        let c = KernelClock::new(&tl, &s).unwrap();
+        assert_eq!(c.anchors.len(), 2);
+        assert_eq!(c.at(2 * ms), k + 1_900_000);
+        assert_eq!(c.at(4 * ms), k + 1_900_000 + 1_800_000);
+        assert_eq!(c.at(6 * ms), k + 5_500_000);
+        assert_eq!(c.at(9 * ms), k + 8_500_000);
+        assert_eq!(c.at(500_000), k + 400_000);
+        assert_eq!(c.unseen_ns(), 400_000);
+        assert!(KernelClock::new(&tl, &s[..1]).is_err());
     }
 }

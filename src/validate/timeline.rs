@@ -1,6 +1,6 @@
 //! What the real task did, as recorded by itself on CLOCK_MONOTONIC: when it
-//! ran, when it was runnable but another task ran, when its vCPU was taken
-//! away (steal), and when it slept.
+//! ran, when it was runnable but another task ran, when it stalled without
+//! a switch, and when it slept.
 
 /// What the task was doing during a segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -9,9 +9,12 @@ pub enum Kind {
     Run,
     /// Runnable, but switched out for another task (an involuntary switch).
     Preempted,
-    /// The loop stalled without a context switch: the host ran another vCPU
-    /// (steal) or the guest took a long interrupt.
-    Stolen,
+    /// The loop stalled without a context switch: a long guest interrupt or
+    /// the host running something else (steal). Without
+    /// CONFIG_IRQ_TIME_ACCOUNTING the kernel counts the first as the task's
+    /// running time, and the host reports only part of the second as steal
+    /// (see `KernelClock`), so a stall counts as running.
+    Stalled,
     /// Blocked in clock_nanosleep, dequeued.
     Sleep,
 }
@@ -65,47 +68,13 @@ impl Timeline {
         self.segments.get(i).filter(|s| s.start <= t)
     }
 
-    /// Total time of each kind, in ns: (run, preempted, stolen, sleep).
+    /// Total time of each kind, in ns: (run, preempted, stalled, sleep).
     pub fn totals(&self) -> [u64; 4] {
         let mut t = [0; 4];
         for s in &self.segments {
             t[s.kind as usize] += s.end - s.start;
         }
         t
-    }
-
-    /// The task clock: CLOCK_MONOTONIC minus the stolen time before it. With
-    /// CONFIG_PARAVIRT_TIME_ACCOUNTING the kernel removes steal from
-    /// rq_clock_task, which drives PELT, so stolen time must not age the
-    /// simulated signal either.
-    pub fn task_clock(&self) -> TaskClock {
-        let mut stolen = Vec::new();
-        let mut before = 0;
-        for s in self.segments.iter().filter(|s| s.kind == Kind::Stolen) {
-            stolen.push((s.start, s.end, before));
-            before += s.end - s.start;
-        }
-        TaskClock { stolen }
-    }
-}
-
-/// Maps CLOCK_MONOTONIC to the task clock; see [`Timeline::task_clock`].
-pub struct TaskClock {
-    /// (start, end, stolen time before start) of each stolen segment.
-    stolen: Vec<(u64, u64, u64)>,
-}
-
-impl TaskClock {
-    /// The task-clock time of monotonic instant `t` (stolen time frozen).
-    pub fn at(&self, t: u64) -> u64 {
-        let i = self.stolen.partition_point(|&(start, _, _)| start <= t);
-        match i.checked_sub(1).map(|j| self.stolen[j]) {
-            None => t,
-            Some((start, end, before)) => {
-                let inside = t.min(end) - start;
-                t - before - inside
-            }
-        }
     }
 }
 
@@ -114,19 +83,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn push_merges_and_clock_skips_steal() {
+    fn push_merges_and_drops_empty() {
         let mut tl = Timeline::default();
         tl.push(Kind::Run, 0, 10);
         tl.push(Kind::Run, 10, 20);
-        tl.push(Kind::Stolen, 20, 25);
+        tl.push(Kind::Stalled, 20, 25);
         tl.push(Kind::Sleep, 25, 25);
         tl.push(Kind::Run, 25, 40);
-        tl.push(Kind::Stolen, 40, 43);
+        tl.push(Kind::Stalled, 40, 43);
         assert_eq!(tl.segments.len(), 4);
-        assert_eq!(tl.at(22).map(|s| s.kind), Some(Kind::Stolen));
+        assert_eq!(tl.at(22).map(|s| s.kind), Some(Kind::Stalled));
         assert_eq!(tl.at(43), None);
         assert_eq!(tl.totals(), [35, 0, 8, 0]);
-        let c = tl.task_clock();
-        assert_eq!([c.at(19), c.at(22), c.at(25), c.at(41), c.at(50)], [19, 20, 20, 35, 42]);
     }
 }
