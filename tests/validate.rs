@@ -77,7 +77,7 @@ fn stats_judge_the_range_and_the_share_within_the_margin() {
     let err = s.range_err_pct().unwrap();
     assert!((err - 10.0 * 100.0 / 1024.0).abs() < 1e-9, "{err}");
     assert!(s.pass()); // 0.98 % <= 1.5 %
-    // The range margin is 15.36 units: a min off by 15 passes, by 16 fails.
+                       // The range margin is 15.36 units: a min off by 15 passes, by 16 fails.
     pts[12].sim = 385; // t=150, the first steady sample
     assert!(phase_stats(&span(Some(150)), &pts).pass());
     pts[12].sim = 384;

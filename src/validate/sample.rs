@@ -3,7 +3,7 @@
 
 use super::duty::now_ns;
 use super::procfs::{parse, SchedFields};
-use super::timeline::{Kind, Timeline};
+use super::timeline::{Kind, Timeline, Waiting};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -40,13 +40,15 @@ pub fn collect(path: &Path, done: &AtomicBool) -> Result<Vec<Sample>, String> {
 
 /// The kernel's PELT clock as a function of CLOCK_MONOTONIC. A sample read
 /// while the task sleeps shows the update made at its dequeue, which the task
-/// recorded as the start of that sleep: each such pair is an anchor. Between
-/// anchors the kernel clock runs at the rate that makes both hold (at most
-/// monotonic's): with CONFIG_PARAVIRT_TIME_ACCOUNTING the kernel leaves the
-/// steal the host reports out of rq_clock_task, and so out of PELT time.
+/// recorded as the start of that sleep: each such pair is an anchor. With
+/// CONFIG_PARAVIRT_TIME_ACCOUNTING the kernel leaves the steal the host
+/// reports out of rq_clock_task, and so out of PELT time; between two anchors
+/// the time it left out is taken first from when the task waited (steal can
+/// only hide there: a running task sees it as a stall), the rest evenly.
 pub struct KernelClock {
     /// (monotonic, kernel clock) at each anchor, increasing.
     anchors: Vec<(u64, u64)>,
+    waiting: Waiting,
 }
 
 impl KernelClock {
@@ -68,7 +70,10 @@ impl KernelClock {
                         the kernel's PELT clock"
                 .into());
         }
-        Ok(KernelClock { anchors })
+        Ok(KernelClock {
+            anchors,
+            waiting: tl.waiting(),
+        })
     }
 
     /// The kernel clock at monotonic instant `x`.
@@ -81,8 +86,24 @@ impl KernelClock {
         let Some(&(x1, k1)) = next else {
             return (k0 as i64 + (x as i64 - x0 as i64)).max(0) as u64;
         };
-        let slope = (k1 - k0) as f64 / (x1 - x0) as f64;
-        k0 + ((x - x0) as f64 * slope.min(1.0)) as u64
+        let w0 = self.waiting.before(x0);
+        let span = (x1 - x0) as f64;
+        let waited = (self.waiting.before(x1) - w0) as f64;
+        let lost = span - (k1 - k0) as f64;
+        let from_waiting = lost.clamp(0.0, waited);
+        let f = if waited > 0.0 {
+            from_waiting / waited
+        } else {
+            0.0
+        };
+        let rest = span - waited;
+        let g = if rest > 0.0 {
+            (lost - from_waiting) / rest
+        } else {
+            0.0
+        };
+        let (d, e) = ((x - x0) as f64, (self.waiting.before(x) - w0) as f64);
+        k0 + (d - f * e - g * (d - e)).round().max(0.0) as u64
     }
 
     /// PELT time the kernel left out between the first and last anchors,
@@ -106,32 +127,39 @@ mod tests {
     }
 
     #[test]
-    fn kernel_clock_interpolates_between_sleep_anchors() {
+    fn kernel_clock_takes_lost_time_from_waiting_first() {
         let ms = 1_000_000;
         let mut tl = Timeline::default();
-        tl.push(Kind::Run, 0, ms);
-        tl.push(Kind::Stalled, ms, ms + ms / 10);
-        tl.push(Kind::Run, ms + ms / 10, 2 * ms);
+        tl.push(Kind::Run, 0, 2 * ms);
         tl.push(Kind::Sleep, 2 * ms, 4 * ms);
-        tl.push(Kind::Run, 4 * ms, 6 * ms);
+        tl.push(Kind::Run, 4 * ms, 5 * ms);
+        tl.push(Kind::Stalled, 5 * ms, 5 * ms + ms / 2);
+        tl.push(Kind::Run, 5 * ms + ms / 2, 6 * ms);
         tl.push(Kind::Sleep, 6 * ms, 8 * ms);
-        // kernel = monotonic + 5.1 ms at the first dequeue; between the two
-        // dequeues (4 ms) it leaves out 0.4 ms of steal; the stall counts
+        tl.push(Kind::Run, 8 * ms, 10 * ms);
+        tl.push(Kind::Sleep, 10 * ms, 12 * ms);
+        // kernel = monotonic + 5.1 ms at the first dequeue; it leaves out
+        // 0.4 ms during the 0.5 ms stall, then 0.2 ms with no waiting at all
         let k = 5_100_000;
         let s = [
             sample(500_000, k + 400_000),
-            sample(2_500_000, k + 1_900_000),
-            sample(2_600_000, k + 1_900_000),
-            sample(7_000_000, k + 5_500_000),
+            sample(2_500_000, k + 2_000_000),
+            sample(2_600_000, k + 2_000_000),
+            sample(7_000_000, k + 5_600_000),
+            sample(11_000_000, k + 9_400_000),
         ];
         let c = KernelClock::new(&tl, &s).unwrap();
-        assert_eq!(c.anchors.len(), 2);
-        assert_eq!(c.at(2 * ms), k + 1_900_000);
-        assert_eq!(c.at(4 * ms), k + 1_900_000 + 1_800_000);
-        assert_eq!(c.at(6 * ms), k + 5_500_000);
-        assert_eq!(c.at(9 * ms), k + 8_500_000);
-        assert_eq!(c.at(500_000), k + 400_000);
-        assert_eq!(c.unseen_ns(), 400_000);
+        assert_eq!(c.anchors.len(), 3);
+        let at = |t| c.at(t) - k;
+        assert_eq!(at(2 * ms), 2_000_000);
+        assert_eq!(at(5 * ms), 5_000_000); // nothing lost while running
+        assert_eq!(at(5_250_000), 5_050_000); // 80 % of the stall
+        assert_eq!(at(6 * ms), 5_600_000);
+        assert_eq!(at(8 * ms), 7_500_000); // evenly when nobody waited
+        assert_eq!(at(10 * ms), 9_400_000);
+        assert_eq!(at(13 * ms), 12_400_000);
+        assert_eq!(at(0), 0);
+        assert_eq!(c.unseen_ns(), 600_000);
         assert!(KernelClock::new(&tl, &s[..1]).is_err());
     }
 }

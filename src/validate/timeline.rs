@@ -76,6 +76,37 @@ impl Timeline {
         }
         t
     }
+
+    /// Time during which the task wanted the CPU but did not execute
+    /// (preempted or stalled): the only time the host can steal from it.
+    pub fn waiting(&self) -> Waiting {
+        let mut spans = Vec::new();
+        let mut before = 0;
+        for s in &self.segments {
+            if matches!(s.kind, Kind::Preempted | Kind::Stalled) {
+                spans.push((s.start, s.end, before));
+                before += s.end - s.start;
+            }
+        }
+        Waiting { spans }
+    }
+}
+
+/// See [`Timeline::waiting`].
+pub struct Waiting {
+    /// (start, end, waiting time before start) of each waiting segment.
+    spans: Vec<(u64, u64, u64)>,
+}
+
+impl Waiting {
+    /// The waiting time before instant `t`.
+    pub fn before(&self, t: u64) -> u64 {
+        let i = self.spans.partition_point(|&(start, _, _)| start <= t);
+        i.checked_sub(1).map_or(0, |j| {
+            let (start, end, before) = self.spans[j];
+            before + t.min(end) - start
+        })
+    }
 }
 
 #[cfg(test)]
@@ -90,10 +121,14 @@ mod tests {
         tl.push(Kind::Stalled, 20, 25);
         tl.push(Kind::Sleep, 25, 25);
         tl.push(Kind::Run, 25, 40);
-        tl.push(Kind::Stalled, 40, 43);
-        assert_eq!(tl.segments.len(), 4);
+        tl.push(Kind::Preempted, 40, 43);
+        tl.push(Kind::Sleep, 43, 50);
+        assert_eq!(tl.segments.len(), 5);
         assert_eq!(tl.at(22).map(|s| s.kind), Some(Kind::Stalled));
-        assert_eq!(tl.at(43), None);
-        assert_eq!(tl.totals(), [35, 0, 8, 0]);
+        assert_eq!(tl.at(50), None);
+        assert_eq!(tl.totals(), [35, 3, 5, 7]);
+        let w = tl.waiting();
+        let got: Vec<u64> = [19, 22, 25, 41, 50].map(|t| w.before(t)).to_vec();
+        assert_eq!(got, [0, 2, 5, 6, 8]);
     }
 }
