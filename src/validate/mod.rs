@@ -148,6 +148,11 @@ fn compare(
     worker_cpu: usize,
     sampler_cpu: usize,
 ) -> Result<report::Outcome, String> {
+    let on_cpu_ns = on_cpu(tl, samples);
+    let edge_ns = run_edge(tl, samples, on_cpu_ns);
+    let mut tl = tl.clone();
+    tl.widen_runs(edge_ns);
+    let tl = &tl;
     let clock = sample::KernelClock::new(tl, samples)?;
     // A sample shows the value of the kernel's last update, at its
     // last_update_time, which cannot be later than the read.
@@ -179,9 +184,38 @@ fn compare(
         sampler_cpu,
         phases,
         totals: tl.totals(),
+        on_cpu_ns,
+        edge_ns,
         unseen_steal_ns: clock.unseen_ns(),
         points,
     })
+}
+
+/// CPU time between the first and last samples: (the kernel's
+/// se.sum_exec_runtime, the task's recorded runs and stalls). The kernel's
+/// includes the syscall and wake-up paths the task cannot time itself.
+fn on_cpu(tl: &Timeline, samples: &[Sample]) -> (u64, u64) {
+    let (Some(a), Some(b)) = (samples.first(), samples.last()) else {
+        return (0, 0);
+    };
+    let kernel =
+        b.f.sum_exec_runtime_ns
+            .saturating_sub(a.f.sum_exec_runtime_ns);
+    let ran = tl.time_in(&[timeline::Kind::Run, timeline::Kind::Stalled]);
+    (kernel, ran.before(b.t) - ran.before(a.t))
+}
+
+/// How far to widen each run at each end so that the runs add up to the
+/// kernel's count of CPU time while sampled (0 if they already exceed it).
+fn run_edge(tl: &Timeline, samples: &[Sample], (kernel, task): (u64, u64)) -> u64 {
+    let (Some(a), Some(b)) = (samples.first(), samples.last()) else {
+        return 0;
+    };
+    let runs = tl.runs_in(a.t, b.t);
+    kernel
+        .saturating_sub(task)
+        .checked_div(2 * runs)
+        .unwrap_or(0)
 }
 
 /// The running kernel's release string, or "unknown".

@@ -3,7 +3,7 @@
 
 use super::duty::now_ns;
 use super::procfs::{parse, SchedFields};
-use super::timeline::{Kind, Timeline, Waiting};
+use super::timeline::{Kind, TimeIn, Timeline};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -42,13 +42,16 @@ pub fn collect(path: &Path, done: &AtomicBool) -> Result<Vec<Sample>, String> {
 /// while the task sleeps shows the update made at its dequeue, which the task
 /// recorded as the start of that sleep: each such pair is an anchor. With
 /// CONFIG_PARAVIRT_TIME_ACCOUNTING the kernel leaves the steal the host
-/// reports out of rq_clock_task, and so out of PELT time; between two anchors
-/// the time it left out is taken first from when the task waited (steal can
-/// only hide there: a running task sees it as a stall), the rest evenly.
+/// reports out of rq_clock_task, and so out of PELT time. Between two
+/// anchors the time it left out is taken first from when the task waited
+/// (preempted or stalled: a running task sees steal as a stall), the rest
+/// from its sleep (the vCPU waiting on the host to deliver the wake-up),
+/// never from its runs, whose clock reads had no gap.
 pub struct KernelClock {
     /// (monotonic, kernel clock) at each anchor, increasing.
     anchors: Vec<(u64, u64)>,
-    waiting: Waiting,
+    waiting: TimeIn,
+    sleeping: TimeIn,
 }
 
 impl KernelClock {
@@ -72,7 +75,8 @@ impl KernelClock {
         }
         Ok(KernelClock {
             anchors,
-            waiting: tl.waiting(),
+            waiting: tl.time_in(&[Kind::Preempted, Kind::Stalled]),
+            sleeping: tl.time_in(&[Kind::Sleep]),
         })
     }
 
@@ -86,24 +90,15 @@ impl KernelClock {
         let Some(&(x1, k1)) = next else {
             return (k0 as i64 + (x as i64 - x0 as i64)).max(0) as u64;
         };
-        let w0 = self.waiting.before(x0);
-        let span = (x1 - x0) as f64;
-        let waited = (self.waiting.before(x1) - w0) as f64;
-        let lost = span - (k1 - k0) as f64;
-        let from_waiting = lost.clamp(0.0, waited);
-        let f = if waited > 0.0 {
-            from_waiting / waited
-        } else {
-            0.0
-        };
-        let rest = span - waited;
-        let g = if rest > 0.0 {
-            (lost - from_waiting) / rest
-        } else {
-            0.0
-        };
-        let (d, e) = ((x - x0) as f64, (self.waiting.before(x) - w0) as f64);
-        k0 + (d - f * e - g * (d - e)).round().max(0.0) as u64
+        let lost = (x1 - x0) as f64 - (k1 - k0) as f64;
+        let waited = |t| (self.waiting.before(t) - self.waiting.before(x0)) as f64;
+        let slept = |t| (self.sleeping.before(t) - self.sleeping.before(x0)) as f64;
+        let from_waiting = lost.clamp(0.0, waited(x1));
+        let share = |part: f64, of: f64| if of > 0.0 { part / of } else { 0.0 };
+        let f = share(from_waiting, waited(x1));
+        let g = share(lost - from_waiting, slept(x1));
+        let d = (x - x0) as f64 - f * waited(x) - g * slept(x);
+        k0 + d.round().max(0.0) as u64
     }
 
     /// PELT time the kernel left out between the first and last anchors,
@@ -155,7 +150,8 @@ mod tests {
         assert_eq!(at(5 * ms), 5_000_000); // nothing lost while running
         assert_eq!(at(5_250_000), 5_050_000); // 80 % of the stall
         assert_eq!(at(6 * ms), 5_600_000);
-        assert_eq!(at(8 * ms), 7_500_000); // evenly when nobody waited
+        assert_eq!(at(7 * ms), 6_500_000); // from the sleep when nobody waited
+        assert_eq!(at(8 * ms), 7_400_000);
         assert_eq!(at(10 * ms), 9_400_000);
         assert_eq!(at(13 * ms), 12_400_000);
         assert_eq!(at(0), 0);

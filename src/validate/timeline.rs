@@ -77,29 +77,58 @@ impl Timeline {
         t
     }
 
-    /// Time during which the task wanted the CPU but did not execute
-    /// (preempted or stalled): the only time the host can steal from it.
-    pub fn waiting(&self) -> Waiting {
-        let mut spans = Vec::new();
-        let mut before = 0;
-        for s in &self.segments {
-            if matches!(s.kind, Kind::Preempted | Kind::Stalled) {
-                spans.push((s.start, s.end, before));
-                before += s.end - s.start;
+    /// Move every run's edges out by `edge_ns` into a neighbouring sleep or
+    /// preemption (at most half of it): CPU time the kernel counts on both
+    /// sides of what the task can time itself (the syscall into sleep, the
+    /// return from the switch back to it).
+    pub fn widen_runs(&mut self, edge_ns: u64) {
+        let segs = &mut self.segments;
+        let room = |s: &Segment| match s.kind {
+            Kind::Sleep | Kind::Preempted => edge_ns.min((s.end - s.start) / 2),
+            Kind::Run | Kind::Stalled => 0,
+        };
+        for i in 0..segs.len() {
+            if segs[i].kind != Kind::Run {
+                continue;
+            }
+            if let Some(p) = i.checked_sub(1) {
+                let d = room(&segs[p]);
+                segs[p].end -= d;
+                segs[i].start -= d;
+            }
+            if let Some(d) = segs.get(i + 1).map(room) {
+                segs[i].end += d;
+                segs[i + 1].start += d;
             }
         }
-        Waiting { spans }
+    }
+
+    /// The number of runs that start in [from, to).
+    pub fn runs_in(&self, from: u64, to: u64) -> u64 {
+        let n = self.segments.iter().filter(|s| s.kind == Kind::Run);
+        n.filter(|s| (from..to).contains(&s.start)).count() as u64
+    }
+
+    /// The time spent in segments of the given kinds, as a function of time.
+    pub fn time_in(&self, kinds: &[Kind]) -> TimeIn {
+        let mut spans = Vec::new();
+        let mut before = 0;
+        for s in self.segments.iter().filter(|s| kinds.contains(&s.kind)) {
+            spans.push((s.start, s.end, before));
+            before += s.end - s.start;
+        }
+        TimeIn { spans }
     }
 }
 
-/// See [`Timeline::waiting`].
-pub struct Waiting {
-    /// (start, end, waiting time before start) of each waiting segment.
+/// See [`Timeline::time_in`].
+pub struct TimeIn {
+    /// (start, end, time in the kinds before start) of each such segment.
     spans: Vec<(u64, u64, u64)>,
 }
 
-impl Waiting {
-    /// The waiting time before instant `t`.
+impl TimeIn {
+    /// The time in the kinds before instant `t`.
     pub fn before(&self, t: u64) -> u64 {
         let i = self.spans.partition_point(|&(start, _, _)| start <= t);
         i.checked_sub(1).map_or(0, |j| {
@@ -127,8 +156,33 @@ mod tests {
         assert_eq!(tl.at(22).map(|s| s.kind), Some(Kind::Stalled));
         assert_eq!(tl.at(50), None);
         assert_eq!(tl.totals(), [35, 3, 5, 7]);
-        let w = tl.waiting();
+        let w = tl.time_in(&[Kind::Preempted, Kind::Stalled]);
         let got: Vec<u64> = [19, 22, 25, 41, 50].map(|t| w.before(t)).to_vec();
         assert_eq!(got, [0, 2, 5, 6, 8]);
+        assert_eq!(tl.runs_in(0, 25), 1);
+    }
+
+    #[test]
+    fn widen_runs_takes_from_sleeps_and_preemptions_only() {
+        let mut tl = Timeline::default();
+        tl.push(Kind::Sleep, 0, 10);
+        tl.push(Kind::Run, 10, 20);
+        tl.push(Kind::Stalled, 20, 25);
+        tl.push(Kind::Run, 25, 40);
+        tl.push(Kind::Preempted, 40, 43);
+        tl.push(Kind::Run, 43, 50);
+        tl.push(Kind::Sleep, 50, 60);
+        tl.widen_runs(2);
+        let edges: Vec<(u64, u64)> = tl.segments.iter().map(|s| (s.start, s.end)).collect();
+        let want = [
+            (0, 8),
+            (8, 20),
+            (20, 25),
+            (25, 41),
+            (41, 42),
+            (42, 52),
+            (52, 60),
+        ];
+        assert_eq!(edges, want);
     }
 }
