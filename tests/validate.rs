@@ -116,6 +116,9 @@ fn proc_without_pelt_fields_or_bad_duration_exits_2() {
     assert!(err.contains("--duration"), "{err}");
     let (rc, _, err) = schedlab(&["validate", "pelt", "--duration", "10ms"]);
     assert_eq!(rc, 2, "{err}");
+    let (rc, _, err) = schedlab(&["validate", "pelt", "--json", "/nonexistent-dir/p.json"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains("/nonexistent-dir"), "{err}");
 }
 
 /// Runs real tasks for ~5 s on this host and needs 2 CPUs:

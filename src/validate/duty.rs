@@ -2,7 +2,9 @@
 //! `run` of every `period` on CLOCK_MONOTONIC and sleeps to the end of the
 //! period with an absolute clock_nanosleep. It records what really happened
 //! (see [`Timeline`]), not what was intended, so interference from other
-//! load shows up in both the real signal and the simulated one.
+//! load shows up in both the real signal and the simulated one. Where it
+//! cannot see itself run (a gap in its clock reads, a sleep), the CPU time
+//! the kernel charged it tells how much of that time it ran.
 
 use super::timeline::{Kind, PhaseSpan, Timeline};
 
@@ -131,24 +133,48 @@ fn involuntary_switches() -> i64 {
     }
 }
 
-/// Busy-loop from `start` until `until`, recording runs and the stalls
-/// between them. Returns the time of the last clock read.
-fn busy(tl: &mut Timeline, start: u64, until: u64) -> u64 {
+/// CPU time the kernel has charged to the calling thread: its
+/// se.sum_exec_runtime plus the running delta, on rq_clock_task, so without
+/// the steal the host reports.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Record [from, to), when the task did not see itself run, and of which
+/// the kernel charged it `charged` ns: that part ran (in the kernel, or in
+/// a stall the host did not report as steal), first; the rest went to
+/// another task if the task was switched out, else to the host (steal).
+fn gap(tl: &mut Timeline, from: u64, to: u64, charged: u64, switched: bool) {
+    let mid = from + charged.min(to - from);
+    tl.push(Kind::Run, from, mid);
+    let rest = if switched {
+        Kind::Preempted
+    } else {
+        Kind::Stolen
+    };
+    tl.push(rest, mid, to);
+}
+
+/// Busy-loop from `start`, when the kernel had charged the thread `cpu` ns,
+/// until `until`, recording runs and the gaps between them (a run is
+/// charged 1:1). Returns the last clock read.
+fn busy(tl: &mut Timeline, start: u64, mut cpu: u64, until: u64) -> u64 {
     let mut nivcsw = involuntary_switches();
     let (mut seg, mut last) = (start, start);
     loop {
         let t = now_ns();
         if t - last > GAP_NS {
             tl.push(Kind::Run, seg, last);
-            let n = involuntary_switches();
-            let kind = if n > nivcsw {
-                Kind::Preempted
-            } else {
-                Kind::Stalled
-            };
-            nivcsw = n;
-            tl.push(kind, last, t);
-            seg = t;
+            let (now_cpu, n) = (thread_cpu_ns(), involuntary_switches());
+            let charged = now_cpu.saturating_sub(cpu + (last - seg));
+            gap(tl, last, t, charged, n > nivcsw);
+            (nivcsw, seg, cpu) = (n, t, now_cpu);
         }
         last = t;
         if t >= until {
@@ -162,17 +188,22 @@ fn busy(tl: &mut Timeline, start: u64, until: u64) -> u64 {
 /// really happened.
 pub fn run(program: &[Phase]) -> Timeline {
     let mut tl = Timeline::default();
-    let mut t = now_ns();
+    let (mut t, mut cpu) = (now_ns(), thread_cpu_ns());
     for p in program {
         let start = t;
         let end = start + p.len_ns;
         let mut period = start;
         while period < end {
-            let busy_end = busy(&mut tl, t, period + p.run_ns);
+            let busy_end = busy(&mut tl, t, cpu, period + p.run_ns);
+            let before = thread_cpu_ns();
             period += p.period_ns;
             sleep_until(period);
-            t = now_ns();
-            tl.push(Kind::Sleep, busy_end, t);
+            (t, cpu) = (now_ns(), thread_cpu_ns());
+            // The kernel charges the syscall and the wake-up path (and any
+            // unreported stall in it); count that as running at the wake.
+            let charged = cpu.saturating_sub(before).min(t - busy_end);
+            tl.push(Kind::Sleep, busy_end, t - charged);
+            tl.push(Kind::Run, t - charged, t);
         }
         tl.phases.push(PhaseSpan {
             name: p.name.clone(),

@@ -74,6 +74,10 @@ fn pelt_main(a: &PeltArgs) -> Result<i32, String> {
     if len_ns < 200_000_000 {
         return Err("--duration: a phase needs at least 200ms to settle".into());
     }
+    let json_dir = a.json.as_ref().and_then(|p| p.parent());
+    if let Some(d) = json_dir.filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+        return Err(format!("--json: directory {} does not exist", d.display()));
+    }
     preflight(&a.proc_root)?;
     let cpus = duty::allowed_cpus();
     let (&sampler_cpu, &worker_cpu) = match cpus.as_slice() {
@@ -92,8 +96,8 @@ fn pelt_main(a: &PeltArgs) -> Result<i32, String> {
     Ok(if outcome.pass() { 0 } else { 1 })
 }
 
-/// The host must expose a task's PELT signals: /proc/self/sched (needs
-/// CONFIG_SCHED_DEBUG before v6.x's always-on debug.c) with the fields.
+/// The host must expose a task's PELT signals in /proc/self/sched (absent
+/// on kernels built without CONFIG_SCHED_DEBUG, where that option exists).
 fn preflight(proc_root: &Path) -> Result<(), String> {
     let path = proc_root.join("self/sched");
     let text = std::fs::read_to_string(&path).map_err(|e| {
@@ -148,11 +152,6 @@ fn compare(
     worker_cpu: usize,
     sampler_cpu: usize,
 ) -> Result<report::Outcome, String> {
-    let on_cpu_ns = on_cpu(tl, samples);
-    let edge_ns = run_edge(tl, samples, on_cpu_ns);
-    let mut tl = tl.clone();
-    tl.widen_runs(edge_ns);
-    let tl = &tl;
     let clock = sample::KernelClock::new(tl, samples)?;
     // A sample shows the value of the kernel's last update, at its
     // last_update_time, which cannot be later than the read.
@@ -184,16 +183,14 @@ fn compare(
         sampler_cpu,
         phases,
         totals: tl.totals(),
-        on_cpu_ns,
-        edge_ns,
+        on_cpu_ns: on_cpu(tl, samples),
         unseen_steal_ns: clock.unseen_ns(),
         points,
     })
 }
 
 /// CPU time between the first and last samples: (the kernel's
-/// se.sum_exec_runtime, the task's recorded runs and stalls). The kernel's
-/// includes the syscall and wake-up paths the task cannot time itself.
+/// se.sum_exec_runtime, the recorded runs), a check on the recording.
 fn on_cpu(tl: &Timeline, samples: &[Sample]) -> (u64, u64) {
     let (Some(a), Some(b)) = (samples.first(), samples.last()) else {
         return (0, 0);
@@ -201,21 +198,8 @@ fn on_cpu(tl: &Timeline, samples: &[Sample]) -> (u64, u64) {
     let kernel =
         b.f.sum_exec_runtime_ns
             .saturating_sub(a.f.sum_exec_runtime_ns);
-    let ran = tl.time_in(&[timeline::Kind::Run, timeline::Kind::Stalled]);
+    let ran = tl.time_in(&[timeline::Kind::Run]);
     (kernel, ran.before(b.t) - ran.before(a.t))
-}
-
-/// How far to widen each run at each end so that the runs add up to the
-/// kernel's count of CPU time while sampled (0 if they already exceed it).
-fn run_edge(tl: &Timeline, samples: &[Sample], (kernel, task): (u64, u64)) -> u64 {
-    let (Some(a), Some(b)) = (samples.first(), samples.last()) else {
-        return 0;
-    };
-    let runs = tl.runs_in(a.t, b.t);
-    kernel
-        .saturating_sub(task)
-        .checked_div(2 * runs)
-        .unwrap_or(0)
 }
 
 /// The running kernel's release string, or "unknown".

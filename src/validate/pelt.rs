@@ -14,7 +14,7 @@ const NICE_0: u64 = 1024;
 /// __update_load_avg_se sees it.
 fn flags(kind: Kind) -> (bool, bool, bool) {
     match kind {
-        Kind::Run | Kind::Stalled => (true, true, true),
+        Kind::Run | Kind::Stolen => (true, true, true),
         Kind::Preempted => (true, true, false),
         Kind::Sleep => (false, false, false),
     }

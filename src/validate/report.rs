@@ -10,12 +10,10 @@ pub struct Outcome {
     pub worker_cpu: usize,
     pub sampler_cpu: usize,
     pub phases: Vec<PhaseStats>,
-    /// (run, preempted, stalled, sleep) ns, as recorded by the task.
+    /// (run, preempted, stolen, sleep) ns, as recorded by the task.
     pub totals: [u64; 4],
     /// CPU time while sampled: (kernel's sum_exec_runtime, task's own), ns.
     pub on_cpu_ns: (u64, u64),
-    /// How far each run was widened at each end to match the kernel, ns.
-    pub edge_ns: u64,
     /// PELT time the kernel lost that the task did not see as a stall, ns.
     pub unseen_steal_ns: i64,
     /// All compared samples, t relative to the start.
@@ -70,20 +68,18 @@ pub fn text(o: &Outcome) -> String {
         );
     }
     let ms = |ns: u64| ns as f64 / 1e6;
-    let [run, pre, stalled, sleep] = o.totals;
+    let [run, pre, stolen, sleep] = o.totals;
     s += &format!(
-        "\ntask recorded: ran {:.1} ms, preempted {:.1} ms, stalled without a switch {:.1} ms, slept {:.1} ms\n\
+        "\ntask recorded: ran {:.1} ms, preempted {:.1} ms, stolen (steal) {:.1} ms, slept {:.1} ms\n\
          kernel PELT clock: {:.1} ms behind CLOCK_MONOTONIC (steal reported by the host)\n\
-         on the CPU while sampled: {:.1} ms by se.sum_exec_runtime, {:.1} ms seen by the task \
-         (each run widened by {:.1} µs at both ends to match)\n",
+         on the CPU while sampled: {:.1} ms by se.sum_exec_runtime, {:.1} ms recorded\n",
         ms(run),
         ms(pre),
-        ms(stalled),
+        ms(stolen),
         ms(sleep),
         o.unseen_steal_ns as f64 / 1e6,
         ms(o.on_cpu_ns.0),
         ms(o.on_cpu_ns.1),
-        o.edge_ns as f64 / 1e3,
     );
     s += if o.pass() { "PASS\n" } else { "FAIL\n" };
     s
@@ -115,7 +111,7 @@ pub fn to_json(o: &Outcome) -> Value {
         })
         .collect();
     let t0 = o.points.first().map_or(0, |p| p.t);
-    let [run, pre, stalled, sleep] = o.totals;
+    let [run, pre, stolen, sleep] = o.totals;
     json!({
         "kernel": o.kernel,
         "worker_cpu": o.worker_cpu,
@@ -126,10 +122,9 @@ pub fn to_json(o: &Outcome) -> Value {
             "share_min_pct": SHARE_MIN_PCT,
         },
         "phases": phases,
-        "task_ns": { "run": run, "preempted": pre, "stalled": stalled, "sleep": sleep },
+        "task_ns": { "run": run, "preempted": pre, "stolen": stolen, "sleep": sleep },
         "unseen_steal_ns": o.unseen_steal_ns,
         "on_cpu_ns": { "kernel": o.on_cpu_ns.0, "task": o.on_cpu_ns.1 },
-        "run_edge_ns": o.edge_ns,
         "pass": o.pass(),
         "samples": o.points.iter().map(|p| json!([(p.t - t0) / 1000, p.real, p.sim])).collect::<Vec<_>>(),
     })

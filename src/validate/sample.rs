@@ -17,15 +17,19 @@ pub struct Sample {
     pub f: SchedFields,
 }
 
-/// Read `path` every INTERVAL_NS until `done` is set or the file goes away.
+/// Read `path` every INTERVAL_NS until `done` is set or the file goes away
+/// (an error if it was never there).
 pub fn collect(path: &Path, done: &AtomicBool) -> Result<Vec<Sample>, String> {
     let name = path.display().to_string();
     let mut out = Vec::new();
     let mut next = now_ns();
     while !done.load(Ordering::Acquire) {
         let t = now_ns();
-        let Ok(text) = std::fs::read_to_string(path) else {
-            break;
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            // The thread has exited.
+            Err(_) if !out.is_empty() => break,
+            Err(e) => return Err(format!("{name}: {e}")),
         };
         out.push(Sample {
             t,
@@ -42,16 +46,16 @@ pub fn collect(path: &Path, done: &AtomicBool) -> Result<Vec<Sample>, String> {
 /// while the task sleeps shows the update made at its dequeue, which the task
 /// recorded as the start of that sleep: each such pair is an anchor. With
 /// CONFIG_PARAVIRT_TIME_ACCOUNTING the kernel leaves the steal the host
-/// reports out of rq_clock_task, and so out of PELT time. Between two
-/// anchors the time it left out is taken first from when the task waited
-/// (preempted or stalled: a running task sees steal as a stall), the rest
-/// from its sleep (the vCPU waiting on the host to deliver the wake-up),
-/// never from its runs, whose clock reads had no gap.
+/// reports out of rq_clock_task, and so out of PELT time. Between two anchors
+/// the time it left out is taken from the task's stolen time first, then
+/// from when it was switched out (steal then hits the other task), then from
+/// its sleeps (a halted vCPU waiting for the host to deliver the wake-up),
+/// and only what is still left evenly from everything.
 pub struct KernelClock {
     /// (monotonic, kernel clock) at each anchor, increasing.
     anchors: Vec<(u64, u64)>,
-    waiting: TimeIn,
-    sleeping: TimeIn,
+    /// Where lost time is taken from, in order; the last holds every kind.
+    buckets: [TimeIn; 4],
 }
 
 impl KernelClock {
@@ -75,8 +79,12 @@ impl KernelClock {
         }
         Ok(KernelClock {
             anchors,
-            waiting: tl.time_in(&[Kind::Preempted, Kind::Stalled]),
-            sleeping: tl.time_in(&[Kind::Sleep]),
+            buckets: [
+                tl.time_in(&[Kind::Stolen]),
+                tl.time_in(&[Kind::Preempted]),
+                tl.time_in(&[Kind::Sleep]),
+                tl.time_in(&[Kind::Run, Kind::Preempted, Kind::Stolen, Kind::Sleep]),
+            ],
         })
     }
 
@@ -90,15 +98,18 @@ impl KernelClock {
         let Some(&(x1, k1)) = next else {
             return (k0 as i64 + (x as i64 - x0 as i64)).max(0) as u64;
         };
-        let lost = (x1 - x0) as f64 - (k1 - k0) as f64;
-        let waited = |t| (self.waiting.before(t) - self.waiting.before(x0)) as f64;
-        let slept = |t| (self.sleeping.before(t) - self.sleeping.before(x0)) as f64;
-        let from_waiting = lost.clamp(0.0, waited(x1));
-        let share = |part: f64, of: f64| if of > 0.0 { part / of } else { 0.0 };
-        let f = share(from_waiting, waited(x1));
-        let g = share(lost - from_waiting, slept(x1));
-        let d = (x - x0) as f64 - f * waited(x) - g * slept(x);
-        k0 + d.round().max(0.0) as u64
+        let mut lost = (x1 - x0) as f64 - (k1 - k0) as f64;
+        let mut k = (x - x0) as f64;
+        for (i, b) in self.buckets.iter().enumerate() {
+            let total = (b.before(x1) - b.before(x0)) as f64;
+            let last = i == self.buckets.len() - 1;
+            let take = if last { lost } else { lost.clamp(0.0, total) };
+            if total > 0.0 {
+                k -= take / total * (b.before(x) - b.before(x0)) as f64;
+                lost -= take;
+            }
+        }
+        k0 + k.round().max(0.0) as u64
     }
 
     /// PELT time the kernel left out between the first and last anchors,
@@ -128,13 +139,13 @@ mod tests {
         tl.push(Kind::Run, 0, 2 * ms);
         tl.push(Kind::Sleep, 2 * ms, 4 * ms);
         tl.push(Kind::Run, 4 * ms, 5 * ms);
-        tl.push(Kind::Stalled, 5 * ms, 5 * ms + ms / 2);
+        tl.push(Kind::Stolen, 5 * ms, 5 * ms + ms / 2);
         tl.push(Kind::Run, 5 * ms + ms / 2, 6 * ms);
         tl.push(Kind::Sleep, 6 * ms, 8 * ms);
         tl.push(Kind::Run, 8 * ms, 10 * ms);
         tl.push(Kind::Sleep, 10 * ms, 12 * ms);
         // kernel = monotonic + 5.1 ms at the first dequeue; it leaves out
-        // 0.4 ms during the 0.5 ms stall, then 0.2 ms with no waiting at all
+        // 0.4 ms of the 0.5 ms stolen, then 0.2 ms with no steal seen
         let k = 5_100_000;
         let s = [
             sample(500_000, k + 400_000),
