@@ -68,6 +68,9 @@ enum Cmd {
     /// Measure simulator speed: events and context switches per wall second, peak RSS
     #[command(after_help = "Example:\n  schedlab bench")]
     Bench(crate::bench::BenchArgs),
+    /// Check the simulator against this host's real kernel (`validate pelt`)
+    #[command(after_help = "Example:\n  schedlab validate pelt --quick")]
+    Validate(crate::validate::ValidateArgs),
 }
 
 #[derive(Args)]
@@ -376,6 +379,7 @@ pub fn main() -> i32 {
         Some(Cmd::Bench(args)) => crate::bench::main(&args),
         Some(Cmd::Compare(args)) => crate::compare::main(&args),
         Some(Cmd::Repro(args)) => crate::repro::main(&args),
+        Some(Cmd::Validate(args)) => crate::validate::main(&args),
     }
 }
 

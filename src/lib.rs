@@ -16,4 +16,5 @@ pub mod repro_swb;
 pub mod run;
 pub mod scenario;
 pub mod trace;
+pub mod validate;
 pub mod workload;
