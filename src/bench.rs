@@ -55,7 +55,29 @@ pub const CASES: &[(&str, &str, &str, Option<&str>)] = &[
         "hackbench:groups=10",
         None,
     ),
+    // The core's targets again, every task three cgroup levels deep.
+    (
+        "periodic-64 on smp:cpus=16, 3 levels deep",
+        "smp:cpus=16",
+        "periodic:tasks=64,run=1ms,sleep=1ms,cgroup=/bench/a/b",
+        Some("10s"),
+    ),
+    (
+        "periodic-256 on smp:cpus=64, 3 levels deep",
+        "smp:cpus=64",
+        "periodic:tasks=256,run=1ms,sleep=1ms,cgroup=/bench/a/b",
+        Some("10s"),
+    ),
+    (
+        "hackbench g10 l1000 on xeon, 3 levels deep",
+        "xeon-8269cy",
+        "hackbench:groups=10,loops=1000,cgroup=/bench/a/b",
+        None,
+    ),
 ];
+
+/// The group the `cgroup=` cases run in.
+const BENCH_CGROUP: &str = "[[cgroup]]\npath = \"/bench/a/b\"\n";
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -90,6 +112,9 @@ fn run_case(i: usize) -> i32 {
     if let Some(d) = duration {
         text += &format!("[sim]\nduration = \"{d}\"\n");
     }
+    if workload.contains("cgroup=") {
+        text += BENCH_CGROUP;
+    }
     let trace_path =
         std::env::temp_dir().join(format!("schedlab-bench-{}.txt", std::process::id()));
     if i == CASES.len() {
@@ -113,9 +138,10 @@ fn run_case(i: usize) -> i32 {
     let k = &out.kernel;
     let wall = out.wall_ns as f64 / 1e9;
     println!(
-        "{name:<42} {:>8.3} {:>10.2} {:>10.2} {:>9.1} {:>8}",
+        "{name:<44} {:>8.3} {:>10.2} {:>9.0} {:>10.2} {:>9.1} {:>8}",
         wall,
         k.task_switches() as f64 / wall / 1e6,
+        out.wall_ns as f64 / k.task_switches().max(1) as f64,
         k.events.popped as f64 / wall / 1e6,
         k.now as f64 / 1e9 / wall,
         peak_rss_kib() / 1024
@@ -137,8 +163,8 @@ pub fn main(args: &BenchArgs) -> i32 {
         return if i <= CASES.len() { run_case(i) } else { 2 };
     }
     println!(
-        "{:<42} {:>8} {:>10} {:>10} {:>9} {:>8}",
-        "case", "wall s", "M csw/s", "M ev/s", "sim/wall", "RSS MiB"
+        "{:<44} {:>8} {:>10} {:>9} {:>10} {:>9} {:>8}",
+        "case", "wall s", "M csw/s", "ns/csw", "M ev/s", "sim/wall", "RSS MiB"
     );
     let exe = match std::env::current_exe() {
         Ok(e) => e,
