@@ -22,6 +22,7 @@ const BODIES: &[&[u8]] = &[
     b"a-1 [000] 99999999999999999999.5: sched_waking: comm=a pid=1 prio=120 target_cpu=000\n",
     b"[000] [001] : : : ==> ==> prev_pid= next_pid=\n",
     b"b-2 [001] 2.0: sched_switch: prev_comm=b prev_pid=2 prev_prio=120 prev_state=R ==> next_comm=c next_pid=-3 next_prio=120\n",
+    b"a-1 [999999999999] 1.0: sched_waking: comm=a pid=1 prio=120 target_cpu=000\n",
 ];
 
 fn assert_exit_2(args: &[&str], file: &str) {

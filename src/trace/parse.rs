@@ -110,6 +110,10 @@ fn skip(line: &str) -> bool {
         || (l.starts_with("CPU ") && l.ends_with("is empty"))
 }
 
+/// The largest CONFIG_NR_CPUS the kernel accepts: a CPU column beyond it is
+/// garbage, not a machine.
+const MAX_CPUS: usize = 8192;
+
 /// Find ` [ddd]`: the CPU column. Returns (start of `[`, end after `]`, cpu).
 fn find_cpu(line: &str) -> Option<(usize, usize, usize)> {
     let b = line.as_bytes();
@@ -175,6 +179,11 @@ fn parse_ts(s: &str) -> Option<u64> {
 
 fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> {
     let (start, end, cpu) = find_cpu(line).ok_or("no `[cpu]` column")?;
+    if cpu >= MAX_CPUS {
+        return Err(format!(
+            "CPU {cpu} is beyond the kernel's NR_CPUS limit ({MAX_CPUS})"
+        ));
+    }
     let (layout, ctx_pid) = parse_head(&line[..start])?;
     let mut rest = line[end..].trim_start();
     let mut irq = false;
