@@ -894,19 +894,14 @@ impl Kernel {
             }
             _ => {}
         }
-        let batch = &self.shm.batches[list];
-        let mut i = self.tasks[p].prog.progress as usize;
-        while i < batch.len() && self.futexes[self.shm.futex_of[batch[i]]].val != 0 {
-            i += 1;
+        while let Some(&w) = self.shm.batches[list].get(self.tasks[p].prog.progress as usize) {
+            if let Some(a) = self.fpost_flip(p, self.shm.futex_of[w], 2) {
+                return Some(a);
+            }
+            self.tasks[p].prog.progress += 1;
         }
-        let prog = &mut self.tasks[p].prog;
-        prog.progress = i as u32;
-        if i == batch.len() {
-            prog.advance();
-            return None;
-        }
-        prog.phase = 2;
-        Some(self.charge(p, self.machine.cost.syscall_ns, Point::MightSleep))
+        self.tasks[p].prog.advance();
+        None
     }
 
     /// schbench's RPS sender: phase 2 wakes the worker just posted, phase 3
