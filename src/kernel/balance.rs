@@ -1039,7 +1039,11 @@ impl Kernel {
             let rq = &mut self.lb.rq[cpu];
             rq.max_idle_balance_cost = rq.max_idle_balance_cost.max(curr_cost);
             let cost = std::mem::take(&mut self.lb.cost_ns);
-            if let Some(&p) = self.cfs_tasks(cpu).first() {
+            let first = self
+                .cfs_tasks_keyed(cpu)
+                .into_iter()
+                .min_by_key(|&(k, _)| k);
+            if let Some((_, p)) = first {
                 self.tasks[p].overhead += cost;
             }
         } else if levels > 0 {
@@ -1220,10 +1224,10 @@ impl Kernel {
             return;
         }
         let bound = self.wasted_core_bound(cpu);
-        let waiting: Vec<Pid> = self
-            .cfs_tasks(cpu)
+        let waiting: Vec<((usize, u64), Pid)> = self
+            .cfs_tasks_keyed(cpu)
             .into_iter()
-            .filter(|&p| !self.tasks[p].se.sched_delayed && self.tasks[p].stats.wait_start > 0)
+            .filter(|&(_, p)| !self.tasks[p].se.sched_delayed && self.tasks[p].stats.wait_start > 0)
             .collect();
         let llc = self.machine.llc_cpus(self.machine.cpus[cpu].llc).to_vec();
         for o in llc {
@@ -1233,10 +1237,12 @@ impl Kernel {
             if !self.idle_cpu(o) || self.lb.rq[o].wasted_counted == Some(since) {
                 continue;
             }
-            let Some(p) = waiting
+            // The first queued that may run there.
+            let Some((_, p)) = waiting
                 .iter()
                 .copied()
-                .find(|&p| self.tasks[p].is_allowed(o))
+                .filter(|&(_, p)| self.tasks[p].is_allowed(o))
+                .min_by_key(|&(k, _)| k)
             else {
                 continue;
             };

@@ -105,11 +105,7 @@ impl CfsRq {
     /// pick_next_entity (v6.5, without buddies): the leftmost entity by
     /// vruntime, or curr if it is further left.
     pub fn pick_legacy(&self, s: &impl SeStore) -> Option<SeId> {
-        let mut best = self
-            .tree
-            .iter()
-            .copied()
-            .min_by_key(|&q| (s.se(q).vruntime, q));
+        let mut best = self.tree.iter().min_by_key(|&q| (s.se(q).vruntime, q));
         if let Some(c) = self.curr.filter(|&c| s.se(c).on_rq) {
             if best.is_none_or(|b| s.se(c).vruntime < s.se(b).vruntime) {
                 best = Some(c);
@@ -132,12 +128,7 @@ impl CfsRq {
         if ran < tun.min_granularity {
             return false;
         }
-        let Some(first) = self
-            .tree
-            .iter()
-            .copied()
-            .min_by_key(|&q| (s.se(q).vruntime, q))
-        else {
+        let Some(first) = self.tree.iter().min_by_key(|&q| (s.se(q).vruntime, q)) else {
             return false;
         };
         let delta = se.vruntime - s.se(first).vruntime;

@@ -16,6 +16,7 @@ use super::features::{Feature, Features};
 use super::pelt::{self, RemovedLoad, SchedAvg};
 use super::prio::{calc_delta_fair, scale_load_down, LoadWeight};
 use super::task::{Entity, Task};
+use super::timeline::Timeline;
 
 /// Enqueue flags (ENQUEUE_*), the subset the model passes.
 pub const ENQUEUE_WAKEUP: u32 = 0x01;
@@ -133,8 +134,8 @@ pub struct PeltCounters {
 pub struct CfsRq {
     /// The task group this cfs_rq belongs to (0 = the root group).
     pub tg: usize,
-    /// Queued entities other than curr, in insertion order.
-    pub tree: Vec<SeId>,
+    /// Queued entities other than curr (tasks_timeline).
+    pub tree: Timeline,
     pub curr: Option<SeId>,
     /// Σ scaled weights of queued entities, curr included.
     pub load: u64,
@@ -148,8 +149,6 @@ pub struct CfsRq {
     pub avg_vruntime: i64,
     /// Σ w_i over the tree.
     pub avg_load: i64,
-    /// min vruntime over the tree (the augmented root value).
-    tree_min_vruntime: Option<i64>,
     pub avg: SchedAvg,
     pub removed: RemovedLoad,
     /// resched_curr_lazy was requested by update_curr; the core drains it.
@@ -205,11 +204,7 @@ impl CfsRq {
         let se = s.se(id);
         self.avg_vruntime += self.key(se) * weight(se);
         self.avg_load += weight(se);
-        self.tree_min_vruntime = Some(
-            self.tree_min_vruntime
-                .map_or(se.vruntime, |m| m.min(se.vruntime)),
-        );
-        self.tree.push(id);
+        self.tree.insert(id, se.deadline, se.vruntime);
     }
 
     /// avg_vruntime_sub + __dequeue_entity
@@ -217,12 +212,7 @@ impl CfsRq {
         let se = s.se(id);
         self.avg_vruntime -= self.key(se) * weight(se);
         self.avg_load -= weight(se);
-        if let Some(i) = self.tree.iter().position(|&q| q == id) {
-            self.tree.remove(i);
-        }
-        if self.tree_min_vruntime == Some(se.vruntime) {
-            self.tree_min_vruntime = self.tree.iter().map(|&q| s.se(q).vruntime).min();
-        }
+        self.tree.remove(id, se.deadline, se.vruntime);
     }
 
     fn curr_on_rq<'a>(&self, s: &'a impl SeStore) -> Option<&'a Entity> {
@@ -268,7 +258,7 @@ impl CfsRq {
         if let Some(c) = curr {
             v = c;
         }
-        if let Some(m) = self.tree_min_vruntime {
+        if let Some(m) = self.tree.min_vruntime() {
             v = if curr.is_some() { v.min(m) } else { m };
         }
         let delta = v - self.min_vruntime;
@@ -532,13 +522,13 @@ impl CfsRq {
         if on_rq {
             self.update_curr(ents, env);
             self.update_entity_lag(ents, id, env);
+            if !curr {
+                self.tree_remove(ents, id);
+            }
             let se = ents.se_mut(id);
             se.deadline -= se.vruntime;
             se.rel_deadline = true;
             self.nr_queued -= 1;
-            if !curr {
-                self.tree_remove(ents, id);
-            }
             self.load -= ents.se(id).load.weight;
         }
         let se = ents.se_mut(id);
@@ -683,13 +673,15 @@ impl CfsRq {
         } else {
             self.update_entity_lag(ents, id, env);
         }
+        // Out of the timeline before the deadline turns relative (it is
+        // the key the timeline holds it by).
+        if self.curr != Some(id) {
+            self.tree_remove(ents, id);
+        }
         if env.feat.enabled(Feature::PlaceRelDeadline) && !sleep && env.legacy.is_none() {
             let se = ents.se_mut(id);
             se.deadline -= se.vruntime;
             se.rel_deadline = true;
-        }
-        if self.curr != Some(id) {
-            self.tree_remove(ents, id);
         }
         ents.se_mut(id).on_rq = false;
         self.load -= ents.se(id).load.weight;
@@ -712,7 +704,7 @@ impl CfsRq {
         if env.legacy.is_some() {
             return self.pick_legacy(s);
         }
-        let leftmost = self.leftmost(s);
+        let leftmost = self.leftmost();
         if self.nr_queued == 1 {
             return self.curr_on_rq(s).and(self.curr).or(leftmost);
         }
@@ -726,16 +718,11 @@ impl CfsRq {
                 return Some(c);
             }
         }
-        let mut best: Option<SeId> = None;
-        for &q in &self.tree {
-            let se = s.se(q);
-            if best.is_some_and(|b| s.se(b).deadline <= se.deadline) {
-                continue;
-            }
-            if self.vruntime_eligible(parts, se.vruntime) {
-                best = Some(q);
-            }
-        }
+        // The timeline is in deadline order: the first eligible one wins.
+        let best = self
+            .tree
+            .iter()
+            .find(|&q| self.vruntime_eligible(parts, s.se(q).vruntime));
         match (best, curr) {
             (None, c) => c,
             (Some(b), Some(c)) if s.se(c).deadline < s.se(b).deadline => Some(c),
@@ -744,14 +731,8 @@ impl CfsRq {
     }
 
     /// The tree's first entity by deadline.
-    fn leftmost(&self, s: &impl SeStore) -> Option<SeId> {
-        let mut best: Option<SeId> = None;
-        for &q in &self.tree {
-            if best.is_none_or(|b| s.se(q).deadline < s.se(b).deadline) {
-                best = Some(q);
-            }
-        }
-        best
+    fn leftmost(&self) -> Option<SeId> {
+        self.tree.first()
     }
 
     /// set_next_entity: take the picked entity out of the tree, stamp its

@@ -508,20 +508,24 @@ impl Kernel {
     }
 
     /// The fair tasks queued on `cpu` and not running (rq->cfs_tasks less
-    /// curr), across all its cfs_rqs.
-    pub fn cfs_tasks(&self, cpu: usize) -> Vec<Pid> {
+    /// curr), across all its cfs_rqs, each with a key that orders them as
+    /// they were queued (root cfs_rq first, then each group's).
+    pub fn cfs_tasks_keyed(&self, cpu: usize) -> Vec<((usize, u64), Pid)> {
         let rq = &self.rqs[cpu];
-        let mut v: Vec<Pid> = rq
-            .cfs
-            .tree
-            .iter()
-            .copied()
-            .filter(|&s| se_group(s).is_none())
-            .collect();
-        for g in rq.gcfs.iter().skip(1) {
-            v.extend(g.tree.iter().copied().filter(|&s| se_group(s).is_none()));
-        }
-        v
+        std::iter::once(&rq.cfs)
+            .chain(rq.gcfs.iter().skip(1))
+            .enumerate()
+            .flat_map(|(i, q)| q.tree.iter_queued().map(move |(seq, s)| ((i, seq), s)))
+            .filter(|&(_, s)| se_group(s).is_none())
+            .collect()
+    }
+
+    /// The same tasks in no particular (but a deterministic) order.
+    pub fn cfs_tasks(&self, cpu: usize) -> Vec<Pid> {
+        self.cfs_tasks_keyed(cpu)
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect()
     }
 
     /// throttled_lb_pair: the task's group is throttled on either CPU.

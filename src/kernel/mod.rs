@@ -26,6 +26,7 @@ pub mod select;
 pub mod swait;
 pub mod task;
 pub mod task_group;
+pub mod timeline;
 pub mod unix_sock;
 pub mod wait;
 pub mod wakelist;

@@ -100,7 +100,7 @@ impl Kernel {
         let ents = self.ents(cpu);
         let curr_queued = q.curr.filter(|&s| ents.se(s).on_rq);
         let (mut tasks, mut runnable) = (0, 0);
-        for &s in q.tree.iter().chain(curr_queued.iter()) {
+        for s in q.tree.iter().chain(curr_queued) {
             match se_group(s) {
                 None => {
                     seen[s] += 1;
@@ -131,7 +131,7 @@ impl Kernel {
                 q.nr_queued, q.h_nr_queued, q.h_nr_runnable
             ));
         }
-        let (sum, load) = q.tree.iter().fold((0i64, 0i64), |(sm, l), &s| {
+        let (sum, load) = q.tree.iter().fold((0i64, 0i64), |(sm, l), s| {
             let se = ents.se(s);
             let w = se.load.unscaled() as i64;
             (sm + (se.vruntime - q.min_vruntime) * w, l + w)
