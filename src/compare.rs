@@ -220,6 +220,12 @@ impl Row {
         self.p < 1.0 - CONFIDENCE
     }
 
+    /// Every run of each side gave the same value (a workload without
+    /// randomness): the difference, if any, is exact, not a test's verdict.
+    fn exact(&self) -> bool {
+        self.a.1 == 0.0 && self.b.1 == 0.0
+    }
+
     fn to_json(&self) -> Value {
         json!({
             "metric": self.metric,
@@ -228,6 +234,7 @@ impl Row {
             "change_pct": self.change_pct,
             "p_value": self.p,
             "significant": self.significant(),
+            "exact": self.exact(),
         })
     }
 }
@@ -273,6 +280,14 @@ fn print_table(rows: &[Row], runs: u64, a: &Scenario, b: &Scenario) {
     for r in rows {
         let verdict = if runs < 2 {
             "n/a (1 run)".to_string()
+        } else if r.exact() {
+            let same = r.a.0 == r.b.0;
+            (if same {
+                "no (identical runs)"
+            } else {
+                "exact (sd 0 both sides)"
+            })
+            .to_string()
         } else if r.significant() {
             format!("yes (p={:.3})", r.p)
         } else {
@@ -284,6 +299,12 @@ fn print_table(rows: &[Row], runs: u64, a: &Scenario, b: &Scenario) {
             fmt_ms(r.a),
             fmt_ms(r.b),
             r.change_pct
+        );
+    }
+    if runs >= 2 && rows.iter().any(Row::exact) {
+        println!(
+            "\nexact: every seed gave the same value on both sides (the workload draws no random\n\
+             numbers), so the difference is the configuration's own; more runs will not change it."
         );
     }
 }
