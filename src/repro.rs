@@ -3,7 +3,8 @@
 
 use crate::cli::{load_scenario, read_scenario, ScenarioArgs};
 use crate::compare::{run_side, Metrics};
-use crate::scenario::InputError;
+use crate::run::{run, RunOutput};
+use crate::scenario::{parse_set_value, set_key, InputError, Scenario, Source};
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -43,6 +44,22 @@ struct WakelistArgs {
     /// built into schedlab (scenarios/seed-000-wakelist)
     #[arg(long)]
     dir: Option<PathBuf>,
+}
+
+/// Run a scenario file built into schedlab (`path` names it in errors)
+/// with `key = value` overrides, as `--set` takes them.
+pub(crate) fn run_embedded(
+    path: &str,
+    text: &str,
+    sets: &[(&str, String)],
+) -> Result<RunOutput, String> {
+    let (src, mut t) =
+        Source::parse(Some(path.to_string()), text.to_string()).map_err(|e| e.to_string())?;
+    for (k, v) in sets {
+        set_key(&mut t, k, parse_set_value(v)).map_err(|e| e.to_string())?;
+    }
+    let sc = Scenario::resolve(&src, &t).map_err(|e| e.to_string())?;
+    run(&src, &sc).map_err(|e| e.to_string())
 }
 
 pub fn main(args: &ReproArgs) -> i32 {

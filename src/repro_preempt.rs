@@ -5,8 +5,6 @@
 //! simulated ones. The scenarios are the files in scenarios/seed-002-preempt.
 
 use crate::report::write_atomic;
-use crate::run::run;
-use crate::scenario::{parse_set_value, set_key, Scenario, Source};
 use clap::Args;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -112,15 +110,12 @@ struct Measured {
 }
 
 fn simulate(file: &str, text: &str, loops: u64, seed: u64) -> Result<Measured, String> {
-    let name = format!("scenarios/seed-002-preempt/{file}");
-    let (src, mut t) = Source::parse(Some(name), text.to_string()).map_err(|e| e.to_string())?;
-    let set = |t: &mut toml::Table, k: &str, v: String| {
-        set_key(t, k, parse_set_value(&v)).map_err(|e| e.to_string())
-    };
-    set(&mut t, "workload.0.loops", loops.to_string())?;
-    set(&mut t, "sim.seed", seed.to_string())?;
-    let sc = Scenario::resolve(&src, &t).map_err(|e| e.to_string())?;
-    let out = run(&src, &sc).map_err(|e| e.to_string())?;
+    let path = format!("scenarios/seed-002-preempt/{file}");
+    let sets = [
+        ("workload.0.loops", loops.to_string()),
+        ("sim.seed", seed.to_string()),
+    ];
+    let out = crate::repro::run_embedded(&path, text, &sets)?;
     let k = &out.kernel;
     let (w, pids) = &out.workloads[0];
     let fields = w.report(k, pids).fields;

@@ -2,10 +2,9 @@
 //! queues, v2 with deferred complete_all wakeups) across the three
 //! `kernel.completion` variants, next to the figures the seed published.
 
+use super::run_embedded;
 use crate::kernel::completion::CompletionVariant;
 use crate::report::completion::swait_stat;
-use crate::run::{run, RunOutput};
-use crate::scenario::{parse_set_value, set_key, Scenario, Source};
 use crate::workload::fork::{mean_var, Forky};
 use crate::workload::kernbench::Kernbench;
 use clap::Args;
@@ -19,17 +18,6 @@ pub struct CompletionArgs {
     /// Machine preset to run on instead of each scenario's (xeon-8269cy)
     #[arg(long)]
     pub machine: Option<String>,
-}
-
-/// Run an embedded scenario file with `key=value` overrides.
-fn run_with(path: &str, text: &str, sets: &[(&str, String)]) -> Result<RunOutput, String> {
-    let (src, mut t) =
-        Source::parse(Some(path.to_string()), text.to_string()).map_err(|e| e.to_string())?;
-    for (k, v) in sets {
-        set_key(&mut t, k, parse_set_value(v)).map_err(|e| e.to_string())?;
-    }
-    let sc = Scenario::resolve(&src, &t).map_err(|e| e.to_string())?;
-    run(&src, &sc).map_err(|e| e.to_string())
 }
 
 const DIR: &str = "scenarios/seed-003-completion";
@@ -154,7 +142,7 @@ fn waiters(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
         let _ = writeln!(o, "  {class:>22} {n:>8} 0 0 0   {who}");
     }
     for v in VARIANTS {
-        let out = run_with(
+        let out = run_embedded(
             &format!("{DIR}/waiters.toml"),
             WAITERS,
             &sets(v, None, args),
@@ -179,7 +167,7 @@ fn forky(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
     }
     for (mode, text) in [("fork", FORKY), ("vfork", FORKY_VFORK)] {
         for v in VARIANTS {
-            let out = run_with(&format!("{DIR}/forky.toml"), text, &sets(v, None, args))?;
+            let out = run_embedded(&format!("{DIR}/forky.toml"), text, &sets(v, None, args))?;
             let (_, tasks) = &out.workloads[0];
             let (mean, var) = mean_var(&Forky::samples_ms(&out.kernel, tasks));
             let name = format!("sim {mode} {}", v.name());
@@ -201,7 +189,7 @@ fn kernbench(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
     for v in VARIANTS {
         let mut t = [vec![], vec![], vec![]];
         for seed in 1..=args.runs {
-            let out = run_with(
+            let out = run_embedded(
                 &format!("{DIR}/kernbench.toml"),
                 KERNBENCH,
                 &sets(v, Some(seed), args),
@@ -242,7 +230,7 @@ fn irqs_off(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
     for v in VARIANTS {
         let mut l = format!("  {:<16}", v.name());
         for (n, text) in IRQ {
-            let out = run_with(
+            let out = run_embedded(
                 &format!("{DIR}/irq-complete-{n}.toml"),
                 text,
                 &sets(v, None, args),

@@ -6,9 +6,8 @@
 //! beside the throughput the seed published. The scenarios are the files in
 //! scenarios/seed-004-pelt.
 
+use super::run_embedded;
 use crate::report::write_atomic;
-use crate::run::run;
-use crate::scenario::{cgroup_table, parse_set_value, set_key, Scenario, Source};
 use clap::Args;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -124,18 +123,15 @@ struct Measured {
 /// One run: a row's scenario at a depth (0 or 3) and filter setting.
 fn simulate(row: &Row, loops: u64, (deep, filter): (bool, bool)) -> Result<Measured, String> {
     let path = format!("scenarios/seed-004-pelt/{}", row.file);
-    let (src, mut t) =
-        Source::parse(Some(path), row.text.to_string()).map_err(|e| e.to_string())?;
-    let mut set = |k: &str, v: String| set_key(&mut t, k, parse_set_value(&v));
-    set("workload.0.loops", loops.to_string()).map_err(|e| e.to_string())?;
-    set("kernel.features.TG_LOAD_AVG_FILTER", filter.to_string()).map_err(|e| e.to_string())?;
+    let mut sets = vec![
+        ("workload.0.loops", loops.to_string()),
+        ("kernel.features.TG_LOAD_AVG_FILTER", filter.to_string()),
+    ];
     if deep {
-        set("workload.0.cgroup", format!("\"{DEEP}\"")).map_err(|e| e.to_string())?;
-        let cg = cgroup_table(&format!("{DEEP}:weight=100")).map_err(|e| e.to_string())?;
-        t.insert("cgroup".into(), toml::Value::Array(vec![cg]));
+        sets.push(("workload.0.cgroup", format!("\"{DEEP}\"")));
+        sets.push(("cgroup", format!("[{{ path = \"{DEEP}\", weight = 100 }}]")));
     }
-    let sc = Scenario::resolve(&src, &t).map_err(|e| e.to_string())?;
-    let out = run(&src, &sc).map_err(|e| e.to_string())?;
+    let out = run_embedded(&path, row.text, &sets)?;
     let k = &out.kernel;
     let (w, pids) = &out.workloads[0];
     let fields = w.report(k, pids).fields;
