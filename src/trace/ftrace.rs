@@ -29,9 +29,7 @@ fn num(b: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
         }
     }
     let digits = &tmp[i..];
-    for _ in digits.len()..width {
-        b.push(pad);
-    }
+    b.resize(b.len() + width.saturating_sub(digits.len()), pad);
     b.extend_from_slice(digits);
 }
 
@@ -43,9 +41,7 @@ fn int(b: &mut Vec<u8>, v: i64) {
 }
 
 fn pad_right(b: &mut Vec<u8>, s: &[u8], width: usize) {
-    for _ in s.len()..width {
-        b.push(b' ');
-    }
+    b.resize(b.len() + width.saturating_sub(s.len()), b' ');
     b.extend_from_slice(s);
 }
 
@@ -117,9 +113,7 @@ impl FtraceWriter {
         b.push(b'-');
         let at = b.len();
         num(b, pid, 0, b' ');
-        for _ in b.len() - at..7 {
-            b.push(b' ');
-        }
+        b.resize(b.len().max(at + 7), b' ');
         b.extend_from_slice(b" [");
         num(b, cpu as u64, 3, b'0');
         b.extend_from_slice(b"] ");
