@@ -176,9 +176,10 @@ pub struct CostModel {
     /// (its cfs_rq and group entity: update_load_avg, update_cfs_group,
     /// enqueue/dequeue/put/set at that level). The root level's cost is in
     /// the wakeup and switch costs above; each cgroup level adds this.
-    /// vm-2's is fitted to `perf bench sched pipe` pinned to one CPU in the
-    /// root and 1 and 3 cgroup levels deep (docs/host-measurements.md); the
-    /// others are scaled from it by `context_switch_ns`.
+    /// vm-2's is fitted to perf 6.1's `perf bench sched pipe` (ping-pong)
+    /// pinned to one CPU in the root and 1 and 3 cgroup levels deep
+    /// (docs/host-measurements.md §7); the others are scaled from it by
+    /// `context_switch_ns`.
     pub group_level_ns: u64,
     /// Each sibling's speed in % of a lone thread when all SMT siblings of a
     /// core are busy (100 = no SMT slowdown).
@@ -298,7 +299,7 @@ pub fn kvm_guest() -> CostModel {
         irq_entry_exit_ns: 800,
         // estimate: one remote cache line (115 ns measured), partly overlapped
         sis_scan_per_cpu_ns: 50,
-        group_level_ns: 10,
+        group_level_ns: 30,
         // no SMT
         smt_speed_pct: 100,
     }
@@ -370,7 +371,7 @@ pub fn cascade_lake() -> CostModel {
         irq_entry_exit_ns: 300,
         // estimate: one remote rq cache line per CPU (~50 ns), partly overlapped
         sis_scan_per_cpu_ns: 40,
-        group_level_ns: 8,
+        group_level_ns: 23,
         // estimate: Hyper-Threading gives 1.15–1.3× core throughput → ~60% per busy sibling
         smt_speed_pct: 60,
     }
@@ -441,7 +442,7 @@ pub fn sandy_bridge_ep() -> CostModel {
         irq_entry_exit_ns: 250,
         // estimate: one remote line (~40 ns), partly overlapped
         sis_scan_per_cpu_ns: 35,
-        group_level_ns: 9,
+        group_level_ns: 28,
         // estimate: Hyper-Threading ~1.2× core throughput → 60% per sibling
         smt_speed_pct: 60,
     }
@@ -504,7 +505,7 @@ pub fn haswell_ex() -> CostModel {
         irq_entry_exit_ns: 250,
         // estimate: one remote line (~60 ns), partly overlapped
         sis_scan_per_cpu_ns: 45,
-        group_level_ns: 8,
+        group_level_ns: 25,
         // estimate: Hyper-Threading ~1.2× → 60%
         smt_speed_pct: 60,
     }
@@ -568,7 +569,7 @@ pub fn milan() -> CostModel {
         irq_entry_exit_ns: 300,
         // estimate: select_idle_cpu scans the CCX: lines ~25 ns away
         sis_scan_per_cpu_ns: 25,
-        group_level_ns: 8,
+        group_level_ns: 23,
         // estimate: Zen 3 SMT gives ~1.25× core throughput → ~62% per sibling
         smt_speed_pct: 62,
     }
@@ -629,7 +630,7 @@ pub fn altra() -> CostModel {
         irq_entry_exit_ns: 300,
         // estimate: one mesh line (~45 ns within the pair), partly overlapped
         sis_scan_per_cpu_ns: 40,
-        group_level_ns: 8,
+        group_level_ns: 23,
         // no SMT
         smt_speed_pct: 100,
     }
@@ -700,7 +701,7 @@ pub fn power10() -> CostModel {
         // seed 001: should_we_balance() took ~700–800 ns on an idle 96-CPU POWER10 LPAR while
         // checking idle_cpu() over a group's CPUs → ~15–30 ns per CPU visited
         sis_scan_per_cpu_ns: 25,
-        group_level_ns: 13,
+        group_level_ns: 40,
         // estimate: 4 busy threads of an SMT4 small core give ~2.2× one thread → 55% each
         // (SMT4 yield 2.2). An SMT8 core is two such halves with their own execution slices,
         // so threads of the other half do not slow this one: the SMT8 yield is 2 × 2.2 = 4.4,
