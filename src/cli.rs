@@ -19,7 +19,9 @@ use toml::Value;
     long_about = "A fast, deterministic simulator of the Linux kernel's CPU scheduler.\n\
         With no command it runs a built-in demo scenario.",
     after_help = "Examples:\n  schedlab run --machine xeon-8269cy --workload hackbench:groups=1,loops=1000 --seed 1\n  \
-        schedlab run scenarios/hackbench.toml --set kernel.hz=1000 --json out.json\n  schedlab machines"
+        schedlab run scenarios/hackbench.toml --set kernel.hz=1000 --json out.json\n  \
+        schedlab run --cgroup /a:weight=300 -w stress-ng:cpu=4,cgroup=/a -w stress-ng:cpu=4\n  \
+        schedlab repro pelt\n  schedlab machines"
 )]
 struct Cli {
     #[command(subcommand)]
