@@ -901,7 +901,6 @@ impl Kernel {
     fn cfs_tasks_from_tail(&self, cpu: usize, limit: usize) -> Vec<Pid> {
         let mut v: Vec<((u64, u64), Pid)> = self
             .cfs_tasks(cpu)
-            .into_iter()
             .map(|p| {
                 let queued = (self.tasks[p].stats.wait_start, 0);
                 (queued.max(self.tasks[p].lb_head_stamp), p)

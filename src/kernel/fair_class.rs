@@ -521,11 +521,12 @@ impl Kernel {
     }
 
     /// The same tasks in no particular (but a deterministic) order.
-    pub fn cfs_tasks(&self, cpu: usize) -> Vec<Pid> {
-        self.cfs_tasks_keyed(cpu)
-            .into_iter()
-            .map(|(_, p)| p)
-            .collect()
+    pub fn cfs_tasks(&self, cpu: usize) -> impl Iterator<Item = Pid> + '_ {
+        let rq = &self.rqs[cpu];
+        std::iter::once(&rq.cfs)
+            .chain(rq.gcfs.iter().skip(1))
+            .flat_map(|q| q.tree.iter())
+            .filter(|&s| se_group(s).is_none())
     }
 
     /// throttled_lb_pair: the task's group is throttled on either CPU.
