@@ -288,3 +288,32 @@ fn repro_pelt_rejects_an_unknown_configuration() {
     assert_eq!(rc, 2);
     assert!(err.contains("--only 9000%"), "{err}");
 }
+
+#[test]
+fn html_report_lists_the_groups() {
+    let path = common::tmp("cgroups.html");
+    let p = path.display().to_string();
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "smp:cpus=2",
+        "--duration",
+        "200ms",
+        "--cgroup",
+        "/lo:weight=100,max=\"20000 100000\"",
+        "-w",
+        "stress-ng:cpu=2,cgroup=/lo",
+        "--html",
+        &p,
+        "-q",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let html = std::fs::read_to_string(&path).unwrap();
+    for row in [
+        "cgroup /lo (weight 100) CPU time (ms)",
+        "cgroup /lo (weight 100) throttled",
+        "tg->load_avg updates",
+    ] {
+        assert!(html.contains(row), "no row {row:?} in the report");
+    }
+}

@@ -74,6 +74,47 @@ pub fn cgroups_json(k: &Kernel) -> Value {
     Value::Array(list)
 }
 
+/// Rows for the HTML report's counters table: per group its CPU time,
+/// tg->load_avg and util, its throttling, then the PELT overhead counters.
+pub fn counter_rows(k: &Kernel) -> Vec<(String, Value)> {
+    if k.groups.count() == 1 {
+        return Vec::new();
+    }
+    let mut rows = Vec::new();
+    for g in 1..k.groups.count() {
+        let tg = &k.groups.tgs[g];
+        let name = format!("cgroup {} (weight {})", tg.path, tg.weight);
+        let ms = k.group_exec_ns(g) as f64 / 1e6;
+        rows.push((
+            format!("{name} CPU time (ms)"),
+            json!((ms * 1000.0).round() / 1000.0),
+        ));
+        let util = k.group_util_avg(g);
+        rows.push((
+            format!("{name} load_avg / util_avg"),
+            json!(format!("{} / {util}", tg.load_avg)),
+        ));
+        if tg.quota.is_some() {
+            let b = &k.bandwidth[g];
+            let v = format!(
+                "{}/{} periods, {:.3} ms",
+                b.nr_throttled,
+                b.nr_periods,
+                b.throttled_time as f64 / 1e6
+            );
+            rows.push((format!("{name} throttled"), json!(v)));
+        }
+    }
+    let c = k.pelt_counters();
+    rows.push((
+        "update_load_avg calls".into(),
+        json!(c.update_load_avg_calls),
+    ));
+    rows.push(("tg->load_avg updates".into(), json!(c.tg_load_avg_updates)));
+    rows.push(("PELT propagations".into(), json!(c.propagations)));
+    rows
+}
+
 /// The summary's block: one line per group, then the PELT counters.
 pub fn summary_block(s: &mut String, k: &Kernel) {
     if k.groups.count() == 1 {

@@ -139,6 +139,11 @@ impl HtmlReport {
             ("newidle pulls", json!(st.newidle_pulls)),
             ("idle balance pulls", json!(st.idle_balance_pulls)),
         ];
+        let counters: Vec<(String, Value)> = counters
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .chain(super::cgroup::counter_rows(k))
+            .collect();
         json!({
             "title": format!("schedlab: {} CPUs of {}", k.rqs.len(), k.machine.name),
             "end": k.now,
