@@ -317,3 +317,30 @@ fn html_report_lists_the_groups() {
         assert!(html.contains(row), "no row {row:?} in the report");
     }
 }
+
+#[test]
+fn slack_timer_hands_returned_runtime_to_throttled_cpus() {
+    // Fifteen bursty tasks take 5 ms slices and go idle holding most of
+    // them, while a busy task on the 16th CPU is throttled: the returned
+    // runtime reaches it through the slack timer.
+    let v = json_of(
+        &[
+            "run",
+            "--machine",
+            "smp:cpus=16",
+            "--duration",
+            "1s",
+            "--check",
+            "--cgroup",
+            "/g:max=\"60000 100000\"",
+            "-w",
+            "periodic:tasks=15,run=2ms,sleep=1ms..60ms,pin=true,cgroup=/g",
+            "-w",
+            "stress-ng:cpu=1,cgroup=/g",
+        ],
+        "slack.json",
+    );
+    let g = group(&v, "/g");
+    assert!(g["nr_slack_distributions"].as_u64().unwrap() > 0, "{g}");
+    assert!(g["nr_throttled"].as_u64().unwrap() > 0, "{g}");
+}

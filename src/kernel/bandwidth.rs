@@ -4,10 +4,12 @@
 //! is throttled (its group entity leaves the hierarchy) until the period
 //! timer refills the pool and distributes it.
 //!
-//! Deviations: the slack timer is not modelled (runtime returned on the
-//! last dequeue goes back to the pool for the next taker), remote
-//! unthrottles happen at once instead of through an async CSD, and there
-//! is no burst.
+//! Runtime a cfs_rq gives back on its last dequeue goes to the pool; when
+//! the pool then holds more than a slice and some cfs_rq is throttled, the
+//! slack timer hands it out 5 ms later.
+//!
+//! Deviations: remote unthrottles happen at once instead of through an
+//! async CSD, and there is no burst.
 
 use super::fair::{
     se_group, DEQUEUE_DELAYED, DEQUEUE_SLEEP, DEQUEUE_SPECIAL, ENQUEUE_WAKEUP, GROUP_SE,
@@ -20,8 +22,14 @@ use crate::engine::EventKind;
 const BANDWIDTH_SLICE_NS: i64 = 5_000_000;
 /// min_cfs_rq_runtime: a cfs_rq keeps 1 ms when it returns runtime.
 const MIN_CFS_RQ_RUNTIME_NS: i64 = 1_000_000;
+/// cfs_bandwidth_slack_period: 5 ms.
+const SLACK_PERIOD_NS: u64 = 5_000_000;
+/// min_bandwidth_expiration: no slack distribution this close to a refill.
+const MIN_BANDWIDTH_EXPIRATION_NS: u64 = 2_000_000;
 /// Timer ids of the bandwidth period timers start here (see engine slots).
 pub const BW_TIMER_BASE: usize = 1 << 19;
+/// ... and those of the slack timers here (task groups < 2^18).
+pub const BW_SLACK_BASE: usize = BW_TIMER_BASE + (1 << 18);
 
 /// struct cfs_bandwidth of one task group.
 #[derive(Clone, Debug, Default)]
@@ -31,6 +39,10 @@ pub struct CfsBandwidth {
     /// The pool left in this period.
     pub runtime: i64,
     pub timer_active: bool,
+    /// When the period timer fires next.
+    period_expires: u64,
+    /// The slack timer is armed.
+    slack_started: bool,
     /// No runtime was handed out since the last period (the timer stops).
     pub idle: bool,
     /// The CPUs whose cfs_rq of this group is throttled, in throttle order.
@@ -38,6 +50,8 @@ pub struct CfsBandwidth {
     pub nr_periods: u64,
     pub nr_throttled: u64,
     pub throttled_time: u64,
+    /// Slack timer runs that handed out returned runtime.
+    pub nr_slack_distributions: u64,
     /// When each CPU's cfs_rq was throttled (for throttled_time).
     throttled_at: Vec<u64>,
 }
@@ -122,7 +136,44 @@ impl Kernel {
         let slack = cfs.runtime_remaining - MIN_CFS_RQ_RUNTIME_NS;
         if slack > 0 {
             cfs.runtime_remaining -= slack;
-            self.bandwidth[c].runtime += slack;
+            let b = &mut self.bandwidth[c];
+            b.runtime += slack;
+            if b.runtime > BANDWIDTH_SLICE_NS && !b.throttled.is_empty() {
+                self.start_cfs_slack_bandwidth(c);
+            }
+        }
+    }
+
+    /// runtime_refresh_within: the period timer refills the pool within
+    /// `ns` (or is not running).
+    fn runtime_refresh_within(&self, c: usize, ns: u64) -> bool {
+        let b = &self.bandwidth[c];
+        !b.timer_active || b.period_expires.saturating_sub(self.now) < ns
+    }
+
+    /// start_cfs_slack_bandwidth: arm the slack timer unless a refill
+    /// comes soon or it is armed already.
+    fn start_cfs_slack_bandwidth(&mut self, c: usize) {
+        if self.runtime_refresh_within(c, SLACK_PERIOD_NS + MIN_BANDWIDTH_EXPIRATION_NS)
+            || self.bandwidth[c].slack_started
+        {
+            return;
+        }
+        self.bandwidth[c].slack_started = true;
+        let at = self.now + SLACK_PERIOD_NS;
+        self.events.push(at, EventKind::Timer, BW_SLACK_BASE + c);
+    }
+
+    /// sched_cfs_slack_timer → do_sched_cfs_slack_timer: hand the returned
+    /// runtime to the throttled cfs_rqs, unless the refill is about due.
+    pub fn on_slack_timer(&mut self, c: usize) {
+        self.bandwidth[c].slack_started = false;
+        if self.runtime_refresh_within(c, MIN_BANDWIDTH_EXPIRATION_NS) {
+            return;
+        }
+        if self.bandwidth[c].runtime > BANDWIDTH_SLICE_NS {
+            self.bandwidth[c].nr_slack_distributions += 1;
+            self.distribute_cfs_runtime(c);
         }
     }
 
@@ -133,6 +184,7 @@ impl Kernel {
             b.timer_active = true;
             b.idle = false;
             let at = self.now + b.period;
+            b.period_expires = at;
             self.events.push(at, EventKind::Timer, BW_TIMER_BASE + c);
         }
     }
@@ -154,6 +206,7 @@ impl Kernel {
             b.idle = true;
         }
         let at = self.now + b.period;
+        b.period_expires = at;
         self.events.push(at, EventKind::Timer, BW_TIMER_BASE + c);
         self.distribute_cfs_runtime(c);
         self.bandwidth[c].idle &= self.bandwidth[c].throttled.is_empty();

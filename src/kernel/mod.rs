@@ -211,6 +211,9 @@ impl Kernel {
                 EventKind::End => break,
                 EventKind::CpuDone => self.on_cpu_done(i),
                 EventKind::Tick => self.on_tick(i),
+                EventKind::Timer if i >= bandwidth::BW_SLACK_BASE => {
+                    self.on_slack_timer(i - bandwidth::BW_SLACK_BASE)
+                }
                 EventKind::Timer if i >= bandwidth::BW_TIMER_BASE => {
                     self.on_bandwidth_timer(i - bandwidth::BW_TIMER_BASE)
                 }

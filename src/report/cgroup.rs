@@ -67,6 +67,7 @@ pub fn cgroups_json(k: &Kernel) -> Value {
                 v["nr_periods"] = json!(b.nr_periods);
                 v["nr_throttled"] = json!(b.nr_throttled);
                 v["throttled_ns"] = json!(b.throttled_time);
+                v["nr_slack_distributions"] = json!(b.nr_slack_distributions);
             }
             v
         })
