@@ -198,13 +198,11 @@ impl Kernel {
     /// do_idle entry: stop the tick (NO_HZ idle) and mark the core idle
     /// for the LLC's idle-core hint (__update_idle_core).
     fn enter_idle(&mut self, cpu: usize) {
-        let irq = self.rqs[cpu].irq_ns;
-        self.update_irq_load_avg(cpu, irq);
+        self.take_irq_ns(cpu);
         self.pelt_enter_idle(cpu);
         let rq = &mut self.rqs[cpu];
         rq.stats.busy_ns += self.now - rq.busy_since;
         rq.act = Activity::Idle { since: self.now };
-        rq.irq_ns = 0;
         rq.stats.sched_goidle += 1;
         rq.tick_on = false;
         self.events.cancel(EventKind::Tick, cpu);
@@ -218,17 +216,24 @@ impl Kernel {
 
     /// Leaving the idle loop: restart the tick (tick_nohz_idle_exit).
     pub(crate) fn leave_idle(&mut self, cpu: usize) {
-        if self.rqs[cpu].is_idle() {
-            self.pelt_leave_idle(cpu);
-        }
+        let Activity::Idle { since } = self.rqs[cpu].act else {
+            return;
+        };
+        self.pelt_leave_idle(cpu);
         let rq = &mut self.rqs[cpu];
-        if let Activity::Idle { since } = rq.act {
-            rq.stats.idle_ns += self.now - since;
-            rq.busy_since = self.now;
-            rq.act = Activity::Kernel;
-            self.start_tick(cpu);
-            self.smt_changed(cpu);
-        }
+        rq.stats.idle_ns += self.now - since;
+        rq.busy_since = self.now;
+        rq.act = Activity::Kernel;
+        self.start_tick(cpu);
+        self.smt_changed(cpu);
+    }
+
+    /// The interrupt work pending on `cpu`, taken to be charged, and
+    /// accounted to rq->avg_irq (update_irq_load_avg).
+    fn take_irq_ns(&mut self, cpu: usize) -> u64 {
+        let irq = std::mem::take(&mut self.rqs[cpu].irq_ns);
+        self.update_irq_load_avg(cpu, irq);
+        irq
     }
 
     /// Arm the tick at the next jiffy boundary (ticks are not skewed).
@@ -366,9 +371,7 @@ impl Kernel {
                 }
                 continue;
             }
-            let irq = std::mem::take(&mut self.rqs[cpu].irq_ns);
-            self.update_irq_load_avg(cpu, irq);
-            self.tasks[p].overhead += irq;
+            self.tasks[p].overhead += self.take_irq_ns(cpu);
             match self.step(p, cpu) {
                 Action::Run => {
                     self.start_segment(cpu, p);
@@ -447,9 +450,7 @@ impl Kernel {
             return false;
         };
         self.account_wait_end(n);
-        let irq = std::mem::take(&mut self.rqs[cpu].irq_ns);
-        self.update_irq_load_avg(cpu, irq);
-        let cost = self.switch_cost(cpu, n) + irq;
+        let cost = self.switch_cost(cpu, n) + self.take_irq_ns(cpu);
         let rq = &mut self.rqs[cpu];
         rq.act = Activity::Switching {
             prev,

@@ -704,7 +704,7 @@ impl CfsRq {
         if env.legacy.is_some() {
             return self.pick_legacy(s);
         }
-        let leftmost = self.leftmost();
+        let leftmost = self.tree.first();
         if self.nr_queued == 1 {
             return self.curr_on_rq(s).and(self.curr).or(leftmost);
         }
@@ -728,11 +728,6 @@ impl CfsRq {
             (Some(b), Some(c)) if s.se(c).deadline < s.se(b).deadline => Some(c),
             (b, _) => b,
         }
-    }
-
-    /// The tree's first entity by deadline.
-    fn leftmost(&self) -> Option<SeId> {
-        self.tree.first()
     }
 
     /// set_next_entity: take the picked entity out of the tree, stamp its
