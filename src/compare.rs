@@ -141,39 +141,14 @@ fn run_side_html(
             k,
         ))
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    let mut out: Vec<Option<Result<Map<String, Value>, String>>> = vec![None; runs as usize];
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.min(runs))
-            .map(|t| {
-                s.spawn(move || {
-                    (t..runs)
-                        .step_by(threads as usize)
-                        .map(|i| {
-                            let mut sc = sc.clone();
-                            sc.seed += i;
-                            let extra = (html && i == 0).then_some(&report as ExtraTracer);
-                            let r = run_with(src, &sc, extra).map_err(|e| e.to_string())?;
-                            Ok((i, metrics(&to_json(&r))))
-                        })
-                        .collect::<Result<Vec<_>, String>>()
-                })
-            })
-            .collect();
-        for h in handles {
-            match h.join().unwrap_or_else(|_| Err("a run panicked".into())) {
-                Ok(v) => v
-                    .into_iter()
-                    .for_each(|(i, m)| out[i as usize] = Some(Ok(m))),
-                Err(e) => out[0] = Some(Err(e)),
-            }
-        }
-    });
-    let metrics = out
-        .into_iter()
-        .map(|r| r.unwrap_or(Err("a run did not report".into())))
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(InputError::new)?;
+    let metrics = crate::parallel::par_map(runs as usize, |i| {
+        let mut sc = sc.clone();
+        sc.seed += i as u64;
+        let extra = (html && i == 0).then_some(&report as ExtraTracer);
+        let r = run_with(src, &sc, extra).map_err(|e| e.to_string())?;
+        Ok(metrics(&to_json(&r)))
+    })
+    .map_err(InputError::new)?;
     let data = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
     Ok((metrics, data))
 }

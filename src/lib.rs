@@ -8,6 +8,7 @@ pub mod engine;
 pub mod kernel;
 pub mod machine;
 pub mod observe;
+pub mod parallel;
 pub mod progress;
 pub mod report;
 pub mod repro;

@@ -159,37 +159,10 @@ const SIDES: [(bool, bool); 4] = [(false, false), (false, true), (true, false), 
 /// Run every (row, side) job on all cores; results in row order. (hackbench
 /// draws no random numbers, so one seed is all there is.)
 fn run_all(rows: &[&Row], args: &PeltArgs) -> Result<Vec<Runs>, String> {
-    let jobs: Vec<(usize, usize)> = (0..rows.len() * SIDES.len())
-        .map(|i| (i / SIDES.len(), i % SIDES.len()))
-        .collect();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut done: Vec<Option<Result<Measured, String>>> = vec![None; jobs.len()];
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.min(jobs.len()))
-            .map(|t| {
-                let jobs = &jobs;
-                s.spawn(move || {
-                    (t..jobs.len())
-                        .step_by(threads)
-                        .map(|i| {
-                            let (r, side) = jobs[i];
-                            let loops = loops(rows[r].name, args.scale);
-                            (i, simulate(rows[r], loops, SIDES[side]))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        for h in handles {
-            for (i, r) in h.join().unwrap_or_default() {
-                done[i] = Some(r);
-            }
-        }
-    });
-    let flat = done
-        .into_iter()
-        .map(|r| r.unwrap_or(Err("a run did not report".into())))
-        .collect::<Result<Vec<_>, _>>()?;
+    let flat = crate::parallel::par_map(rows.len() * SIDES.len(), |i| {
+        let row = rows[i / SIDES.len()];
+        simulate(row, loops(row.name, args.scale), SIDES[i % SIDES.len()])
+    })?;
     Ok(flat
         .chunks(SIDES.len())
         .map(|c| [c[0], c[1], c[2], c[3]])
