@@ -84,6 +84,27 @@ pub struct BenchArgs {
     /// Run only case N (used internally to measure each case's RSS)
     #[arg(long, hide = true)]
     case: Option<usize>,
+    /// Print a digest of each case's results (its JSON without wall-clock
+    /// fields) instead of speeds: equal digests mean equal results
+    #[arg(long)]
+    digest: bool,
+}
+
+/// FNV-1a, 64 bits: a stable hash (std's hashers may change between
+/// releases).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The results of a run as a digest: its JSON without `sim.wall_ns`.
+fn results_digest(out: &crate::run::RunOutput) -> u64 {
+    let mut v = crate::report::json::to_json(out);
+    if let Some(sim) = v.get_mut("sim").and_then(|s| s.as_object_mut()) {
+        sim.remove("wall_ns");
+    }
+    fnv1a(v.to_string().as_bytes())
 }
 
 fn peak_rss_kib() -> u64 {
@@ -106,7 +127,7 @@ const TRACED: (&str, &str, &str, Option<&str>) = (
     Some("2s"),
 );
 
-fn run_case(i: usize) -> i32 {
+fn run_case(i: usize, digest: bool) -> i32 {
     let (name, machine, workload, duration) = CASES.get(i).copied().unwrap_or(TRACED);
     let mut text = format!("[machine]\npreset = \"{machine}\"\n");
     if let Some(d) = duration {
@@ -136,6 +157,11 @@ fn run_case(i: usize) -> i32 {
         }
     };
     let k = &out.kernel;
+    if digest {
+        let _ = std::fs::remove_file(&trace_path);
+        println!("{name:<44} {:016x}", results_digest(&out));
+        return 0;
+    }
     let wall = out.wall_ns as f64 / 1e9;
     println!(
         "{name:<44} {:>8.3} {:>10.2} {:>9.0} {:>10.2} {:>9.1} {:>8}",
@@ -160,7 +186,14 @@ fn run_case(i: usize) -> i32 {
 
 pub fn main(args: &BenchArgs) -> i32 {
     if let Some(i) = args.case {
-        return if i <= CASES.len() { run_case(i) } else { 2 };
+        return if i <= CASES.len() {
+            run_case(i, args.digest)
+        } else {
+            2
+        };
+    }
+    if args.digest {
+        return (0..=CASES.len()).map(|i| run_case(i, true)).max().unwrap_or(0);
     }
     println!(
         "{:<44} {:>8} {:>10} {:>9} {:>10} {:>9} {:>8}",
