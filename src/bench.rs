@@ -193,7 +193,10 @@ pub fn main(args: &BenchArgs) -> i32 {
         };
     }
     if args.digest {
-        return (0..=CASES.len()).map(|i| run_case(i, true)).max().unwrap_or(0);
+        return (0..=CASES.len())
+            .map(|i| run_case(i, true))
+            .max()
+            .unwrap_or(0);
     }
     println!(
         "{:<44} {:>8} {:>10} {:>9} {:>10} {:>9} {:>8}",

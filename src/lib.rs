@@ -12,8 +12,6 @@ pub mod parallel;
 pub mod progress;
 pub mod report;
 pub mod repro;
-pub mod repro_preempt;
-pub mod repro_swb;
 pub mod run;
 pub mod scenario;
 pub mod trace;

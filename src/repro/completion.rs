@@ -113,7 +113,13 @@ fn row(name: &str, s: [f64; 5]) -> String {
     )
 }
 
-pub fn repro(args: &CompletionArgs) -> Result<String, String> {
+/// `schedlab repro completion`: the four sections, then the note.
+pub fn repro(args: &CompletionArgs) -> Result<(), String> {
+    print!("{}", report(args)?);
+    Ok(())
+}
+
+fn report(args: &CompletionArgs) -> Result<String, String> {
     let mut o = String::new();
     let machine = args.machine.as_deref().unwrap_or("xeon-8269cy");
     let _ = writeln!(

@@ -7,6 +7,7 @@
 //! scenarios/seed-004-pelt.
 
 use super::run_embedded;
+use super::table::SeedTable;
 use crate::report::write_atomic;
 use clap::Args;
 use serde_json::{json, Value};
@@ -177,28 +178,28 @@ fn pct(a: f64, b: f64) -> String {
     }
 }
 
+/// Seed, top level and 3 levels deep, each before/after and its change.
+const TABLE: SeedTable = SeedTable {
+    label_w: 22,
+    seed_w: 8,
+    sim_w: 9,
+    sep: " | ",
+    cell: |v| format!("{v:.0}"),
+    change: pct,
+};
+
 /// The throughput table, seed beside simulation.
 fn table(rows: &[&Row], runs: &[Runs]) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<22} {:>8} {:>8} {:>7} | {:>9} {:>9} {:>7} | {:>9} {:>9} {:>7}",
-        "", "v3.16", "rewrite", "", "top", "top", "", "3 deep", "3 deep", ""
-    );
-    let _ = writeln!(
-        s,
-        "{:<22} {:>8} {:>8} {:>7} | {:>9} {:>9} {:>7} | {:>9} {:>9} {:>7}",
-        "hackbench.throughput",
-        "seed",
-        "seed",
-        "change",
-        "filt off",
-        "filt on",
-        "change",
-        "filt off",
-        "filt on",
-        "change"
-    );
+    let top = [
+        ["v3.16", "rewrite", ""],
+        ["top", "top", ""],
+        ["3 deep", "3 deep", ""],
+    ];
+    let _ = writeln!(s, "{}", TABLE.header("", &top));
+    let filt = ["filt off", "filt on", "change"];
+    let titles = [["seed", "seed", "change"], filt, filt];
+    let _ = writeln!(s, "{}", TABLE.header("hackbench.throughput", &titles));
     let mut tot = [0.0; 6];
     for (row, m) in rows.iter().zip(runs) {
         let v = [
@@ -217,19 +218,7 @@ fn table(rows: &[&Row], runs: &[Runs]) -> String {
 }
 
 fn line(name: &str, v: &[f64; 6]) -> String {
-    format!(
-        "{:<22} {:>8.0} {:>8.0} {:>7} | {:>9.0} {:>9.0} {:>7} | {:>9.0} {:>9.0} {:>7}",
-        name,
-        v[0],
-        v[1],
-        pct(v[0], v[1]),
-        v[2],
-        v[3],
-        pct(v[2], v[3]),
-        v[4],
-        v[5],
-        pct(v[4], v[5])
-    )
+    TABLE.row(name, &[(v[0], v[1]), (v[2], v[3]), (v[4], v[5])])
 }
 
 /// The overhead counters that explain the deep rows, per message.

@@ -5,8 +5,9 @@
 //! each table row overrides a few keys, and the two variants differ only in
 //! `kernel.features.SWB_SMT_SKIP`.
 
-use crate::run::{run, RunOutput};
-use crate::scenario::{parse_set_value, set_key, Scenario, Source};
+use super::run_embedded;
+use super::table::SeedTable;
+use crate::run::RunOutput;
 use clap::Args;
 
 #[derive(Args)]
@@ -19,19 +20,19 @@ pub struct SwbArgs {
 
 const IDLE: (&str, &str) = (
     "scenarios/seed-001-swb/swb-cost-idle.toml",
-    include_str!("../scenarios/seed-001-swb/swb-cost-idle.toml"),
+    include_str!("../../scenarios/seed-001-swb/swb-cost-idle.toml"),
 );
 const STRESS: (&str, &str) = (
     "scenarios/seed-001-swb/swb-cost-stress-ng.toml",
-    include_str!("../scenarios/seed-001-swb/swb-cost-stress-ng.toml"),
+    include_str!("../../scenarios/seed-001-swb/swb-cost-stress-ng.toml"),
 );
 const HACKBENCH: (&str, &str) = (
     "scenarios/seed-001-swb/hackbench.toml",
-    include_str!("../scenarios/seed-001-swb/hackbench.toml"),
+    include_str!("../../scenarios/seed-001-swb/hackbench.toml"),
 );
 const TIME: (&str, &str) = (
     "scenarios/seed-001-swb/stress-ng-time.toml",
-    include_str!("../scenarios/seed-001-swb/stress-ng-time.toml"),
+    include_str!("../../scenarios/seed-001-swb/stress-ng-time.toml"),
 );
 
 /// One table row: label, scenario, key overrides, the seed's before/after.
@@ -45,14 +46,9 @@ struct Row {
 /// Run one scenario with overrides and SWB_SMT_SKIP set to `skip`.
 fn run_one(row: &Row, skip: bool) -> Result<RunOutput, String> {
     let (file, text) = row.scenario;
-    let (src, mut t) = Source::parse(Some(file.into()), text.into()).map_err(|e| e.to_string())?;
     let mut sets = row.sets.clone();
     sets.push(("kernel.features.SWB_SMT_SKIP", skip.to_string()));
-    for (k, v) in &sets {
-        set_key(&mut t, k, parse_set_value(v)).map_err(|e| e.to_string())?;
-    }
-    let sc = Scenario::resolve(&src, &t).map_err(|e| e.to_string())?;
-    run(&src, &sc).map_err(|e| e.to_string())
+    run_embedded(file, text, &sets)
 }
 
 fn gain(before: f64, after: f64) -> f64 {
@@ -63,6 +59,16 @@ fn gain(before: f64, after: f64) -> f64 {
     }
 }
 
+/// Seed and simulated columns; the gain is the time saved, in %.
+const TABLE: SeedTable = SeedTable {
+    label_w: 28,
+    seed_w: 9,
+    sim_w: 10,
+    sep: "  | ",
+    cell: |v| format!("{v:.2}"),
+    change: |a, b| format!("{:.2}", gain(a, b)),
+};
+
 /// Run both variants of every row and print the table: the seed's numbers,
 /// the simulated ones, and (for table 1) CPUs read per call.
 fn table(
@@ -72,15 +78,15 @@ fn table(
     swb: bool,
 ) -> Result<(), String> {
     println!("\n{title}");
-    println!(
-        "{:<28} {:>9} {:>9} {:>7}  | {:>10} {:>10} {:>7}{}",
+    let header = TABLE.header(
         "",
-        "seed tip",
-        "+patch",
-        "gain%",
-        "sim before",
-        "sim after",
-        "gain%",
+        &[
+            ["seed tip", "+patch", "gain%"],
+            ["sim before", "sim after", "gain%"],
+        ],
+    );
+    println!(
+        "{header}{}",
         if swb {
             "  | calls, CPUs read per call"
         } else {
@@ -90,7 +96,6 @@ fn table(
     for row in rows {
         let (b, a) = (run_one(row, false)?, run_one(row, true)?);
         let (before, after) = (metric(&b), metric(&a));
-        let (sb, sa) = row.seed;
         let extra = if swb {
             format!(
                 "  | {}, {:.1} -> {:.1}",
@@ -101,16 +106,8 @@ fn table(
         } else {
             String::new()
         };
-        println!(
-            "{:<28} {:>9.2} {:>9.2} {:>7.2}  | {:>10.2} {:>10.2} {:>7.2}{extra}",
-            row.label,
-            sb,
-            sa,
-            gain(sb, sa),
-            before,
-            after,
-            gain(before, after)
-        );
+        let line = TABLE.row(&row.label, &[row.seed, (before, after)]);
+        println!("{line}{extra}");
     }
     Ok(())
 }
@@ -238,8 +235,8 @@ Notes (read before comparing):
   with 200 loops instead of 50000, so compare gains only.
 - One seed per cell: differences below ~1 % are noise.";
 
-/// Run the three tables and print the notes.
-pub fn swb(args: &SwbArgs) -> Result<(), String> {
+/// `schedlab repro swb`: the three tables and the notes.
+pub fn repro(args: &SwbArgs) -> Result<(), String> {
     if !(args.ops_scale > 0.0 && args.ops_scale <= 1.0) {
         return Err("--ops-scale must be in (0, 1]".into());
     }

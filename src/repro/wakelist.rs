@@ -1,42 +1,18 @@
-//! `schedlab repro`: the seeds' experiments, before vs after, with the
-//! seed's published numbers beside the simulated ones.
+//! `schedlab repro wakelist`: seed 000 (queue remote wakeups on the
+//! wakelist whenever the wakee's CPU is idle) on the seed's Xeon and Altra,
+//! before and after. The scenarios are the files in
+//! scenarios/seed-000-wakelist.
 
+use super::table::SeedTable;
 use crate::cli::{load_scenario, read_scenario, ScenarioArgs};
 use crate::compare::{run_side, Metrics};
-use crate::run::{run, RunOutput};
-use crate::scenario::{parse_set_value, set_key, InputError, Scenario, Source};
-use clap::{Args, Subcommand};
+use crate::scenario::InputError;
+use clap::Args;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
-pub mod completion;
-pub mod pelt;
-
 #[derive(Args)]
-pub struct ReproArgs {
-    /// No progress bar
-    #[arg(long, short, global = true)]
-    quiet: bool,
-    #[command(subcommand)]
-    which: Which,
-}
-
-#[derive(Subcommand)]
-enum Which {
-    /// Seed 000: remote wakeups through the wakelist (kernel.wakelist on_cpu_nr_le1 → idle)
-    Wakelist(WakelistArgs),
-    /// Seed 002: hackbench -pipe 60 process, preempt=none vs PREEMPT_AUTO's preempt=none
-    Preempt(crate::repro_preempt::PreemptArgs),
-    /// Seed 003: completions on simple wait queues (kernel.completion waitqueue | swait | swait-defer)
-    Completion(completion::CompletionArgs),
-    /// Seed 001: should_we_balance skips the siblings of a busy core (SWB_SMT_SKIP off → on)
-    Swb(crate::repro_swb::SwbArgs),
-    /// Seed 004: PELT rewrite, LKP hackbench top level vs 3 cgroup levels deep, TG_LOAD_AVG_FILTER off → on
-    Pelt(pelt::PeltArgs),
-}
-
-#[derive(Args)]
-struct WakelistArgs {
+pub struct WakelistArgs {
     /// Runs per side (seeds 1..=N); the table shows means
     #[arg(long, default_value_t = 3)]
     runs: u64,
@@ -44,42 +20,6 @@ struct WakelistArgs {
     /// built into schedlab (scenarios/seed-000-wakelist)
     #[arg(long)]
     dir: Option<PathBuf>,
-}
-
-/// Run a scenario file built into schedlab (`path` names it in errors)
-/// with `key = value` overrides, as `--set` takes them.
-pub(crate) fn run_embedded(
-    path: &str,
-    text: &str,
-    sets: &[(&str, String)],
-) -> Result<RunOutput, String> {
-    let (src, mut t) =
-        Source::parse(Some(path.to_string()), text.to_string()).map_err(|e| e.to_string())?;
-    for (k, v) in sets {
-        set_key(&mut t, k, parse_set_value(v)).map_err(|e| e.to_string())?;
-    }
-    let sc = Scenario::resolve(&src, &t).map_err(|e| e.to_string())?;
-    run(&src, &sc).map_err(|e| e.to_string())
-}
-
-pub fn main(args: &ReproArgs) -> i32 {
-    crate::progress::install(crate::progress::Kind::Runs(None), args.quiet);
-    let r = match &args.which {
-        Which::Wakelist(a) => wakelist(a),
-        Which::Preempt(a) => return crate::repro_preempt::main(a),
-        Which::Completion(a) => completion::repro(a)
-            .map(|text| print!("{text}"))
-            .map_err(InputError::new),
-        Which::Swb(a) => crate::repro_swb::swb(a).map_err(InputError::new),
-        Which::Pelt(a) => pelt::repro(a).map_err(InputError::new),
-    };
-    match r {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("schedlab: error: {e}");
-            2
-        }
-    }
 }
 
 /// One row of the seed's tables: a scenario file, the metric read from
@@ -148,7 +88,7 @@ fn builtin(file: &str) -> &'static str {
     macro_rules! files {
         ($($f:literal),*) => {
             match file {
-                $($f => include_str!(concat!("../scenarios/seed-000-wakelist/", $f)),)*
+                $($f => include_str!(concat!("../../scenarios/seed-000-wakelist/", $f)),)*
                 _ => "",
             }
         };
@@ -173,7 +113,18 @@ const WAKELIST_COUNTERS: &[&str] = &[
     "totals.cpu_migrations",
 ];
 
-fn wakelist(args: &WakelistArgs) -> Result<(), InputError> {
+/// The table: label, seed before/after/Δ, simulated before/after/Δ.
+const TABLE: SeedTable = SeedTable {
+    label_w: 46,
+    seed_w: 11,
+    sim_w: 11,
+    sep: "   ",
+    cell: num,
+    change: |a, b| format!("{:.1}%", pct(a, b)),
+};
+
+/// `schedlab repro wakelist`.
+pub fn repro(args: &WakelistArgs) -> Result<(), String> {
     let before = ["kernel.wakelist=on_cpu_nr_le1".to_string()];
     let after = ["kernel.wakelist=idle".to_string()];
     println!("Seed 000: queue remote wakeups on the wakelist whenever the wakee's CPU is idle");
@@ -183,8 +134,14 @@ fn wakelist(args: &WakelistArgs) -> Result<(), InputError> {
         args.runs
     );
     println!(
-        "{:<46} {:>11} {:>11} {:>7}   {:>11} {:>11} {:>7}",
-        "benchmark", "seed before", "seed after", "seed Δ", "sim before", "sim after", "sim Δ"
+        "{}",
+        TABLE.header(
+            "benchmark",
+            &[
+                ["seed before", "seed after", "seed Δ"],
+                ["sim before", "sim after", "sim Δ"]
+            ]
+        )
     );
     let mut explained = Vec::new();
     let mut last_file = "";
@@ -192,32 +149,26 @@ fn wakelist(args: &WakelistArgs) -> Result<(), InputError> {
     for row in WAKELIST_ROWS {
         if row.file != last_file {
             let text = match &args.dir {
-                Some(d) => read_scenario(Some(&d.join(row.file)))?,
+                Some(d) => read_scenario(Some(&d.join(row.file))).map_err(msg)?,
                 None => (
                     Some(format!("<built-in {}>", row.file)),
                     builtin(row.file).to_string(),
                 ),
             };
             let common = ScenarioArgs::default();
-            let a = load_scenario(text.clone(), &common, false, None, &before)?;
-            let b = load_scenario(text, &common, false, None, &after)?;
-            let results = (run_side(&a, args.runs)?, run_side(&b, args.runs)?);
+            let load = |sets: &[String]| load_scenario(text.clone(), &common, false, None, sets);
+            let (a, b) = (load(&before).map_err(msg)?, load(&after).map_err(msg)?);
+            let results = (
+                run_side(&a, args.runs).map_err(msg)?,
+                run_side(&b, args.runs).map_err(msg)?,
+            );
             explained.push((row.file, counters(&results.0), counters(&results.1)));
             cache = Some(results);
             last_file = row.file;
         }
         let Some((ra, rb)) = &cache else { continue };
         let (a, b) = (mean(ra, row.metric), mean(rb, row.metric));
-        println!(
-            "{:<46} {:>11} {:>11} {:>6.1}%   {:>11} {:>11} {:>6.1}%",
-            row.label,
-            num(row.seed.0),
-            num(row.seed.1),
-            pct(row.seed.0, row.seed.1),
-            num(a),
-            num(b),
-            pct(a, b)
-        );
+        println!("{}", TABLE.row(row.label, &[row.seed, (a, b)]));
     }
     println!("\nCounters per run (before → after):");
     for (file, a, b) in &explained {
@@ -263,6 +214,10 @@ Notes (see README, \"Seed 000\"). Costs come from the cost model; nothing is fit
   variants: schbench does not move. hackbench does, like the seed: with the
   load balancer spreading its 40 tasks over the clusters, queued wakeups
   cut remote wakeups and rq-lock waits (see the counters above).";
+
+fn msg(e: InputError) -> String {
+    e.to_string()
+}
 
 fn counters(runs: &[Map<String, Value>]) -> Vec<f64> {
     WAKELIST_COUNTERS.iter().map(|k| mean(runs, k)).collect()

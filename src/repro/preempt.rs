@@ -29,37 +29,37 @@ const SCENARIOS: &[(&str, &str, &str, &str)] = &[
         "power10-96-none.toml",
         "power10-96",
         "none",
-        include_str!("../scenarios/seed-002-preempt/power10-96-none.toml"),
+        include_str!("../../scenarios/seed-002-preempt/power10-96-none.toml"),
     ),
     (
         "power10-96-auto-none.toml",
         "power10-96",
         "auto-none",
-        include_str!("../scenarios/seed-002-preempt/power10-96-auto-none.toml"),
+        include_str!("../../scenarios/seed-002-preempt/power10-96-auto-none.toml"),
     ),
     (
         "power10-320-none.toml",
         "power10-320",
         "none",
-        include_str!("../scenarios/seed-002-preempt/power10-320-none.toml"),
+        include_str!("../../scenarios/seed-002-preempt/power10-320-none.toml"),
     ),
     (
         "power10-320-auto-none.toml",
         "power10-320",
         "auto-none",
-        include_str!("../scenarios/seed-002-preempt/power10-320-auto-none.toml"),
+        include_str!("../../scenarios/seed-002-preempt/power10-320-auto-none.toml"),
     ),
     (
         "milan-256-none.toml",
         "milan-256",
         "none",
-        include_str!("../scenarios/seed-002-preempt/milan-256-none.toml"),
+        include_str!("../../scenarios/seed-002-preempt/milan-256-none.toml"),
     ),
     (
         "milan-256-auto-none.toml",
         "milan-256",
         "auto-none",
-        include_str!("../scenarios/seed-002-preempt/milan-256-auto-none.toml"),
+        include_str!("../../scenarios/seed-002-preempt/milan-256-auto-none.toml"),
     ),
 ];
 
@@ -115,7 +115,7 @@ fn simulate(file: &str, text: &str, loops: u64, seed: u64) -> Result<Measured, S
         ("workload.0.loops", loops.to_string()),
         ("sim.seed", seed.to_string()),
     ];
-    let out = crate::repro::run_embedded(&path, text, &sets)?;
+    let out = super::run_embedded(&path, text, &sets)?;
     let k = &out.kernel;
     let (w, pids) = &out.workloads[0];
     let fields = w.report(k, pids).fields;
@@ -348,10 +348,10 @@ fn verdict(results: &[(&str, Measured, Measured)]) -> String {
     s
 }
 
-pub fn main(args: &PreemptArgs) -> i32 {
+/// `schedlab repro preempt`: one table per machine, then the verdict.
+pub fn repro(args: &PreemptArgs) -> Result<(), String> {
     if args.loops == 0 || args.seeds == 0 {
-        eprintln!("schedlab: error: --loops and --seeds must be at least 1");
-        return 2;
+        return Err("--loops and --seeds must be at least 1".into());
     }
     println!(
         "Seed 002: hackbench -pipe 60 process, preempt=none on the baseline vs the PREEMPT_AUTO v2 series,\n\
@@ -365,13 +365,7 @@ pub fn main(args: &PreemptArgs) -> i32 {
         for (file, machine, model, text) in pair {
             let mut runs = Vec::new();
             for seed in 1..=args.seeds {
-                match simulate(file, text, args.loops, seed) {
-                    Ok(m) => runs.push(m),
-                    Err(e) => {
-                        eprintln!("schedlab: error: {e}");
-                        return 2;
-                    }
-                }
+                runs.push(simulate(file, text, args.loops, seed)?);
             }
             let m = mean(&runs);
             json_rows.push(json!({
@@ -400,10 +394,8 @@ pub fn main(args: &PreemptArgs) -> i32 {
         let text = serde_json::to_string_pretty(&json!({ "study": "seed-002-preempt", "loops": args.loops, "seeds": args.seeds, "runs": json_rows }))
             .unwrap_or_default()
             + "\n";
-        if let Err(e) = write_atomic(p, text.as_bytes()) {
-            eprintln!("schedlab: error: cannot write {}: {e}", p.display());
-            return 2;
-        }
+        write_atomic(p, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
-    0
+    Ok(())
 }

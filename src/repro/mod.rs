@@ -1,0 +1,73 @@
+//! `schedlab repro`: the seeds' experiments, before vs after, with the
+//! seed's published numbers beside the simulated ones. One file per seed
+//! series; [`run_embedded`] is the runner they share and [`table`] the
+//! seed-vs-simulation table they print.
+//!
+//! Layer: experiments. Builds on `scenario`, `run`, `report` and the layers
+//! below; never imports `cli`.
+
+pub mod completion;
+pub mod pelt;
+pub mod preempt;
+pub mod swb;
+pub mod table;
+pub mod wakelist;
+
+use crate::run::{run, RunOutput};
+use crate::scenario::{parse_set_value, set_key, Scenario, Source};
+use clap::{Args, Subcommand};
+
+#[derive(Args)]
+pub struct ReproArgs {
+    /// No progress bar
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    which: Which,
+}
+
+/// The seed series, one per subcommand: `schedlab repro NAME`.
+#[derive(Subcommand)]
+enum Which {
+    /// Seed 000: remote wakeups through the wakelist (kernel.wakelist on_cpu_nr_le1 → idle)
+    Wakelist(wakelist::WakelistArgs),
+    /// Seed 002: hackbench -pipe 60 process, preempt=none vs PREEMPT_AUTO's preempt=none
+    Preempt(preempt::PreemptArgs),
+    /// Seed 003: completions on simple wait queues (kernel.completion waitqueue | swait | swait-defer)
+    Completion(completion::CompletionArgs),
+    /// Seed 001: should_we_balance skips the siblings of a busy core (SWB_SMT_SKIP off → on)
+    Swb(swb::SwbArgs),
+    /// Seed 004: PELT rewrite, LKP hackbench top level vs 3 cgroup levels deep, TG_LOAD_AVG_FILTER off → on
+    Pelt(pelt::PeltArgs),
+}
+
+/// Run the chosen series; each prints its tables and notes.
+pub fn main(args: &ReproArgs) -> i32 {
+    crate::progress::install(crate::progress::Kind::Runs(None), args.quiet);
+    let r = match &args.which {
+        Which::Wakelist(a) => wakelist::repro(a),
+        Which::Preempt(a) => preempt::repro(a),
+        Which::Completion(a) => completion::repro(a),
+        Which::Swb(a) => swb::repro(a),
+        Which::Pelt(a) => pelt::repro(a),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("schedlab: error: {e}");
+            2
+        }
+    }
+}
+
+/// Run a scenario file built into schedlab (`path` names it in errors)
+/// with `key = value` overrides, as `--set` takes them.
+pub fn run_embedded(path: &str, text: &str, sets: &[(&str, String)]) -> Result<RunOutput, String> {
+    let (src, mut t) =
+        Source::parse(Some(path.to_string()), text.to_string()).map_err(|e| e.to_string())?;
+    for (k, v) in sets {
+        set_key(&mut t, k, parse_set_value(v)).map_err(|e| e.to_string())?;
+    }
+    let sc = Scenario::resolve(&src, &t).map_err(|e| e.to_string())?;
+    run(&src, &sc).map_err(|e| e.to_string())
+}
