@@ -5,13 +5,15 @@
 //! Runs are spread over threads, each building its own kernel; results are
 //! gathered by run index, so the output does not depend on thread timing.
 
-use crate::cli::{load_scenario, read_scenario, ScenarioArgs};
+use crate::kernel::tracepoint::Tracer;
 use crate::kernel::Kernel;
 use crate::report::html::{compare_page, HtmlReport, Sink};
-use crate::report::{json::to_json, write_atomic};
+use crate::report::json::to_json;
 use crate::run::{run_with, ExtraTracer};
+use crate::scenario::flags::{load_scenario, read_scenario, ScenarioArgs};
 use crate::scenario::{InputError, Scenario, Source};
-use crate::trace::{Selection, Tracer};
+use crate::trace::Selection;
+use crate::util::fs::write_atomic;
 use clap::Args;
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
@@ -141,12 +143,12 @@ fn run_side_html(
             k,
         ))
     };
-    let metrics = crate::parallel::par_map(runs as usize, |i| {
+    let metrics = crate::util::parallel::par_map(runs as usize, |i| {
         let mut sc = sc.clone();
         sc.seed += i as u64;
         let extra = (html && i == 0).then_some(&report as ExtraTracer);
         let r = run_with(src, &sc, extra).map_err(|e| e.to_string())?;
-        Ok(metrics(&to_json(&r)))
+        Ok(metrics(&to_json(&r.view())))
     })
     .map_err(InputError::new)?;
     let data = slot.lock().unwrap_or_else(|e| e.into_inner()).take();

@@ -13,9 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The kernel's event loop ticks the bar once per this many events.
-pub const TICK_EVERY: u32 = 8192;
-
 /// How long a command runs silently before the bar appears.
 const DEFAULT_DELAY_MS: u64 = 2000;
 
@@ -103,10 +100,10 @@ pub fn run_done() {
     }
 }
 
-impl Progress {
-    /// Called by the kernel's event loop every `TICK_EVERY` events with the
-    /// simulated time.
-    pub fn tick(&self, now: u64) {
+impl crate::kernel::ProgressHook for Progress {
+    /// Called by the kernel's event loop every `PROGRESS_TICK_EVERY` events
+    /// with the simulated time.
+    fn tick(&self, now: u64) {
         let i = &self.0;
         if i.kind == Kind::SimTime {
             i.bar.set_position(now);
@@ -118,7 +115,9 @@ impl Progress {
             i.bar.tick();
         }
     }
+}
 
+impl Progress {
     fn show(&self) {
         let i = &self.0;
         let _g = i.switch.lock();

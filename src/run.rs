@@ -4,9 +4,15 @@
 use crate::engine::NSEC_PER_SEC;
 use crate::kernel::task::Pid;
 use crate::kernel::task_group::TaskGroups;
+use crate::kernel::tracepoint::Tracer;
+use crate::kernel::ProgressHook;
 use crate::kernel::{Kernel, SimError};
 use crate::machine;
-use crate::scenario::{InputError, Scenario, Source};
+use crate::report::html::{HtmlReport, Sink};
+use crate::report::RunView;
+use crate::scenario::{InputError, Output, Scenario, Source};
+use crate::trace::{tee_all, Selection};
+use crate::util::fs::AtomicFile;
 use crate::workload::params::Params;
 use crate::workload::{Builder, Workload};
 use std::time::Instant;
@@ -19,6 +25,20 @@ pub struct RunOutput {
     pub kernel: Kernel,
     pub workloads: Vec<(Workload, Vec<Pid>)>,
     pub wall_ns: u64,
+}
+
+impl RunOutput {
+    /// The run as the reports read it.
+    pub fn view(&self) -> RunView<'_> {
+        RunView {
+            kernel: &self.kernel,
+            workloads: &self.workloads,
+            machine: &self.scenario.machine,
+            seed: self.scenario.seed,
+            scenario: self.scenario.to_table(),
+            wall_ns: self.wall_ns,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -66,7 +86,7 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
 }
 
 /// Makes a tracer for a run besides the ones its `[output]` asks for.
-pub type ExtraTracer<'a> = &'a (dyn Fn(&Kernel) -> Box<dyn crate::trace::Tracer> + Sync);
+pub type ExtraTracer<'a> = &'a (dyn Fn(&Kernel) -> Box<dyn Tracer> + Sync);
 
 /// Run a resolved scenario with an extra tracer (compare's HTML data).
 pub fn run_with(
@@ -102,7 +122,7 @@ pub fn run_with(
         k.sd.set_level_flags(lvl, spec)
             .map_err(|e| RunError::Input(src.err(&format!("kernel.domain.{lvl}.flags"), e)))?;
     }
-    k.tracer = crate::trace::open_tracers(&sc.output, &k).map_err(RunError::Input)?;
+    k.tracer = open_tracers(&sc.output, &k).map_err(RunError::Input)?;
     if let Some(make) = extra {
         k.tracer = Some(crate::trace::tee(k.tracer.take(), make(&k)));
     }
@@ -132,13 +152,13 @@ pub fn run_with(
         .or(timed)
         .or(endless.then_some(DEFAULT_DURATION));
     let t0 = Instant::now();
-    k.progress = crate::progress::for_run(end);
+    k.progress = crate::progress::for_run(end).map(|p| Box::new(p) as Box<dyn ProgressHook>);
     let result = k.run(end);
     k.progress = None;
     crate::progress::run_done();
     k.finish();
     if result.is_ok() {
-        crate::trace::close_tracers(&mut k).map_err(RunError::Input)?;
+        close_tracers(&mut k).map_err(RunError::Input)?;
     }
     let wall_ns = t0.elapsed().as_nanos() as u64;
     match result {
@@ -155,5 +175,43 @@ pub fn run_with(
             msg: format!("the workload deadlocks: {m}"),
         })),
         Err(SimError::Invariant(m)) => Err(RunError::Invariant(m)),
+    }
+}
+
+/// The tracers a run's `[output]` asks for (--trace, --html), if any.
+fn open_tracers(out: &Output, k: &Kernel) -> Result<Option<Box<dyn Tracer>>, InputError> {
+    let mut list: Vec<Box<dyn Tracer>> = Vec::new();
+    let opts = out.trace.clone().unwrap_or_default();
+    if !opts.path.is_empty() {
+        list.push(
+            opts.open(k)
+                .map_err(|e| InputError::new(format!("--trace {}: {e}", opts.path)))?,
+        );
+    } else if out.trace.is_some() && out.html.is_none() {
+        return Err(InputError::new(
+            "--trace-format/--trace-window/--trace-pelt need --trace PATH",
+        ));
+    }
+    if let Some(path) = &out.html {
+        let file = AtomicFile::create(std::path::Path::new(path))
+            .map_err(|e| InputError::new(format!("--html {path}: {e}")))?;
+        let sel = Selection { names: opts.pelt };
+        let sink = Sink::Page(file);
+        list.push(Box::new(HtmlReport::new(sink, sel, k)));
+    }
+    Ok(match list.len() {
+        0 => None,
+        1 => list.pop(),
+        _ => Some(tee_all(list)),
+    })
+}
+
+/// Complete and commit the tracer's output after a successful run.
+fn close_tracers(k: &mut Kernel) -> Result<(), InputError> {
+    match k.tracer.take() {
+        Some(t) => t
+            .finish(k)
+            .map_err(|e| InputError::new(format!("cannot write the trace: {e}"))),
+        None => Ok(()),
     }
 }

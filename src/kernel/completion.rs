@@ -19,11 +19,11 @@
 //! (v2 queued the entry once before the loop, so such a waiter slept off
 //! the list; that loses it, and is not modelled.)
 
+use super::program::Blocked;
 use super::swait::SwaitQueue;
 use super::task::{Pid, TaskState};
 use super::Kernel;
 use crate::engine::{EventKind, Time};
-use crate::workload::program::Blocked;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 

@@ -8,12 +8,12 @@ use super::fair::{
 use super::fair_class::Dequeued;
 use super::pelt;
 use super::preempt::{Cause, Req, RqPreempt};
+use super::program::Action;
 use super::rt::RtRq;
 use super::task::Entity;
 use super::task::{Pid, TaskState};
 use super::Kernel;
 use crate::engine::{EventKind, Time};
-use crate::workload::program::Action;
 
 /// Wake flags (WF_*).
 pub const WF_FORK: u32 = 0x04;

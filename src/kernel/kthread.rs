@@ -12,9 +12,9 @@
 //! `exited`, which the thread's exit completes from mm_release (it is the
 //! thread's vfork_done).
 
+use super::program::Blocked;
 use super::task::{Pid, TaskState};
 use super::Kernel;
-use crate::workload::program::Blocked;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// struct kthread, reduced to its KTHREAD_SHOULD_STOP/PARK bits.

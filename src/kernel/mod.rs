@@ -18,15 +18,18 @@ pub mod pelt_rq;
 pub mod pipe;
 pub mod preempt;
 pub mod prio;
+pub mod program;
 pub mod pthread;
 pub mod rt;
 pub mod sched_domain;
 pub mod schedstat;
 pub mod select;
+pub mod shm;
 pub mod swait;
 pub mod task;
 pub mod task_group;
 pub mod timeline;
+pub mod tracepoint;
 pub mod unix_sock;
 pub mod wait;
 pub mod wakelist;
@@ -80,6 +83,15 @@ pub struct Counters {
     pub preempt: preempt::PreemptStats,
 }
 
+/// A progress reporter the event loop ticks with the simulated time (the
+/// command line's progress bar). It must not feed back into the run.
+pub trait ProgressHook {
+    fn tick(&self, now: Time);
+}
+
+/// The event loop ticks the progress hook once per this many events.
+pub const PROGRESS_TICK_EVERY: u32 = 8192;
+
 /// Why a run stopped early.
 #[derive(Debug)]
 pub enum SimError {
@@ -106,7 +118,7 @@ pub struct Kernel {
     pub futexes: Vec<Futex>,
     pub barriers: Vec<Barrier>,
     /// User-space memory the workloads' threads share.
-    pub shm: crate::workload::shm::Shm,
+    pub shm: shm::Shm,
     pub completions: completion::Completions,
     pub irqs: irq::Irqs,
     pub kthreads: kthread::Kthreads,
@@ -138,9 +150,9 @@ pub struct Kernel {
     /// reschedule IPI leaves (resched_curr adds it to the event time).
     resched_after: u64,
     /// Where tracepoints go (--trace, the HTML report); None = off.
-    pub tracer: Option<Box<dyn crate::trace::Tracer>>,
-    /// The progress bar, ticked every `progress::TICK_EVERY` events; None = off.
-    pub progress: Option<crate::progress::Progress>,
+    pub tracer: Option<Box<dyn tracepoint::Tracer>>,
+    /// The progress bar, ticked every `PROGRESS_TICK_EVERY` events; None = off.
+    pub progress: Option<Box<dyn ProgressHook>>,
 }
 
 impl Kernel {
@@ -226,7 +238,7 @@ impl Kernel {
                 self.check_invariants().map_err(SimError::Invariant)?;
             }
             n = n.wrapping_add(1);
-            if n.is_multiple_of(crate::progress::TICK_EVERY) {
+            if n.is_multiple_of(PROGRESS_TICK_EVERY) {
                 if let Some(p) = &self.progress {
                     p.tick(self.now);
                 }

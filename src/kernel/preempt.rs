@@ -9,7 +9,7 @@ use super::core::SchedMode;
 use super::task::Pid;
 use super::Kernel;
 use crate::engine::Time;
-use crate::observe::hist::Histogram;
+use crate::util::hist::Histogram;
 
 /// The preemption model of a run (`kernel.preempt`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 
 use super::pelt::SchedAvg;
 use super::prio::LoadWeight;
+use super::program::ProgState;
 use crate::engine::Rng;
-use crate::workload::program::ProgState;
 
 /// Index of a task in the kernel's task table.
 pub type Pid = usize;

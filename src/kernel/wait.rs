@@ -3,9 +3,9 @@
 //! every non-exclusive waiter ahead of the first `nr_exclusive` exclusive ones.
 
 use super::core::WF_SYNC;
+use super::program::Blocked;
 use super::task::{Pid, TaskState};
 use super::Kernel;
-use crate::workload::program::Blocked;
 use std::collections::VecDeque;
 
 /// Names one wait queue of a kernel object.

@@ -2,9 +2,9 @@
 
 use crate::kernel::fair::{se_group, SeStore, GROUP_SE};
 use crate::kernel::pelt::LOAD_AVG_MAX;
+use crate::kernel::program::Blocked;
 use crate::kernel::task::TaskState;
 use crate::kernel::Kernel;
-use crate::workload::program::Blocked;
 
 /// The largest PELT sum per unit of input. LOAD_AVG_MAX is the truncated
 /// value of the geometric series; the kernel's integer accumulation can end

@@ -1,4 +1,3 @@
-//! Observers of the kernel model: the --check invariants and histograms.
+//! Observers of the kernel model: the --check invariants.
 
 pub mod check;
-pub mod hist;

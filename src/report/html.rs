@@ -6,9 +6,10 @@
 //! side in another page that shares the same script (report.js).
 
 use crate::kernel::task::Pid;
+use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
-use crate::report::AtomicFile;
-use crate::trace::{Selection, TraceEvent, Tracer};
+use crate::trace::Selection;
+use crate::util::fs::AtomicFile;
 use serde_json::{json, Value};
 use std::io;
 use std::sync::{Arc, Mutex};

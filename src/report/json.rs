@@ -1,13 +1,13 @@
 //! The `--json` results file. Everything but `sim.wall_ns` is a pure
 //! function of the scenario and seed.
 
+use super::RunView;
 use crate::kernel::pelt;
-use crate::observe::hist::Histogram;
-use crate::run::RunOutput;
+use crate::util::hist::Histogram;
 use serde_json::{json, Map, Value};
 
-pub fn to_json(out: &RunOutput) -> Value {
-    let k = &out.kernel;
+pub fn to_json(out: &RunView) -> Value {
+    let k = out.kernel;
     let (nvcsw, nivcsw) = k
         .tasks
         .iter()
@@ -89,7 +89,7 @@ pub fn to_json(out: &RunOutput) -> Value {
             "simulated_ns": k.now,
             "wall_ns": out.wall_ns,
             "events": k.events.popped,
-            "seed": out.scenario.seed,
+            "seed": out.seed,
         },
         "machine": {
             "name": k.machine.name,
@@ -137,7 +137,7 @@ pub fn to_json(out: &RunOutput) -> Value {
         "cpus": cpus,
         "tasks": tasks,
         "benchmark": bench,
-        "scenario": serde_json::to_value(out.scenario.to_table()).unwrap_or(Value::Null),
+        "scenario": serde_json::to_value(&out.scenario).unwrap_or(Value::Null),
     })
 }
 

@@ -1,14 +1,13 @@
 //! The text summary: each benchmark's own output, then counters laid out
 //! like `perf stat`.
 
-use super::thousands;
-use crate::run::RunOutput;
+use super::{thousands, RunView};
 use std::fmt::Write;
 
-pub fn summary(out: &RunOutput) -> String {
-    let k = &out.kernel;
+pub fn summary(out: &RunView) -> String {
+    let k = out.kernel;
     let mut s = String::new();
-    for (w, tasks) in &out.workloads {
+    for (w, tasks) in out.workloads {
         for line in w.report(k, tasks).lines {
             let _ = writeln!(s, "{line}");
         }
@@ -43,8 +42,8 @@ pub fn summary(out: &RunOutput) -> String {
         s,
         " Performance counter stats for 'schedlab: {} on {} (seed {})':\n",
         names.join(" + "),
-        out.scenario.machine,
-        out.scenario.seed
+        out.machine,
+        out.seed
     );
     let cpus_used = if k.now > 0 {
         task_clock as f64 / k.now as f64
@@ -89,7 +88,7 @@ pub fn summary(out: &RunOutput) -> String {
         h.quantile(0.5) as f64 / 1e3,
         h.quantile(0.99) as f64 / 1e3,
         h.max as f64 / 1e3,
-        out.scenario.kernel.preempt.name()
+        k.cfg.preempt.name()
     );
     let _ = writeln!(s, "\n{secs:>18.9} seconds time elapsed (simulated)\n");
     let _ = writeln!(s, " per-CPU utilisation:");

@@ -8,7 +8,7 @@
 
 use super::run_embedded;
 use super::table::SeedTable;
-use crate::report::write_atomic;
+use crate::util::fs::write_atomic;
 use clap::Args;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -160,7 +160,7 @@ const SIDES: [(bool, bool); 4] = [(false, false), (false, true), (true, false), 
 /// Run every (row, side) job on all cores; results in row order. (hackbench
 /// draws no random numbers, so one seed is all there is.)
 fn run_all(rows: &[&Row], args: &PeltArgs) -> Result<Vec<Runs>, String> {
-    let flat = crate::parallel::par_map(rows.len() * SIDES.len(), |i| {
+    let flat = crate::util::parallel::par_map(rows.len() * SIDES.len(), |i| {
         let row = rows[i / SIDES.len()];
         simulate(row, loops(row.name, args.scale), SIDES[i % SIDES.len()])
     })?;

@@ -4,7 +4,7 @@
 //! Milan of the thread, with the seed's perf-stat numbers beside the
 //! simulated ones. The scenarios are the files in scenarios/seed-002-preempt.
 
-use crate::report::write_atomic;
+use crate::util::fs::write_atomic;
 use clap::Args;
 use serde_json::{json, Value};
 use std::fmt::Write;

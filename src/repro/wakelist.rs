@@ -4,8 +4,8 @@
 //! scenarios/seed-000-wakelist.
 
 use super::table::SeedTable;
-use crate::cli::{load_scenario, read_scenario, ScenarioArgs};
 use crate::compare::{run_side, Metrics};
+use crate::scenario::flags::{load_scenario, read_scenario, ScenarioArgs};
 use crate::scenario::InputError;
 use clap::Args;
 use serde_json::{Map, Value};

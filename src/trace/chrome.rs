@@ -3,10 +3,11 @@
 //! task's own track, wakeups as instants and nr_running/util_avg counters.
 //! Streamed like the ftrace writer: one open slice per CPU is all it keeps.
 
-use super::{prev_state, Selection, TraceEvent, Tracer};
+use super::{prev_state, Selection};
 use crate::kernel::task::Pid;
+use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
-use crate::report::AtomicFile;
+use crate::util::fs::AtomicFile;
 use std::io::{self, Write};
 
 const FLUSH_AT: usize = 1 << 16;

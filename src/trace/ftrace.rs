@@ -5,10 +5,11 @@
 //! `tracing_mark_write: C|pid|name|value`. Lines are built in a reused
 //! buffer and streamed out, so memory does not grow with the trace.
 
-use super::{prev_state, prio, Selection, TraceEvent, Tracer};
+use super::{prev_state, prio, Selection};
 use crate::kernel::task::Pid;
+use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
-use crate::report::AtomicFile;
+use crate::util::fs::AtomicFile;
 use std::io::{self, Write};
 
 /// Flush the line buffer to the file past this many bytes.

@@ -5,52 +5,13 @@
 
 pub mod chrome;
 pub mod ftrace;
-pub mod hook;
 pub mod parse;
-pub mod replay;
 
 use crate::kernel::task::{Pid, TaskState};
+use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
-use crate::report::AtomicFile;
-use crate::scenario::InputError;
-use crate::workload::params::parse_duration;
+use crate::util::fs::AtomicFile;
 use std::io;
-
-/// One scheduler tracepoint. `cpu` is the CPU the event is emitted on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TraceEvent {
-    /// trace_sched_switch in __schedule; `preempt` is true for SM_PREEMPT.
-    Switch {
-        cpu: usize,
-        prev: Option<Pid>,
-        next: Option<Pid>,
-        preempt: bool,
-    },
-    /// trace_sched_waking, in the waker's context (`waker` None: an
-    /// interrupt, e.g. a sleep timer, on `cpu`).
-    Waking {
-        cpu: usize,
-        p: Pid,
-        waker: Option<Pid>,
-    },
-    /// trace_sched_wakeup: `p` is runnable on `target`.
-    Wakeup { cpu: usize, p: Pid, target: usize },
-    /// trace_sched_wakeup_new
-    WakeupNew { cpu: usize, p: Pid, target: usize },
-    /// trace_sched_migrate_task
-    Migrate { p: Pid, orig: usize, dest: usize },
-    /// trace_sched_process_fork
-    Fork { cpu: usize, parent: Pid, child: Pid },
-    /// trace_sched_process_exit
-    Exit { p: Pid },
-}
-
-/// A consumer of trace events.
-pub trait Tracer {
-    fn event(&mut self, k: &Kernel, ev: &TraceEvent);
-    /// Called once after the run: complete and commit the output.
-    fn finish(self: Box<Self>, k: &Kernel) -> io::Result<()>;
-}
 
 /// `--trace-format`
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,27 +29,6 @@ impl Format {
             _ => Err(format!("unknown trace format `{s}` (ftrace or chrome)")),
         }
     }
-}
-
-/// `--trace-window 2s..3s`: the simulated time range kept, [start, end).
-pub fn parse_window(s: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| format!("trace window `{s}`: expected START..END, e.g. 2s..3s"))?;
-    let start = if a.trim().is_empty() {
-        0
-    } else {
-        parse_duration(a)?
-    };
-    let end = if b.trim().is_empty() {
-        u64::MAX
-    } else {
-        parse_duration(b)?
-    };
-    if start >= end {
-        return Err(format!("trace window `{s}` is empty"));
-    }
-    Ok((start, end))
 }
 
 /// What to trace and where.
@@ -118,7 +58,7 @@ impl TraceOptions {
 /// The tasks whose PELT signals are traced, by comm or pid.
 #[derive(Default)]
 pub struct Selection {
-    names: Vec<String>,
+    pub names: Vec<String>,
 }
 
 impl Selection {
@@ -161,81 +101,17 @@ pub fn prio(k: &Kernel, p: Pid) -> i32 {
     }
 }
 
-/// The `[output]` keys for traces and the HTML report.
-pub fn output_key(
-    out: &mut crate::scenario::Output,
-    key: &str,
-    v: &toml::Value,
-) -> Result<(), String> {
-    let s = || {
-        v.as_str()
-            .map(str::to_string)
-            .ok_or_else(|| "must be a string".to_string())
-    };
-    let trace = || out.trace.clone().unwrap_or_default();
-    match key {
-        "trace" => {
-            let path = s()?;
-            out.trace = Some(TraceOptions { path, ..trace() });
-        }
-        "trace_format" => {
-            let format = Format::parse(&s()?)?;
-            out.trace = Some(TraceOptions { format, ..trace() });
-        }
-        "trace_window" => {
-            let window = Some(parse_window(&s()?)?);
-            out.trace = Some(TraceOptions { window, ..trace() });
-        }
-        "trace_pelt" => {
-            let pelt = s()?.split(',').map(|x| x.trim().to_string()).collect();
-            out.trace = Some(TraceOptions { pelt, ..trace() });
-        }
-        "html" => out.html = Some(s()?),
-        _ => return Err(
-            "unknown key (known: json, quiet, trace, trace_format, trace_window, trace_pelt, html)"
-                .into(),
-        ),
-    }
-    Ok(())
-}
-
-/// The tracers a run's `[output]` asks for (--trace, --html), if any.
-pub fn open_tracers(
-    out: &crate::scenario::Output,
-    k: &Kernel,
-) -> Result<Option<Box<dyn Tracer>>, InputError> {
-    let mut list: Vec<Box<dyn Tracer>> = Vec::new();
-    let opts = out.trace.clone().unwrap_or_default();
-    if !opts.path.is_empty() {
-        list.push(
-            opts.open(k)
-                .map_err(|e| InputError::new(format!("--trace {}: {e}", opts.path)))?,
-        );
-    } else if out.trace.is_some() && out.html.is_none() {
-        return Err(InputError::new(
-            "--trace-format/--trace-window/--trace-pelt need --trace PATH",
-        ));
-    }
-    if let Some(path) = &out.html {
-        let file = AtomicFile::create(std::path::Path::new(path))
-            .map_err(|e| InputError::new(format!("--html {path}: {e}")))?;
-        let sel = Selection { names: opts.pelt };
-        let sink = crate::report::html::Sink::Page(file);
-        list.push(Box::new(crate::report::html::HtmlReport::new(sink, sel, k)));
-    }
-    Ok(match list.len() {
-        0 => None,
-        1 => list.pop(),
-        _ => Some(Box::new(Tee(list))),
-    })
-}
-
 /// `extra` fed the same events as `t`, if any.
 pub fn tee(t: Option<Box<dyn Tracer>>, extra: Box<dyn Tracer>) -> Box<dyn Tracer> {
     match t {
         Some(t) => Box::new(Tee(vec![t, extra])),
         None => extra,
     }
+}
+
+/// Several tracers fed the same events, as one.
+pub fn tee_all(list: Vec<Box<dyn Tracer>>) -> Box<dyn Tracer> {
+    Box::new(Tee(list))
 }
 
 /// Several tracers fed the same events.
@@ -253,16 +129,6 @@ impl Tracer for Tee {
             t.finish(k)?;
         }
         Ok(())
-    }
-}
-
-/// Complete and commit the tracer's output after a successful run.
-pub fn close_tracers(k: &mut Kernel) -> Result<(), InputError> {
-    match k.tracer.take() {
-        Some(t) => t
-            .finish(k)
-            .map_err(|e| InputError::new(format!("cannot write the trace: {e}"))),
-        None => Ok(()),
     }
 }
 

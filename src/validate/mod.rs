@@ -11,7 +11,7 @@ pub mod sample;
 pub mod stats;
 pub mod timeline;
 
-use crate::report::write_atomic;
+use crate::util::fs::write_atomic;
 use clap::{Args, Subcommand};
 use sample::Sample;
 use std::path::{Path, PathBuf};

@@ -5,42 +5,12 @@ use super::params::Params;
 use super::program::Op;
 use super::sched_attr::SchedAttr;
 use super::{BenchResult, Builder, TaskSpec};
+use crate::kernel::shm::CyclicThread;
 use crate::kernel::task::Pid;
 use crate::kernel::Kernel;
-use crate::observe::hist::Histogram;
+use crate::util::hist::Histogram;
 use serde_json::{json, Map};
 use std::rc::Rc;
-
-/// One measuring thread's state and statistics (µs, as cyclictest keeps).
-#[derive(Clone, Debug, Default)]
-pub struct Thread {
-    pub interval: u64,
-    /// The next absolute wakeup time (ns); 0 before the first sleep.
-    pub next: u64,
-    pub act: u64,
-    pub lat: Histogram,
-    /// Counts per µs below the histogram size, and the overflows.
-    pub buckets: Vec<u64>,
-    pub overflows: u64,
-}
-
-impl Thread {
-    /// After a wakeup: record now − next, then step `next` past now
-    /// (missed periods are skipped).
-    pub fn woke(&mut self, now: u64) {
-        let us = now.saturating_sub(self.next) / 1000;
-        self.act = us;
-        self.lat.add(us);
-        match self.buckets.get_mut(us as usize) {
-            Some(b) => *b += 1,
-            None => self.overflows += 1,
-        }
-        self.next += self.interval;
-        while self.next <= now {
-            self.next += self.interval;
-        }
-    }
-}
 
 #[derive(Clone, Debug)]
 pub struct Cyclictest {
@@ -86,10 +56,10 @@ impl Cyclictest {
     pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
         for i in 0..self.threads as usize {
             let slot = k.shm.cyclic.len();
-            k.shm.cyclic.push(Thread {
+            k.shm.cyclic.push(CyclicThread {
                 interval: self.interval + i as u64 * self.distance,
                 buckets: vec![0; self.histogram as usize],
-                ..Thread::default()
+                ..CyclicThread::default()
             });
             let ops: Rc<[Op]> = Rc::from(vec![
                 Op::Loop { count: self.loops },
@@ -113,7 +83,7 @@ impl Cyclictest {
         }
     }
 
-    fn stats<'a>(&self, k: &'a Kernel, tasks: &[Pid]) -> Vec<(Pid, &'a Thread)> {
+    fn stats<'a>(&self, k: &'a Kernel, tasks: &[Pid]) -> Vec<(Pid, &'a CyclicThread)> {
         tasks
             .iter()
             .filter_map(|&p| match k.tasks[p].prog.ops.get(1) {
@@ -166,7 +136,7 @@ impl Cyclictest {
     }
 
     /// cyclictest -h's histogram block.
-    fn histogram_lines(&self, threads: &[(Pid, &Thread)]) -> Vec<String> {
+    fn histogram_lines(&self, threads: &[(Pid, &CyclicThread)]) -> Vec<String> {
         let mut lines = vec!["# Histogram".to_string()];
         for us in 0..self.histogram as usize {
             let cols: Vec<String> = threads
@@ -175,7 +145,7 @@ impl Cyclictest {
                 .collect();
             lines.push(format!("{us:06} {}", cols.join("\t")));
         }
-        let row = |name: &str, f: &dyn Fn(&Thread) -> String| {
+        let row = |name: &str, f: &dyn Fn(&CyclicThread) -> String| {
             let cols: Vec<String> = threads.iter().map(|(_, t)| f(t)).collect();
             format!("# {name}: {}", cols.join(" "))
         };

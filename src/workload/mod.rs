@@ -13,10 +13,10 @@ pub mod params;
 pub mod periodic;
 pub mod pipe;
 pub mod program;
+pub mod replay;
 pub mod rtapp;
 pub mod schbench;
 pub mod sched_attr;
-pub mod shm;
 pub mod stress_ng;
 
 use crate::engine::Rng;
@@ -121,7 +121,7 @@ pub enum Workload {
     Kernbench(kernbench::Kernbench),
     Kthread(kthread::KthreadBench),
     StressNg(stress_ng::StressNg),
-    Replay(Rc<crate::trace::replay::Replay>),
+    Replay(Rc<replay::Replay>),
     RtApp(Rc<rtapp::RtApp>),
 }
 
@@ -164,9 +164,7 @@ impl Workload {
             "kthread" => Ok(Workload::Kthread(kthread::KthreadBench::parse(p)?)),
             "stress-ng" => Ok(Workload::StressNg(stress_ng::StressNg::parse(p)?)),
             "rtapp" => Ok(Workload::RtApp(Rc::new(rtapp::RtApp::parse(p)?))),
-            "replay" => Ok(Workload::Replay(Rc::new(
-                crate::trace::replay::Replay::parse(p)?,
-            ))),
+            "replay" => Ok(Workload::Replay(Rc::new(replay::Replay::parse(p)?))),
             k => Err(format!(
                 "unknown workload `{k}` (known: {})",
                 WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")

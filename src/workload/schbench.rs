@@ -12,8 +12,8 @@
 
 use super::params::Params;
 use super::program::{Dist, Op};
-use super::shm::PlatHist;
 use super::{BenchResult, Builder, TaskSpec, MAX_TASKS};
+use crate::kernel::shm::PlatHist;
 use crate::kernel::task::Pid;
 use crate::kernel::Kernel;
 use serde_json::{json, Map, Value};

@@ -3,6 +3,9 @@
 //! Every flag is a key: --machine is `machine.preset`, --workload adds a
 //! `[[workload]]` table, --seed is `sim.seed`, --duration `sim.duration`.
 
+pub mod flags;
+pub mod output;
+
 use crate::kernel::features::{FairClass, KernelConfig, PreemptModel, Wakelist, FEATURES};
 use crate::kernel::rt::RtBandwidth;
 use crate::kernel::task_group::{
@@ -320,7 +323,7 @@ impl Scenario {
                                     .as_bool()
                                     .ok_or_else(|| src.err(&key, "must be true or false"))?
                             }
-                            _ => crate::trace::output_key(&mut sc.output, ok, ov)
+                            _ => output::output_key(&mut sc.output, ok, ov)
                                 .map_err(|e| src.err(&key, e))?,
                         }
                     }

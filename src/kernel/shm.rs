@@ -1,8 +1,11 @@
 //! User-space memory that benchmark threads share: schbench's lock-free
 //! wait lists, per-CPU spinlocks, per-thread timestamps and latency
-//! histograms. The kernel model never looks inside; only task programs do.
+//! histograms. It sits with the kernel model, which holds it for the tasks
+//! as it holds their futex words, but the model's scheduling code never
+//! looks inside; only the task-program interpreter does.
 
-use crate::kernel::task::Pid;
+use super::task::Pid;
+use crate::util::hist::Histogram;
 
 /// fio's latency histogram as schbench keeps it (PLAT_BITS = 8, 19 groups):
 /// exact below 512, then 256 buckets per power of two.
@@ -115,7 +118,7 @@ pub struct Shm {
     /// wake_time), its own request start, and the CPU lock it holds.
     pub stamps: Vec<[u64; 3]>,
     /// cyclictest's measuring threads.
-    pub cyclic: Vec<super::cyclictest::Thread>,
+    pub cyclic: Vec<CyclicThread>,
 }
 
 impl Shm {
@@ -180,5 +183,36 @@ mod tests {
         assert_eq!(h.pct(99.0), 99);
         let p = h.percentiles(&[50.0, 90.0]);
         assert_eq!((p[0].2, p[1].2), (50, 40));
+    }
+}
+
+/// One cyclictest measuring thread's state and statistics (µs, as cyclictest keeps).
+#[derive(Clone, Debug, Default)]
+pub struct CyclicThread {
+    pub interval: u64,
+    /// The next absolute wakeup time (ns); 0 before the first sleep.
+    pub next: u64,
+    pub act: u64,
+    pub lat: Histogram,
+    /// Counts per µs below the histogram size, and the overflows.
+    pub buckets: Vec<u64>,
+    pub overflows: u64,
+}
+
+impl CyclicThread {
+    /// After a wakeup: record now − next, then step `next` past now
+    /// (missed periods are skipped).
+    pub fn woke(&mut self, now: u64) {
+        let us = now.saturating_sub(self.next) / 1000;
+        self.act = us;
+        self.lat.add(us);
+        match self.buckets.get_mut(us as usize) {
+            Some(b) => *b += 1,
+            None => self.overflows += 1,
+        }
+        self.next += self.interval;
+        while self.next <= now {
+            self.next += self.interval;
+        }
     }
 }

@@ -1,9 +1,47 @@
-//! The kernel's tracepoint calls. Each is one line in the kernel model and
-//! costs one predictable branch when tracing is off.
+//! The kernel's tracepoints: the events, the hook a consumer implements
+//! (the trace writers and the HTML report, in the layers above), and the
+//! calls in the kernel model. Each call is one line in the model and costs
+//! one predictable branch when tracing is off.
 
-use super::TraceEvent;
-use crate::kernel::task::Pid;
-use crate::kernel::Kernel;
+use super::task::Pid;
+use super::Kernel;
+use std::io;
+
+/// One scheduler tracepoint. `cpu` is the CPU the event is emitted on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceEvent {
+    /// trace_sched_switch in __schedule; `preempt` is true for SM_PREEMPT.
+    Switch {
+        cpu: usize,
+        prev: Option<Pid>,
+        next: Option<Pid>,
+        preempt: bool,
+    },
+    /// trace_sched_waking, in the waker's context (`waker` None: an
+    /// interrupt, e.g. a sleep timer, on `cpu`).
+    Waking {
+        cpu: usize,
+        p: Pid,
+        waker: Option<Pid>,
+    },
+    /// trace_sched_wakeup: `p` is runnable on `target`.
+    Wakeup { cpu: usize, p: Pid, target: usize },
+    /// trace_sched_wakeup_new
+    WakeupNew { cpu: usize, p: Pid, target: usize },
+    /// trace_sched_migrate_task
+    Migrate { p: Pid, orig: usize, dest: usize },
+    /// trace_sched_process_fork
+    Fork { cpu: usize, parent: Pid, child: Pid },
+    /// trace_sched_process_exit
+    Exit { p: Pid },
+}
+
+/// A consumer of trace events.
+pub trait Tracer {
+    fn event(&mut self, k: &Kernel, ev: &TraceEvent);
+    /// Called once after the run: complete and commit the output.
+    fn finish(self: Box<Self>, k: &Kernel) -> io::Result<()>;
+}
 
 impl Kernel {
     /// Hand `ev` to the tracer, if any.

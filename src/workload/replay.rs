@@ -6,9 +6,9 @@
 //! interrupt or by an untraced task sleeps for its recorded time instead
 //! (a timer stays a timer). Forks and exits are replayed where they were.
 
-use super::parse::{self, Event, Record};
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
+use crate::trace::parse::{self, Event, Record};
 use crate::workload::params::Params;
 use crate::workload::program::{Blocked, Dist, Mark, Op};
 use crate::workload::{BenchResult, Builder, TaskSpec};

@@ -1,0 +1,134 @@
+//! The command-line flags that build a scenario, shared by `run`,
+//! `replay`, `compare` and the experiments: each flag is a scenario key,
+//! merged over a scenario file's table before it is resolved.
+
+use super::{cgroup_table, parse_set_value, set_key, workload_table, InputError, Scenario, Source};
+use crate::trace::TraceArgs;
+use clap::Args;
+use std::path::PathBuf;
+use toml::Value;
+
+/// The flags that build a scenario, shared by `run` and `compare`.
+#[derive(Args, Default, Clone)]
+pub struct ScenarioArgs {
+    /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]` or `host` [machine.preset]
+    #[arg(long)]
+    pub machine: Option<String>,
+    /// Workload spec `name:key=value,...` (`schedlab workloads`); repeat for several [[workload]]
+    #[arg(long = "workload", short = 'w')]
+    pub workloads: Vec<String>,
+    /// Task group `PATH[:weight=N,max="QUOTA PERIOD"]` (cgroup v2 cpu.weight, cpu.max in µs);
+    /// repeat for several [[cgroup]]; a workload joins one with `cgroup=PATH`
+    #[arg(long = "cgroup", value_name = "PATH:weight=N")]
+    pub cgroups: Vec<String>,
+    /// Random seed [sim.seed]
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Stop after this much simulated time, e.g. 3s [sim.duration]
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Override any scenario key, e.g. kernel.hz=1000 (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+/// The output flags of `run`, `demo` and `replay`: the `[output]` keys.
+#[derive(Args)]
+pub struct OutArgs {
+    /// Write results as JSON to this file, atomically [output.json]
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Print only the benchmark's own output lines, and no progress bar [output.quiet]
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Write the final /proc/schedstat (version 17) to this file [output.schedstat]
+    #[arg(long, value_name = "PATH")]
+    pub schedstat: Option<PathBuf>,
+    #[command(flatten)]
+    pub trace: TraceArgs,
+}
+
+/// A scenario file (or none) with the common flags, then `extra` --set
+/// overrides applied last.
+pub fn load_scenario(
+    (file, text): (Option<String>, String),
+    args: &ScenarioArgs,
+    check: bool,
+    out: Option<&OutArgs>,
+    extra: &[String],
+) -> Result<(Source, Scenario), InputError> {
+    let (src, mut t) = Source::parse(file, text)?;
+    if let Some(m) = &args.machine {
+        set_key(&mut t, "machine.preset", Value::String(m.clone()))?;
+    }
+    if !args.workloads.is_empty() {
+        let list = args
+            .workloads
+            .iter()
+            .map(|w| workload_table(w))
+            .collect::<Result<Vec<_>, _>>()?;
+        t.insert("workload".into(), Value::Array(list));
+    }
+    if !args.cgroups.is_empty() {
+        let mut list = match t.remove("cgroup") {
+            Some(Value::Array(a)) => a,
+            _ => Vec::new(),
+        };
+        for c in &args.cgroups {
+            list.push(cgroup_table(c)?);
+        }
+        t.insert("cgroup".into(), Value::Array(list));
+    }
+    if let Some(s) = args.seed {
+        set_key(&mut t, "sim.seed", Value::Integer(s as i64))?;
+    }
+    if let Some(d) = &args.duration {
+        set_key(&mut t, "sim.duration", Value::String(d.clone()))?;
+    }
+    if check {
+        set_key(&mut t, "sim.check", Value::Boolean(true))?;
+    }
+    if let Some(out) = out {
+        set_output(&mut t, out)?;
+    }
+    for kv in args.sets.iter().chain(extra) {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| InputError::new(format!("--set `{kv}`: expected KEY=VALUE")))?;
+        set_key(&mut t, k.trim(), parse_set_value(v.trim()))?;
+    }
+    let sc = Scenario::resolve(&src, &t)?;
+    Ok((src, sc))
+}
+
+/// A scenario file's name and text; no file is an empty scenario.
+pub fn read_scenario(path: Option<&PathBuf>) -> Result<(Option<String>, String), InputError> {
+    let Some(p) = path else {
+        return Ok((None, String::new()));
+    };
+    let name = p.display().to_string();
+    let text = std::fs::read_to_string(p)
+        .map_err(|e| InputError::new(format!("{name}: cannot read scenario: {e}")))?;
+    Ok((Some(name), text))
+}
+
+/// --json and --quiet are the `[output]` keys.
+pub fn set_output(t: &mut toml::Table, out: &OutArgs) -> Result<(), InputError> {
+    if let Some(p) = &out.json {
+        set_key(t, "output.json", Value::String(p.display().to_string()))?;
+    }
+    if out.quiet {
+        set_key(t, "output.quiet", Value::Boolean(true))?;
+    }
+    if let Some(p) = &out.schedstat {
+        set_key(
+            t,
+            "output.schedstat",
+            Value::String(p.display().to_string()),
+        )?;
+    }
+    for (k, v) in out.trace.keys() {
+        set_key(t, &format!("output.{k}"), Value::String(v))?;
+    }
+    Ok(())
+}
