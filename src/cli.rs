@@ -242,8 +242,8 @@ pub fn main() -> i32 {
             0
         }
         Some(Cmd::Workloads) => {
-            for (name, params, what) in crate::workload::WORKLOADS {
-                println!("{name:<10} {name}:{params}  # {what}");
+            for k in crate::workload::kinds::KINDS {
+                println!("{:<10} {}:{}  # {}", k.name, k.name, k.usage(), k.doc);
             }
             0
         }

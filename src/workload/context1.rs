@@ -24,7 +24,6 @@ pub struct Context1 {
 
 impl Context1 {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&["copies", "duration"])?;
         let duration = match p.dist("duration", "10s")? {
             Dist::Fixed(d) if d > 0 => d,
             _ => {

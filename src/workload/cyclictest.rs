@@ -28,16 +28,6 @@ pub struct Cyclictest {
 
 impl Cyclictest {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&[
-            "threads",
-            "interval",
-            "distance",
-            "loops",
-            "duration",
-            "histogram",
-            "policy",
-            "prio",
-        ])?;
         let interval = p.duration("interval", "1000us")?;
         if interval < 1000 {
             return Err(p.bad("interval", "must be at least 1us"));

@@ -109,7 +109,6 @@ pub struct Spawn {
 
 impl Spawn {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&["mode", "loops"])?;
         Ok(Spawn {
             mode: SpawnMode::parse(p, &["fork", "vfork", "clone"])?,
             loops: p.count_max("loops", 1000, MAX_TASKS - 1)?,
@@ -172,7 +171,6 @@ pub struct Forky {
 
 impl Forky {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&["count", "mode"])?;
         Ok(Forky {
             count: p.count_max("count", 1000, MAX_TASKS - 1)?,
             mode: SpawnMode::parse(p, &["fork", "vfork", "clone"])?,

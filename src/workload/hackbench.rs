@@ -31,9 +31,6 @@ pub struct Hackbench {
 
 impl Hackbench {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&[
-            "groups", "fds", "loops", "datasize", "ipc", "mode", "output", "policy", "prio", "nice",
-        ])?;
         let datasize = p.count("datasize", 100)?;
         if datasize > PAGE_SIZE as u64 {
             return Err(format!(

@@ -32,7 +32,6 @@ pub struct IrqComplete {
 
 impl IrqComplete {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&["waiters", "period", "all", "cpu", "work"])?;
         let period = parse_duration(p.values.get("period").map_or("1ms", |s| s))
             .map_err(|e| format!("workload `irq-complete`: parameter `period`: {e}"))?;
         if period < 1_000 {

@@ -49,7 +49,6 @@ pub struct Times {
 
 impl Kernbench {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&["jobs", "files", "spawn"])?;
         let spawn = match p.choice("spawn", &["vfork", "fork"])? {
             "fork" => SpawnMode::Fork,
             _ => SpawnMode::Vfork,

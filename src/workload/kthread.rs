@@ -32,7 +32,6 @@ fn spec(comm: &str, ops: Vec<Op>) -> TaskSpec<'_> {
 
 impl KthreadBench {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&["count"])?;
         Ok(KthreadBench {
             count: p.count_max("count", 100, 50_000)?,
         })

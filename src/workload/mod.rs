@@ -7,6 +7,7 @@ pub mod fork;
 pub mod hackbench;
 pub mod irq_complete;
 pub mod kernbench;
+pub mod kinds;
 pub mod kthread;
 pub mod lenient_json;
 pub mod params;
@@ -26,85 +27,6 @@ use params::Params;
 use program::{Op, ProgState};
 use serde_json::{Map, Value};
 use std::rc::Rc;
-
-/// One line per workload: (name, parameters with defaults, what it is).
-pub const WORKLOADS: &[(&str, &str, &str)] = &[
-    (
-        "hackbench",
-        "groups=10,fds=20,loops=100,datasize=100,ipc=socket|pipe,mode=process|thread,output=hackbench|perf,policy=normal,prio=50,nice=0",
-        "rt-tests hackbench / perf bench sched messaging: groups of senders spraying receivers",
-    ),
-    (
-        "pipe",
-        "loops=1000000,threads=false,variant=current|pingpong,cpu=(any)",
-        "perf bench sched pipe: two tasks passing tokens through two pipes",
-    ),
-    (
-        "schbench",
-        "m=1,t=ncpus/m,r=30s,s=100us,F=256,n=5,lock=true,R=0",
-        "schbench (current): m message threads wake t workers each; wakeup/request latency, rps",
-    ),
-    (
-        "schbench-old",
-        "m=2,t=16,r=30s,s=30ms,c=30ms",
-        "schbench 2016-2021: workers spin c, message threads sleep s..1.25s; wakeup latency",
-    ),
-    (
-        "context1",
-        "copies=1,duration=10s",
-        "UnixBench pipe-based context switching: parent/child pass a counter through two pipes",
-    ),
-    (
-        "cyclictest",
-        "threads=1,interval=1000us,distance=500us,prio=80,policy=fifo|rr|normal|batch|idle,loops=0,duration=1s,histogram=0",
-        "rt-tests cyclictest: threads sleep to absolute deadlines; wakeup latency, T: lines, -h histogram",
-    ),
-    (
-        "periodic",
-        "tasks=1,run=8ms,sleep=8ms,nice=0,pin=false,barrier=false,mode=user|kernel,cond_resched=0,atomic=false,policy=normal|batch|idle|fifo|rr,prio=50",
-        "tasks that run then sleep forever (durations: 8ms, 1ms..3ms, exp:2ms)",
-    ),
-    (
-        "fork",
-        "mode=fork|vfork|clone,loops=1000",
-        "UnixBench spawn: create a child that exits at once, wait for it; vfork waits on a completion",
-    ),
-    (
-        "forky",
-        "count=1000,mode=fork|vfork|clone",
-        "seed 003's fork bomb: count forks back to back, a histogram of the time per fork",
-    ),
-    (
-        "kernbench",
-        "jobs=32,files=500,spawn=vfork|fork",
-        "make -j: spawn sh, which runs cc1 and as, per file; reports real/user/sys like `time make`",
-    ),
-    (
-        "kthread",
-        "count=100",
-        "kthread_create/run/park/unpark/stop of count threads through kthreadd, each step a completion",
-    ),
-    (
-        "irq-complete",
-        "waiters=1,period=1ms,all=false,cpu=0,work=2us",
-        "N tasks wait on a completion that a periodic device interrupt completes (all: complete_all)",
-    ),
-    (
-        "stress-ng",
-        "cpu=(all),cpu-load=100,cpu-ops=(none),cpu-load-slice=64,op-time=1ms,timeout=(none),cpus=(all)",
-        "stress-ng --cpu N --cpu-load P --cpu-ops K: workers with a self-correcting busy/sleep duty cycle",
-    ),
-    (
-        "rtapp",
-        "file=PATH (or rtapp:PATH)",
-        "an rt-app JSON workload (tasks, phases, run/sleep/timer/lock/wait/signal/barrier/fork/suspend...)",
-    ),
-    (
-        "replay",
-        "file=PATH,select=COMM|COMM,fidelity=false",
-        "causal replay of a perf script / ftrace / trace-cmd trace (`schedlab replay FILE`)",
-    ),
-];
 
 /// A parsed workload.
 #[derive(Clone, Debug)]
@@ -148,28 +70,19 @@ impl BenchResult {
 }
 
 impl Workload {
+    /// Parse a workload spec: its kind from the table, its keys checked
+    /// against the kind's parameters, then the kind's own parser.
     pub fn parse(p: &Params) -> Result<Workload, String> {
-        match p.kind.as_str() {
-            "hackbench" => Ok(Workload::Hackbench(hackbench::Hackbench::parse(p)?)),
-            "pipe" => Ok(Workload::Pipe(pipe::PipeBench::parse(p)?)),
-            "periodic" => Ok(Workload::Periodic(periodic::Periodic::parse(p)?)),
-            "schbench" => Ok(Workload::Schbench(schbench::Schbench::parse(p, false)?)),
-            "schbench-old" => Ok(Workload::Schbench(schbench::Schbench::parse(p, true)?)),
-            "context1" => Ok(Workload::Context1(context1::Context1::parse(p)?)),
-            "cyclictest" => Ok(Workload::Cyclictest(cyclictest::Cyclictest::parse(p)?)),
-            "fork" => Ok(Workload::Spawn(fork::Spawn::parse(p)?)),
-            "forky" => Ok(Workload::Forky(fork::Forky::parse(p)?)),
-            "irq-complete" => Ok(Workload::IrqComplete(irq_complete::IrqComplete::parse(p)?)),
-            "kernbench" => Ok(Workload::Kernbench(kernbench::Kernbench::parse(p)?)),
-            "kthread" => Ok(Workload::Kthread(kthread::KthreadBench::parse(p)?)),
-            "stress-ng" => Ok(Workload::StressNg(stress_ng::StressNg::parse(p)?)),
-            "rtapp" => Ok(Workload::RtApp(Rc::new(rtapp::RtApp::parse(p)?))),
-            "replay" => Ok(Workload::Replay(Rc::new(replay::Replay::parse(p)?))),
-            k => Err(format!(
-                "unknown workload `{k}` (known: {})",
-                WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
-            )),
-        }
+        let kind = kinds::kind(&p.kind).ok_or_else(|| {
+            let names: Vec<&str> = kinds::KINDS.iter().map(|k| k.name).collect();
+            format!(
+                "unknown workload `{}` (known: {})",
+                p.kind,
+                names.join(", ")
+            )
+        })?;
+        p.check_keys(&kind.keys())?;
+        (kind.parse)(p)
     }
 
     pub fn name(&self) -> &'static str {

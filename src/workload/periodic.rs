@@ -33,19 +33,6 @@ pub struct Periodic {
 
 impl Periodic {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&[
-            "tasks",
-            "run",
-            "sleep",
-            "nice",
-            "pin",
-            "barrier",
-            "mode",
-            "cond_resched",
-            "atomic",
-            "policy",
-            "prio",
-        ])?;
         let w = Periodic {
             tasks: p.count_max("tasks", 1, MAX_TASKS)?,
             run: p.dist("run", "8ms")?,

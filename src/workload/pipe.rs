@@ -25,7 +25,6 @@ const MSG: u32 = 4;
 
 impl PipeBench {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&["loops", "threads", "variant", "cpu"])?;
         let cpu = match p.values.contains_key("cpu") {
             true => Some(p.int("cpu", 0, 0, i64::from(u32::MAX))? as usize),
             false => None,

@@ -503,7 +503,6 @@ fn rel(sim: f64, rec: f64) -> String {
 impl Replay {
     /// `replay:file=PATH,select=COMM|COMM,fidelity=BOOL`
     pub fn parse(p: &Params) -> Result<Replay, String> {
-        p.check_keys(&["file", "select", "fidelity"])?;
         let file = p
             .values
             .get("file")

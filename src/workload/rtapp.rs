@@ -306,7 +306,6 @@ impl Ctx<'_> {
 impl RtApp {
     /// `rtapp:FILE` or `rtapp:file=FILE`.
     pub fn parse(p: &Params) -> Result<RtApp, String> {
-        p.check_keys(&["file"])?;
         let file = p
             .values
             .get("file")

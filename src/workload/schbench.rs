@@ -58,11 +58,6 @@ struct Ids {
 
 impl Schbench {
     pub fn parse(p: &Params, old: bool) -> Result<Self, String> {
-        if old {
-            p.check_keys(&["m", "t", "r", "s", "c"])?;
-        } else {
-            p.check_keys(&["m", "t", "r", "s", "F", "n", "lock", "R"])?;
-        }
         let us = |key: &str, default: &str| -> Result<u64, String> {
             match p.dist(key, default)? {
                 Dist::Fixed(v) => Ok(v),

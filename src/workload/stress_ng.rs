@@ -65,15 +65,6 @@ fn parse_cpulist(s: &str) -> Result<Vec<usize>, String> {
 
 impl StressNg {
     pub fn parse(p: &Params) -> Result<Self, String> {
-        p.check_keys(&[
-            "cpu",
-            "cpu-load",
-            "cpu-ops",
-            "cpu-load-slice",
-            "op-time",
-            "timeout",
-            "cpus",
-        ])?;
         let cpu = p.int("cpu", -1, -1, MAX_TASKS as i64)?;
         let op_time = p.dist("op-time", DEFAULT_OP_TIME)?;
         let timeout = match p.values.get("timeout") {
@@ -275,8 +266,12 @@ impl StressNg {
 mod tests {
     use super::*;
 
+    /// Through the kinds table, which checks the keys.
     fn parse(spec: &str) -> Result<StressNg, String> {
-        StressNg::parse(&Params::parse_spec(spec).unwrap())
+        match crate::workload::Workload::parse(&Params::parse_spec(spec).unwrap())? {
+            crate::workload::Workload::StressNg(w) => Ok(w),
+            w => panic!("{spec} parsed as {}", w.name()),
+        }
     }
 
     #[test]
