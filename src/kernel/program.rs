@@ -242,38 +242,8 @@ pub enum Op {
         target: Pid,
         fatal: bool,
     },
-    /// kthread_create_on_node's request to kthreadd for thread `k`, whose
-    /// exit completes `exited` (the caller then waits on k's `done`).
-    KthreadCreate {
-        k: Pid,
-        exited: usize,
-    },
-    /// kthreadd's loop body: fork the next requested thread, or sleep.
-    Kthreadd,
-    /// set_current_state + schedule() until wake_up_process.
-    SleepUntilWoken,
-    /// wake_up_process (kthread_run's wakeup).
-    WakeProcess {
-        target: Pid,
-    },
-    /// kthread_park (then wait on the thread's `parked`).
-    KthreadPark {
-        k: Pid,
-    },
-    KthreadUnpark {
-        k: Pid,
-    },
-    /// kthread_stop (then wait on the thread's `exited`).
-    KthreadStop {
-        k: Pid,
-    },
-    /// In a kthread: exit if kthread_should_stop().
-    KthreadShouldStop,
-    /// In a kthread: __kthread_parkme, completing `parked` and sleeping
-    /// while the SHOULD_PARK bit is set.
-    KthreadParkme {
-        parked: usize,
-    },
+    /// A kthread operation (kthread.c, kthreadd): an in-kernel call.
+    Kthread(KthreadOp),
     /// Repeat the ops up to the matching EndLoop `count` times (0 = forever).
     Loop {
         count: u64,
@@ -306,6 +276,43 @@ pub enum Op {
     },
     /// A futex-based pthread operation (rt-app workloads).
     Pthread(PthreadOp),
+}
+
+/// The kthread ops: kthread_create/park/stop and kthreadd's side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KthreadOp {
+    /// kthread_create_on_node's request to kthreadd for thread `k`, whose
+    /// exit completes `exited` (the caller then waits on k's `done`).
+    Create {
+        k: Pid,
+        exited: usize,
+    },
+    /// kthreadd's loop body: fork the next requested thread, or sleep.
+    Kthreadd,
+    /// set_current_state + schedule() until wake_up_process.
+    SleepUntilWoken,
+    /// wake_up_process (kthread_run's wakeup).
+    WakeProcess {
+        target: Pid,
+    },
+    /// kthread_park (then wait on the thread's `parked`).
+    Park {
+        k: Pid,
+    },
+    Unpark {
+        k: Pid,
+    },
+    /// kthread_stop (then wait on the thread's `exited`).
+    Stop {
+        k: Pid,
+    },
+    /// In a kthread: exit if kthread_should_stop().
+    ShouldStop,
+    /// In a kthread: __kthread_parkme, completing `parked` and sleeping
+    /// while the SHOULD_PARK bit is set.
+    Parkme {
+        parked: usize,
+    },
 }
 
 /// What a task sleeps on, for diagnostics and the lost-wakeup check.

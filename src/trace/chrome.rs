@@ -3,17 +3,15 @@
 //! task's own track, wakeups as instants and nr_running/util_avg counters.
 //! Streamed like the ftrace writer: one open slice per CPU is all it keeps.
 
-use super::{prev_state, Selection};
+use super::{prev_state, Selection, TraceFile, FLUSH_AT};
 use crate::kernel::task::Pid;
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
 use crate::util::fs::AtomicFile;
 use std::io::{self, Write};
 
-const FLUSH_AT: usize = 1 << 16;
-
 pub struct ChromeWriter {
-    out: AtomicFile,
+    out: TraceFile,
     buf: Vec<u8>,
     window: (u64, u64),
     sel: Selection,
@@ -22,7 +20,6 @@ pub struct ChromeWriter {
     /// Per CPU: the task running and since when.
     running: Vec<Option<(Pid, u64)>>,
     cpu_last: Vec<(u64, u64)>,
-    error: Option<io::Error>,
 }
 
 /// ns → µs with three decimals, as the format wants.
@@ -33,14 +30,13 @@ fn us(ns: u64) -> String {
 impl ChromeWriter {
     pub fn new(out: AtomicFile, window: Option<(u64, u64)>, sel: Selection, k: &Kernel) -> Self {
         let mut w = ChromeWriter {
-            out,
+            out: TraceFile::new(out),
             buf: Vec::with_capacity(FLUSH_AT + 1024),
             window: window.unwrap_or((0, u64::MAX)),
             sel,
             names: Vec::new(),
             running: vec![None; k.rqs.len()],
             cpu_last: vec![(u64::MAX, u64::MAX); k.rqs.len()],
-            error: None,
         };
         w.header(k);
         w
@@ -170,12 +166,7 @@ impl ChromeWriter {
 impl Tracer for ChromeWriter {
     fn event(&mut self, k: &Kernel, ev: &TraceEvent) {
         self.write(k, ev);
-        if self.buf.len() >= FLUSH_AT {
-            if let Err(e) = self.out.write_all(&self.buf) {
-                self.error.get_or_insert(e);
-            }
-            self.buf.clear();
-        }
+        self.out.flush_full(&mut self.buf);
     }
 
     fn finish(mut self: Box<Self>, k: &Kernel) -> io::Result<()> {
@@ -183,11 +174,7 @@ impl Tracer for ChromeWriter {
             self.close(k, cpu, "R");
         }
         let _ = writeln!(self.buf, "\n],\"displayTimeUnit\":\"ns\"}}");
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        self.out.write_all(&self.buf)?;
-        let ChromeWriter { out, .. } = *self;
-        out.commit()
+        let ChromeWriter { out, buf, .. } = *self;
+        out.finish(&buf)
     }
 }

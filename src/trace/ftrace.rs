@@ -5,15 +5,12 @@
 //! `tracing_mark_write: C|pid|name|value`. Lines are built in a reused
 //! buffer and streamed out, so memory does not grow with the trace.
 
-use super::{prev_state, prio, Selection};
+use super::{prev_state, prio, Selection, TraceFile, FLUSH_AT};
 use crate::kernel::task::Pid;
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
 use crate::util::fs::AtomicFile;
 use std::io::{self, Write};
-
-/// Flush the line buffer to the file past this many bytes.
-const FLUSH_AT: usize = 1 << 16;
 
 /// Append the decimal digits of `v`, left-padded with `pad` to `width`
 /// (core::fmt was most of the cost of tracing).
@@ -47,7 +44,7 @@ fn pad_right(b: &mut Vec<u8>, s: &[u8], width: usize) {
 }
 
 pub struct FtraceWriter {
-    out: AtomicFile,
+    out: TraceFile,
     buf: Vec<u8>,
     window: (u64, u64),
     sel: Selection,
@@ -58,21 +55,19 @@ pub struct FtraceWriter {
     cpu_last: Vec<(u64, u64)>,
     /// Last (util_avg, load_avg) written per selected task.
     task_last: Vec<(u64, u64)>,
-    error: Option<io::Error>,
     pub events: u64,
 }
 
 impl FtraceWriter {
     pub fn new(out: AtomicFile, window: Option<(u64, u64)>, sel: Selection, k: &Kernel) -> Self {
         let mut w = FtraceWriter {
-            out,
+            out: TraceFile::new(out),
             buf: Vec::with_capacity(FLUSH_AT + 1024),
             window: window.unwrap_or((0, u64::MAX)),
             sel,
             comms: Vec::new(),
             cpu_last: vec![(u64::MAX, u64::MAX); k.rqs.len()],
             task_last: Vec::new(),
-            error: None,
             events: 0,
         };
         w.header(k.rqs.len());
@@ -314,21 +309,11 @@ impl Tracer for FtraceWriter {
             return;
         }
         self.write(k, ev);
-        if self.buf.len() >= FLUSH_AT {
-            if let Err(e) = self.out.write_all(&self.buf) {
-                self.error.get_or_insert(e);
-            }
-            self.buf.clear();
-        }
+        self.out.flush_full(&mut self.buf);
     }
 
-    fn finish(mut self: Box<Self>, _k: &Kernel) -> io::Result<()> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
-        let FtraceWriter { out, .. } = *self;
-        out.commit()
+    fn finish(self: Box<Self>, _k: &Kernel) -> io::Result<()> {
+        let FtraceWriter { out, buf, .. } = *self;
+        out.finish(&buf)
     }
 }

@@ -55,6 +55,42 @@ impl TraceOptions {
     }
 }
 
+/// A writer's buffer goes to its file once it holds this many bytes.
+pub const FLUSH_AT: usize = 1 << 16;
+
+/// The file a trace writer's buffer goes to: written whenever the buffer
+/// is full, the first write error kept for the end of the run.
+pub struct TraceFile {
+    out: AtomicFile,
+    error: Option<io::Error>,
+}
+
+impl TraceFile {
+    pub fn new(out: AtomicFile) -> Self {
+        TraceFile { out, error: None }
+    }
+
+    /// Write `buf` out and empty it, once it holds `FLUSH_AT` bytes.
+    pub fn flush_full(&mut self, buf: &mut Vec<u8>) {
+        if buf.len() >= FLUSH_AT {
+            if let Err(e) = self.out.write_all(buf) {
+                self.error.get_or_insert(e);
+            }
+            buf.clear();
+        }
+    }
+
+    /// Write the rest and commit the file, or return the first error.
+    pub fn finish(self, rest: &[u8]) -> io::Result<()> {
+        let TraceFile { mut out, error } = self;
+        if let Some(e) = error {
+            return Err(e);
+        }
+        out.write_all(rest)?;
+        out.commit()
+    }
+}
+
 /// The tasks whose PELT signals are traced, by comm or pid.
 #[derive(Default)]
 pub struct Selection {

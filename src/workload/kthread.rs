@@ -5,7 +5,7 @@
 //! kthread_should_stop, park if asked, work 50 µs, sleep 1 ms.
 
 use super::params::Params;
-use super::program::{Dist, Mark, Op};
+use super::program::{Dist, KthreadOp, Mark, Op};
 use super::{marked_span, BenchResult, Builder, TaskSpec};
 use crate::kernel::completion::WaitHow;
 use crate::kernel::task::Pid;
@@ -41,8 +41,8 @@ impl KthreadBench {
         let driver = b.task(k, spec("insmod", vec![]));
         let kthreadd_ops = vec![
             Op::Loop { count: 0 },
-            Op::KthreadShouldStop,
-            Op::Kthreadd,
+            Op::Kthread(KthreadOp::ShouldStop),
+            Op::Kthread(KthreadOp::Kthreadd),
             Op::EndLoop,
         ];
         let kthreadd = b.task(k, spec("kthreadd", kthreadd_ops));
@@ -58,31 +58,31 @@ impl KthreadBench {
                     c: done,
                     all: false,
                 },
-                Op::SleepUntilWoken,
+                Op::Kthread(KthreadOp::SleepUntilWoken),
                 Op::Loop { count: 0 },
-                Op::KthreadShouldStop,
-                Op::KthreadParkme { parked },
+                Op::Kthread(KthreadOp::ShouldStop),
+                Op::Kthread(KthreadOp::Parkme { parked }),
                 Op::Run(Dist::Fixed(50_000)),
                 Op::Sleep(Dist::Fixed(MS)),
                 Op::EndLoop,
             ];
             let t = b.task(k, spec("kworker", thread));
             ops.extend([
-                Op::KthreadCreate { k: t, exited },
+                Op::Kthread(KthreadOp::Create { k: t, exited }),
                 Op::WaitForCompletion {
                     c: done,
                     how: WaitHow::KILLABLE,
                 },
-                Op::WakeProcess { target: t },
+                Op::Kthread(KthreadOp::WakeProcess { target: t }),
                 Op::Run(Dist::Fixed(100_000)),
-                Op::KthreadPark { k: t },
+                Op::Kthread(KthreadOp::Park { k: t }),
                 Op::WaitForCompletion {
                     c: parked,
                     how: plain,
                 },
-                Op::KthreadUnpark { k: t },
+                Op::Kthread(KthreadOp::Unpark { k: t }),
                 Op::Run(Dist::Fixed(100_000)),
-                Op::KthreadStop { k: t },
+                Op::Kthread(KthreadOp::Stop { k: t }),
                 Op::WaitForCompletion {
                     c: exited,
                     how: plain,
@@ -91,7 +91,7 @@ impl KthreadBench {
         }
         ops.extend([
             Op::Mark(Mark::Stop),
-            Op::KthreadStop { k: kthreadd },
+            Op::Kthread(KthreadOp::Stop { k: kthreadd }),
             Op::Exit,
         ]);
         k.tasks[driver].prog.ops = Rc::from(ops);

@@ -12,7 +12,7 @@ use crate::kernel::Kernel;
 
 /// The instruction set and interpreter state, defined in the kernel (a
 /// task holds its program); workloads build programs from them.
-pub use crate::kernel::program::{Action, Blocked, Dist, Duty, Mark, Op, ProgState};
+pub use crate::kernel::program::{Action, Blocked, Dist, KthreadOp, Mark, Op, ProgState};
 
 /// How long a spinner burns between two looks at a held lock: a few
 /// hundred trylock + pause rounds (an estimate; pause is ~40–140 cycles).
@@ -99,15 +99,7 @@ impl Kernel {
             | Op::ReinitCompletion { .. }
             | Op::TryWaitForCompletion { .. }
             | Op::CompletionDone { .. }
-            | Op::KthreadCreate { .. }
-            | Op::Kthreadd
-            | Op::SleepUntilWoken
-            | Op::WakeProcess { .. }
-            | Op::KthreadPark { .. }
-            | Op::KthreadUnpark { .. }
-            | Op::KthreadStop { .. }
-            | Op::KthreadShouldStop
-            | Op::KthreadParkme { .. } => None,
+            | Op::Kthread(_) => None,
             Op::StartIo { .. } | Op::Signal { .. } => Some(c.syscall_ns),
             Op::Vfork { .. } | Op::CloneVm { .. } => Some(c.fork_ns * SHARED_MM_FORK_PCT / 100),
             Op::Exec => Some(c.fork_ns * EXEC_FORK_PCT / 100),
@@ -359,15 +351,7 @@ impl Kernel {
                 self.exit_task(p);
                 Some(Action::Block)
             }
-            Op::KthreadCreate { .. }
-            | Op::Kthreadd
-            | Op::SleepUntilWoken
-            | Op::WakeProcess { .. }
-            | Op::KthreadPark { .. }
-            | Op::KthreadUnpark { .. }
-            | Op::KthreadStop { .. }
-            | Op::KthreadShouldStop
-            | Op::KthreadParkme { .. } => self.exec_kthread_op(p, cpu, op),
+            Op::Kthread(op) => self.exec_kthread_op(p, cpu, op),
             Op::AwaitWake { futex } => {
                 let io = self.futex_wait(p, futex, 0);
                 self.io_done(p, io, 0)
@@ -388,10 +372,10 @@ impl Kernel {
     }
 
     /// The kthread ops.
-    fn exec_kthread_op(&mut self, p: Pid, cpu: usize, op: Op) -> Option<Action> {
+    fn exec_kthread_op(&mut self, p: Pid, cpu: usize, op: KthreadOp) -> Option<Action> {
         match op {
-            Op::KthreadCreate { k, exited } => self.kthread_create(k, exited, cpu, p),
-            Op::Kthreadd => {
+            KthreadOp::Create { k, exited } => self.kthread_create(k, exited, cpu, p),
+            KthreadOp::Kthreadd => {
                 self.tasks[p].prog.advance();
                 if self.kthreadd_fork_next(cpu, p) {
                     return Some(self.charge(p, self.machine.cost.fork_ns, Point::MightSleep));
@@ -401,15 +385,15 @@ impl Kernel {
                 }
                 return None;
             }
-            Op::SleepUntilWoken => {
+            KthreadOp::SleepUntilWoken => {
                 self.tasks[p].prog.advance();
                 return self.sleep_until_woken(p).then_some(Action::Block);
             }
-            Op::WakeProcess { target } => self.wake_up_process(target, cpu, p),
-            Op::KthreadPark { k } => self.kthread_signal(k, Some(true), false, cpu, p),
-            Op::KthreadUnpark { k } => self.kthread_signal(k, Some(false), false, cpu, p),
-            Op::KthreadStop { k } => self.kthread_signal(k, None, true, cpu, p),
-            Op::KthreadShouldStop => {
+            KthreadOp::WakeProcess { target } => self.wake_up_process(target, cpu, p),
+            KthreadOp::Park { k } => self.kthread_signal(k, Some(true), false, cpu, p),
+            KthreadOp::Unpark { k } => self.kthread_signal(k, Some(false), false, cpu, p),
+            KthreadOp::Stop { k } => self.kthread_signal(k, None, true, cpu, p),
+            KthreadOp::ShouldStop => {
                 if self.kthread_flags(p).should_stop {
                     let prog = &mut self.tasks[p].prog;
                     prog.pc = prog.ops.len();
@@ -417,7 +401,7 @@ impl Kernel {
                     return None;
                 }
             }
-            Op::KthreadParkme { parked } => {
+            KthreadOp::Parkme { parked } => {
                 if self.kthread_flags(p).should_park {
                     // Complete `parked` once, then sleep while parked.
                     if self.tasks[p].prog.phase != 2 {
@@ -427,7 +411,6 @@ impl Kernel {
                     return self.sleep_until_woken(p).then_some(Action::Block);
                 }
             }
-            _ => unreachable!("not a kthread op: {op:?}"),
         }
         self.tasks[p].prog.advance();
         None
