@@ -1,6 +1,8 @@
 //! The discrete-event engine: simulated time, a deterministic event queue
 //! ordered by (time, sequence number), and seeded random streams.
 //!
+//! Layer: bottom, beside `machine` and `util`; imports nothing of the crate.
+//!
 //! Every event source has one slot: each CPU's activity end, tick, resched
 //! and idle-balance kick, each task's timer, and the end of the run. A slot
 //! holds at most one pending event; arming it again replaces the pending

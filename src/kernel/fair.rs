@@ -5,9 +5,11 @@
 //! (group entity propagation, tg->load_avg, group shares).
 //!
 //! All arithmetic follows the kernel's integer forms. A run queue holds its
-//! queued entities in a vector in insertion order: a pick scans it for the
-//! earliest eligible deadline, which gives the same result as the kernel's
-//! augmented rb-tree walk (ties go to the earlier insertion, as rb_add does).
+//! queued entities (curr aside) in a deadline-ordered timeline
+//! (`timeline.rs`, the kernel's tasks_timeline): a pick walks it from the
+//! earliest deadline to the first eligible entity, which gives the same
+//! result as the kernel's augmented rb-tree walk (equal deadlines keep their
+//! queueing order, as rb_add does).
 //! Entities are tasks or group entities (see [`SeId`]); the walks up and
 //! down the hierarchy live in `fair_class.rs`.
 

@@ -1,5 +1,14 @@
 //! The kernel model: run queues, tasks and the scheduler classes, driven by
-//! the engine's events. Submodules mirror kernel/sched/.
+//! the engine's events. Submodules mirror kernel/sched/ (and the parts of
+//! kernel/ the scheduler meets: wait queues, completions, futexes, pipes,
+//! sockets, kthreads, interrupts).
+//!
+//! Layer: the kernel, on `engine`, `machine` and `util` only. It imports no
+//! workload, trace writer, report, scenario or command: what it calls above
+//! itself it defines here and others implement: a task's program
+//! (`program.rs`: the op set and interpreter state; the interpreter,
+//! `Kernel::step`, is workload/program.rs), the tracepoint hook
+//! (`tracepoint.rs`: `TraceEvent`, `Tracer`) and the [`ProgressHook`].
 
 pub mod balance;
 pub mod bandwidth;

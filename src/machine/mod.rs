@@ -9,6 +9,9 @@
 //!
 //! Modules: [`topology`] (CPU records, masks, distances), [`presets`]
 //! (named machines), [`host`] (sysfs), [`cost`] (cost models).
+//!
+//! Layer: bottom, beside `engine` and `util`; imports nothing of the crate
+//! above them (the kernel reads the machine, never the reverse).
 
 pub mod cost;
 pub mod host;

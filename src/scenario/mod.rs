@@ -2,6 +2,11 @@
 //! into one table, then checked key by key into a resolved `Scenario`.
 //! Every flag is a key: --machine is `machine.preset`, --workload adds a
 //! `[[workload]]` table, --seed is `sim.seed`, --duration `sim.duration`.
+//! The flags themselves are `flags.rs`; the `[output]` keys `output.rs`.
+//!
+//! Layer: scenario and run, above the reports. Builds on kernel
+//! configuration, workload parameters and trace options; imports no
+//! experiment (`compare`, `repro`, ...) and not `cli`.
 
 pub mod flags;
 pub mod output;

@@ -1,7 +1,12 @@
 //! Traces in and out. Export: the kernel's scheduler tracepoints
-//! (include/trace/events/sched.h) written as ftrace text or Chrome JSON
-//! while the simulation runs. Import: `perf script`, ftrace and trace-cmd
-//! text, rebuilt into per-task programs for causal replay.
+//! (include/trace/events/sched.h, the hook in kernel/tracepoint.rs) written
+//! as ftrace text or Chrome JSON while the simulation runs. Import:
+//! `perf script`, ftrace and trace-cmd text parsed into records
+//! (`parse.rs`); workload/replay.rs rebuilds them into task programs.
+//!
+//! Layer: beside `observe`, right above the kernel and below `workload`
+//! (whose replay reads the parser). Imports only the kernel and `util`:
+//! no workload, report, scenario or run; the run layer opens the tracers.
 
 pub mod chrome;
 pub mod ftrace;

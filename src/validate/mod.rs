@@ -2,6 +2,9 @@
 //! host. `validate pelt` runs duty-cycle tasks for real, samples their PELT
 //! signals from /proc, replays the same recorded intervals through the
 //! simulator's PELT code and compares. Exit 0 pass, 1 fail, 2 cannot run.
+//!
+//! Layer: experiments, beside `compare`, `repro` and `bench`. Uses the
+//! layers below (kernel, workload, report, scenario, run); never `cli`.
 
 pub mod duty;
 pub mod pelt;

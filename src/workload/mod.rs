@@ -1,5 +1,8 @@
 //! Workloads: benchmarks compiled to task programs, and their results in
-//! the benchmark's own output format.
+//! the benchmark's own output format. `kinds.rs` is the table of kinds.
+//!
+//! Layer: above the kernel (and `trace`, whose parser replay reads); below
+//! the reports. Imports no report, scenario, run, experiment or `cli`.
 
 pub mod context1;
 pub mod cyclictest;
