@@ -27,8 +27,14 @@ pub enum Activity {
     /// Running the idle loop since `since`.
     Idle { since: Time },
     /// In the middle of a context switch to rq.curr, until `end`; `prev`
-    /// is still on_cpu until then.
-    Switching { prev: Option<Pid>, end: Time },
+    /// is still on_cpu until then. sched_switch is emitted at `end`, when
+    /// next starts, with prev's state and the mode as of the switch's start.
+    Switching {
+        prev: Option<Pid>,
+        end: Time,
+        prev_state: TaskState,
+        preempt: bool,
+    },
     /// Executing rq.curr's current segment, started at `start` at `speed`
     /// (work-ns per 1024 ns of wall time).
     Running { start: Time, speed: u64 },
@@ -349,11 +355,22 @@ impl Kernel {
         if let (Activity::Running { .. }, Some(p)) = (rq.act, rq.curr) {
             self.tasks[p].work_left = 0;
         }
-        let switched = matches!(rq.act, Activity::Switching { .. });
+        let switched = match rq.act {
+            Activity::Switching {
+                prev,
+                prev_state,
+                preempt,
+                ..
+            } => Some((prev, prev_state, preempt)),
+            _ => None,
+        };
         rq.act = Activity::Kernel;
-        rq.pre.switched_in = switched;
-        if switched && rq.ttwu_pending {
-            self.sched_ttwu_pending(cpu);
+        rq.pre.switched_in = switched.is_some();
+        if let Some((prev, prev_state, preempt)) = switched {
+            self.finish_task_switch(cpu, prev, prev_state, preempt);
+            if self.rqs[cpu].ttwu_pending {
+                self.sched_ttwu_pending(cpu);
+            }
         }
         self.dispatch(cpu);
     }
@@ -428,11 +445,15 @@ impl Kernel {
         if prev_rt || next.is_some_and(|p| self.is_rt(p)) {
             self.update_rq_class_avgs(cpu, prev_rt);
         }
+        let preempt = mode == SchedMode::Preempt;
+        let prev_state = prev.map_or(TaskState::Running, |p| self.tasks[p].state);
         let rq = &mut self.rqs[cpu];
         rq.curr = next;
         rq.stats.nr_switches += 1;
         self.stats.rq_switches += 1;
-        self.trace_switch(cpu, prev, next, mode == SchedMode::Preempt);
+        if next.is_none() {
+            self.trace_switch(cpu, prev, prev_state, None, preempt);
+        }
         if let Some(p) = prev {
             let t = &mut self.tasks[p];
             t.stats.nr_switches += 1;
@@ -455,9 +476,42 @@ impl Kernel {
         rq.act = Activity::Switching {
             prev,
             end: now + cost,
+            prev_state,
+            preempt,
         };
         self.events.push(now + cost, EventKind::CpuDone, cpu);
         false
+    }
+
+    /// The switch to rq.curr is done and it starts running (the end of
+    /// context_switch): sched_switch fires now, and a task woken since its
+    /// last run has its wakeup → running latency taken.
+    fn finish_task_switch(
+        &mut self,
+        cpu: usize,
+        prev: Option<Pid>,
+        prev_state: TaskState,
+        preempt: bool,
+    ) {
+        let next = self.rqs[cpu].curr;
+        self.trace_switch(cpu, prev, prev_state, next, preempt);
+        if let Some(n) = next {
+            let t = &mut self.tasks[n];
+            if let Some(at) = t.stats.waking_at.take() {
+                let lat = self.now - at;
+                t.stats.wakeup_latency.add(lat);
+                self.stats.wakeup_latency.add(lat);
+            }
+        }
+    }
+
+    /// The task a CPU's events are attributed to: prev while a switch is
+    /// in progress (sched_switch has not fired yet), else curr.
+    pub fn trace_ctx(&self, cpu: usize) -> Option<Pid> {
+        match self.rqs[cpu].act {
+            Activity::Switching { prev, .. } => prev,
+            _ => self.rqs[cpu].curr,
+        }
     }
 
     /// update_stats_wait_end: the task stops waiting on the run queue.
@@ -601,6 +655,7 @@ impl Kernel {
         t.state = TaskState::Running;
         t.prog.wake();
         t.stats.nr_wakeups += 1;
+        t.stats.waking_at = Some(self.now);
         if wake_flags & WF_SYNC != 0 {
             t.stats.nr_wakeups_sync += 1;
         }
@@ -614,6 +669,9 @@ impl Kernel {
             self.trace_wakeup(p, cpu, from);
             if self.rqs[cpu].curr != Some(p) {
                 self.wakeup_preempt(cpu, p, Some(from));
+            } else {
+                // Woken before it switched out: it never stopped running.
+                self.tasks[p].stats.waking_at = None;
             }
             return true;
         }
@@ -644,7 +702,9 @@ impl Kernel {
     /// p->on_cpu: `p` is still being switched out of `cpu`; until when.
     fn on_cpu_until(&self, p: Pid, cpu: usize) -> Option<Time> {
         match self.rqs[cpu].act {
-            Activity::Switching { prev: Some(q), end } if q == p => Some(end),
+            Activity::Switching {
+                prev: Some(q), end, ..
+            } if q == p => Some(end),
             _ => None,
         }
     }

@@ -78,6 +78,8 @@ pub struct Counters {
     pub tg_load_avg_ns: u64,
     /// Preemptions by cause and point, need-resched latency.
     pub preempt: preempt::PreemptStats,
+    /// sched_waking → running latency of every wakeup, ns.
+    pub wakeup_latency: crate::observe::hist::Histogram,
 }
 
 /// Why a run stopped early.

@@ -2,7 +2,7 @@
 //! costs one predictable branch when tracing is off.
 
 use super::TraceEvent;
-use crate::kernel::task::Pid;
+use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
 
 impl Kernel {
@@ -29,12 +29,14 @@ impl Kernel {
         &mut self,
         cpu: usize,
         prev: Option<Pid>,
+        prev_state: TaskState,
         next: Option<Pid>,
         preempt: bool,
     ) {
         self.trace(TraceEvent::Switch {
             cpu,
             prev,
+            prev_state,
             next,
             preempt,
         });

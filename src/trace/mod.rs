@@ -19,10 +19,13 @@ use std::io;
 /// One scheduler tracepoint. `cpu` is the CPU the event is emitted on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceEvent {
-    /// trace_sched_switch in __schedule; `preempt` is true for SM_PREEMPT.
+    /// trace_sched_switch in __schedule, emitted when next starts;
+    /// `prev_state` is prev's state as the switch began and `preempt` is
+    /// true for SM_PREEMPT.
     Switch {
         cpu: usize,
         prev: Option<Pid>,
+        prev_state: TaskState,
         next: Option<Pid>,
         preempt: bool,
     },
@@ -133,9 +136,9 @@ impl Selection {
 /// sched_switch's prev_state letter for a task being switched out
 /// (__trace_sched_switch_state): R+ when preempted, R when still runnable,
 /// S when sleeping, Z (process) or X (thread, auto-reaped) after exit.
-pub fn prev_state(k: &Kernel, p: Pid, preempt: bool) -> &'static str {
+pub fn prev_state(k: &Kernel, p: Pid, state: TaskState, preempt: bool) -> &'static str {
     let t = &k.tasks[p];
-    match t.state {
+    match state {
         TaskState::Running | TaskState::Waking | TaskState::New if preempt => "R+",
         TaskState::Running | TaskState::Waking | TaskState::New => "R",
         TaskState::Interruptible => "S",
