@@ -78,6 +78,9 @@ pub struct Rq {
     pub gse: Vec<Entity>,
     /// TIF_NEED_RESCHED of curr (or of the idle task).
     pub need_resched: bool,
+    /// RQCF_REQ_SKIP: the next __schedule keeps the rq clock as of this
+    /// time (the last update since the request).
+    pub clock_skip: Option<Time>,
     /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
     pub pre: RqPreempt,
     pub rt: RtRq,
@@ -112,6 +115,7 @@ impl Rq {
             gcfs: vec![CfsRq::default()],
             gse: vec![Entity::new(0)],
             need_resched: false,
+            clock_skip: None,
             pre: RqPreempt::default(),
             rt: RtRq::default(),
             act: Activity::Idle { since: 0 },
@@ -417,8 +421,17 @@ impl Kernel {
 
     /// __schedule. Returns true when the same task keeps running without a
     /// context switch (the caller continues it), false when the CPU is now
-    /// switching or idle.
+    /// switching or idle. A clock-skip request (rq_clock_skip_update) is
+    /// acted on here and cleared, as RQCF_REQ_SKIP → RQCF_ACT_SKIP.
     pub fn schedule(&mut self, cpu: usize, mode: SchedMode) -> bool {
+        self.clock_skipped = self.rqs[cpu].clock_skip.take().map(|t| (cpu, t));
+        let same = self.schedule_locked(cpu, mode);
+        self.clock_skipped = None;
+        same
+    }
+
+    /// The body of __schedule, with the rq clock settled.
+    fn schedule_locked(&mut self, cpu: usize, mode: SchedMode) -> bool {
         let now = self.now;
         let prev = self.rqs[cpu].curr;
         self.rqs[cpu].stats.sched_count += 1;
@@ -615,9 +628,40 @@ impl Kernel {
         t.stats.wait_start = self.now;
     }
 
-    /// wakeup_preempt: the idle task always yields; a running fair task is
-    /// checked by check_preempt_wakeup_fair.
+    /// wakeup_preempt: the class decides; then, if curr is still queued and
+    /// must reschedule, rq_clock_skip_update.
     pub(super) fn wakeup_preempt(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
+        self.wakeup_preempt_class(cpu, p, from);
+        let rq = &self.rqs[cpu];
+        if rq.need_resched && rq.curr.is_some_and(|c| self.tasks[c].on_rq) {
+            self.rqs[cpu].clock_skip = Some(self.now);
+        }
+    }
+
+    /// rq_clock_task as the fair class reads it: inside a __schedule that
+    /// honours a skip request, the clock as of the last update before it
+    /// (so prev is charged up to the wakee's enqueue and the wakee from
+    /// there); else now. A pending request follows later clock updates.
+    pub(super) fn rq_clock(&mut self, cpu: usize) -> Time {
+        if !matches!(self.clock_skipped, Some((c, _)) if c == cpu) {
+            if let Some(t) = &mut self.rqs[cpu].clock_skip {
+                *t = self.now;
+            }
+        }
+        self.rq_clock_read(cpu)
+    }
+
+    /// `rq_clock` without counting as an update.
+    pub(super) fn rq_clock_read(&self, cpu: usize) -> Time {
+        match self.clock_skipped {
+            Some((c, t)) if c == cpu => t,
+            _ => self.now,
+        }
+    }
+
+    /// The class part of wakeup_preempt: the idle task always yields; a
+    /// running fair task is checked by check_preempt_wakeup_fair.
+    fn wakeup_preempt_class(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
         if self.is_rt(p) {
             return self.wakeup_preempt_rt(cpu, p, from);
         }
@@ -813,7 +857,15 @@ impl Kernel {
         if wake_flags & WF_MIGRATED != 0 {
             flags |= ENQUEUE_MIGRATED;
         }
-        self.ttwu_do_activate(cpu, p, flags, from, took);
+        let after = self.waker_elapsed(waker, took);
+        self.ttwu_do_activate(cpu, p, flags, from, after);
+    }
+
+    /// How far into its current kernel work the waker is once this wakeup's
+    /// `own` ns are done: a wakeup loop (wake_up_all, complete_all) issues
+    /// its k-th wakeup after the k−1 before it, so its IPI leaves that late.
+    pub(super) fn waker_elapsed(&self, waker: Option<Pid>, own: u64) -> u64 {
+        waker.map_or(own, |w| self.tasks[w].overhead.max(own))
     }
 
     /// ttwu_do_activate: enqueue and check preemption; a reschedule IPI
@@ -879,12 +931,16 @@ impl Kernel {
         }
     }
 
-    /// A task's sleep timer fired on the CPU that armed it.
+    /// A task's sleep timer fired on the CPU that armed it: the hrtimer
+    /// interrupt (hrtimer_interrupt → hrtimer_wakeup) wakes it at its start
+    /// and takes `hrtimer_irq_ns` of the CPU, which whatever runs next
+    /// (the wakee, if it preempts) waits for.
     pub fn on_timer(&mut self, p: Pid) {
         if !self.timer_wakes(p) {
             return;
         }
         let cpu = self.tasks[p].timer_cpu;
+        self.rqs[cpu].irq_ns += self.machine.cost.hrtimer_irq_ns;
         self.try_to_wake_up(p, 0, cpu, None);
         // Return from the timer interrupt: a preemption point.
         if self.resched_pending(cpu) && matches!(self.rqs[cpu].act, Activity::Running { .. }) {

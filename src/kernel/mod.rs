@@ -139,6 +139,9 @@ pub struct Kernel {
     /// Set during a waker's remote enqueue: how far into its wakeup the
     /// reschedule IPI leaves (resched_curr adds it to the event time).
     resched_after: u64,
+    /// The CPU in __schedule with a skipped clock update, and the clock it
+    /// keeps (see `rq_clock`).
+    clock_skipped: Option<(usize, Time)>,
     /// Where tracepoints go (--trace, the HTML report); None = off.
     pub tracer: Option<Box<dyn crate::trace::Tracer>>,
     /// The progress bar, ticked every `progress::TICK_EVERY` events; None = off.
@@ -191,6 +194,7 @@ impl Kernel {
             alive: 0,
             check: false,
             resched_after: 0,
+            clock_skipped: None,
             tracer: None,
             progress: None,
         }

@@ -62,7 +62,8 @@ impl Kernel {
         // The IPI goes out only when the list was empty: otherwise one is
         // already on its way (llist_add's return value).
         if first {
-            self.send_call_function_single_ipi(cpu, from, queue);
+            let after = self.waker_elapsed(waker, queue);
+            self.send_call_function_single_ipi(cpu, from, after);
         }
     }
 

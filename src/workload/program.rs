@@ -344,6 +344,9 @@ pub struct ProgState {
     pub blocked: Blocked,
     /// The task slept (and was woken) inside the current op.
     pub woken: bool,
+    /// Woken and not yet charged for the wait's own kernel work (the
+    /// pipe/socket wait cycle).
+    pub wait_cycle_due: bool,
     /// Timestamps recorded by Mark ops.
     pub marks: Vec<(Mark, u64)>,
     /// Iterations counted by Count ops.
@@ -382,6 +385,7 @@ impl ProgState {
             loops: Vec::new(),
             blocked: Blocked::Nothing,
             woken: false,
+            wait_cycle_due: false,
             marks: Vec::new(),
             count: 0,
             kernel_left: 0,
@@ -393,6 +397,7 @@ impl ProgState {
 
     /// Called when the task is woken.
     pub fn wake(&mut self) {
+        self.wait_cycle_due = matches!(self.blocked, Blocked::Queue(_));
         self.blocked = Blocked::Nothing;
         self.woken = true;
     }
@@ -414,6 +419,7 @@ impl ProgState {
         self.phase = 0;
         self.progress = 0;
         self.woken = false;
+        self.wait_cycle_due = false;
         self.mode.at = Point::User;
     }
 }
@@ -546,6 +552,18 @@ impl Kernel {
         }
     }
 
+    /// What a pipe or socket op that blocked costs its task once woken,
+    /// before the retry (pipe_read's and unix_stream_read_generic's wait
+    /// loops: finish_wait, the lock again, the checks again).
+    fn wait_cycle_cost(&self, op: &Op) -> Option<u64> {
+        let c = &self.machine.cost;
+        match *op {
+            Op::PipeWrite { .. } | Op::PipeRead { .. } => Some(c.pipe_wait_cycle_ns),
+            Op::SockSend { .. } | Op::SockRecv { .. } => Some(c.socket_wait_cycle_ns),
+            _ => None,
+        }
+    }
+
     /// Execute one op: charge its cost first (phase 0), then its effect
     /// (phase 1, retried after a wakeup if it blocked). None means "go on
     /// with the next op".
@@ -553,6 +571,11 @@ impl Kernel {
         if self.tasks[p].prog.phase == 0 {
             if let Some(ns) = self.op_cost(p, &op) {
                 self.tasks[p].prog.phase = 1;
+                return Some(self.charge(p, ns, Point::MightSleep));
+            }
+        }
+        if std::mem::take(&mut self.tasks[p].prog.wait_cycle_due) {
+            if let Some(ns) = self.wait_cycle_cost(&op) {
                 return Some(self.charge(p, ns, Point::MightSleep));
             }
         }
