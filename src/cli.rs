@@ -114,7 +114,7 @@ struct RunArgs {
 /// The flags that build a scenario, shared by `run` and `compare`.
 #[derive(Args, Default, Clone)]
 pub struct ScenarioArgs {
-    /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]` or `host` [machine.preset]
+    /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]`, `host` or a machine file `FILE.toml` [machine.preset]
     #[arg(long)]
     machine: Option<String>,
     /// Workload spec `name:key=value,...` (`schedlab workloads`); repeat for several [[workload]]
