@@ -432,3 +432,91 @@ pub fn describe_states(states: &[IdleState]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::cost::kvm_guest;
+
+    fn results(pairs: &[(&str, f64)]) -> Results {
+        let mut r = Results::default();
+        for &(id, v) in pairs {
+            r.add(id, id, "ns", vec![v]);
+        }
+        r
+    }
+
+    fn haltpoll(poll_ns: u64) -> IdleInfo {
+        IdleInfo {
+            driver: "haltpoll".into(),
+            guest_halt_poll_ns: Some(poll_ns),
+        }
+    }
+
+    #[test]
+    fn formulas_and_kept_fields() {
+        let r = results(&[
+            ("clock", 20.0),
+            ("getppid", 100.0),
+            ("futex_wake_empty", 150.0),
+            ("futex_wait_eagain", 200.0),
+            ("futex_wake_local", 470.0),
+            ("pingpong_thread", 3000.0),
+            ("pingpong_process", 3400.0),
+            ("line_llc", 80.0),
+            ("pipe_stream_1", 500.0),
+            ("pipe_stream_4096", 1000.0),
+            ("pipe_stream_32768", 1000.0 + 28672.0 * 0.1),
+            ("fork", 40_020.0),
+            ("fork_exit_wait", 100_000.0),
+        ]);
+        let base = kvm_guest();
+        let d = derive(&r, &base, "vm-2", &haltpoll(0));
+        let c = &d.cost;
+        assert_eq!(c.syscall_ns, 100);
+        assert_eq!(c.wakeup_local_ns, 470 - 20 - 150);
+        assert_eq!(c.context_switch_ns, 1500 - 470 - 200);
+        assert_eq!(c.mm_switch_ns, 200);
+        assert_eq!(c.remote_rq_lock_ns, 160);
+        assert_eq!(c.cache_refill_llc_ns, refill_ns(80));
+        assert_eq!(
+            c.cache_refill_numa_ns,
+            refill_ns(80),
+            "absent level as the nearer one"
+        );
+        assert_eq!(c.cache_refill_smt_ns, base.cache_refill_smt_ns);
+        assert_eq!(c.pipe_copy_ps_per_byte, 50);
+        assert_eq!(c.pipe_op_ns, 500 / 2 - 100);
+        assert_eq!(c.fork_ns, 40_000);
+        let exit = 100_000 - 40_020 - 2 * (830 + 200) - 300 - 200;
+        assert_eq!(c.exit_ns, exit);
+        // not measured: the base's, and the note says so
+        assert_eq!(c.socket_skb_ns, base.socket_skb_ns);
+        assert_eq!(c.ipi_latency_ns, base.ipi_latency_ns);
+        assert!(d.notes["socket_skb_ns"].contains("not measured"));
+        assert!(d.notes["irq_entry_exit_ns"].contains("kept from vm-2"));
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn wakeups_set_ipi_and_idle_exit() {
+        let mut base = kvm_guest();
+        base.idle_states = vec![IdleState::poll(), IdleState::hw("haltpoll idle", 1, 1)];
+        let r = results(&[
+            ("wake_busy_target_llc", 6000.0),
+            ("waker_busy_llc", 5000.0),
+            ("wake_idle_target_llc", 8000.0),
+            ("waker_idle_llc", 5000.0),
+        ]);
+        let d = derive(&r, &base, "vm-2", &haltpoll(0));
+        let c = &d.cost;
+        let expect = 6000 - base.irq_entry_exit_ns - base.context_switch_ns - base.syscall_ns / 2;
+        assert_eq!(c.ipi_latency_ns, expect);
+        assert_eq!(c.idle_states.len(), 1, "POLL dropped: haltpoll never polls");
+        assert_eq!(c.idle_states[0].exit_latency_ns, 2000 - base.activate_ns);
+        // With guest polling on, POLL stays.
+        let d = derive(&r, &base, "vm-2", &haltpoll(200_000));
+        assert!(d.cost.idle_states[0].polling);
+        assert!(d.cost.ipi_send_ns > 0);
+    }
+}

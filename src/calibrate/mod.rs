@@ -219,11 +219,15 @@ fn same_cpu(home: usize, plan: &Plan, r: &mut Results) {
             Err(e) => r.skip("wake cycle", &e),
         }
     }
-    match bench::tick_gaps(home, (250_000_000.0 * plan.scale) as u64, 300) {
-        Ok((gaps, rate)) => {
-            let what = format!("timer interrupt seen by a busy loop ({rate:.0} gaps/s)");
-            r.add("tick_gap", &what, "ns", gaps);
-        }
+    let dur = (250_000_000.0 * plan.scale) as u64;
+    match bench::clock_gaps(home, dur, 300) {
+        Ok((gaps, ran)) => match bench::tick_gaps(&gaps, ran) {
+            Some((hz, ticks)) => {
+                let what = format!("timer tick as a busy loop sees it (HZ {hz} found)");
+                r.add("tick_gap", &what, "ns", ticks);
+            }
+            None => r.skip("tick", "no periodic gap found in a busy loop's clock"),
+        },
         Err(e) => r.skip("tick", &e),
     }
 }
@@ -240,6 +244,7 @@ fn cross_cpu(home: usize, d: &str, peer: usize, plan: &Plan, r: &mut Results) {
     }
     let cases = [
         ("idle", Target::Idle, 50_000, 1500, "idle for 50 µs"),
+        ("idle_mid", Target::Idle, 200_000, 400, "idle for 200 µs"),
         ("idle_long", Target::Idle, 1_000_000, 150, "idle for 1 ms"),
         (
             "busy",
@@ -268,7 +273,7 @@ fn cross_cpu(home: usize, d: &str, peer: usize, plan: &Plan, r: &mut Results) {
                 );
                 r.add(
                     &format!("wake_{id}_target_{d}"),
-                    &format!("  the same less the waker's futex_wake"),
+                    "  the same less the waker's futex_wake",
                     "ns",
                     diff,
                 );
@@ -546,7 +551,7 @@ fn cpus_text(c: &Cpus) -> String {
 /// `schedlab calibrate`.
 pub fn main(a: &CalibrateArgs) -> i32 {
     let plan = Plan {
-        scale: if a.quick { 0.25 } else { 1.0 },
+        scale: if a.quick { 0.5 } else { 2.0 },
         runs: a.runs.unwrap_or(if a.quick { 1 } else { 3 }),
     };
     if plan.runs == 0 {

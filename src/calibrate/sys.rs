@@ -178,7 +178,7 @@ impl SharedMem {
 
     /// A u64 slot at byte offset `off` (8-aligned), for timestamps.
     pub fn u64_at(&self, off: usize) -> &std::sync::atomic::AtomicU64 {
-        assert!(off % 8 == 0 && off + 8 <= self.len);
+        assert!(off.is_multiple_of(8) && off + 8 <= self.len);
         // SAFETY: in bounds and aligned; accessed atomically only.
         unsafe { &*(self.ptr.add(off) as *const std::sync::atomic::AtomicU64) }
     }
