@@ -394,8 +394,8 @@ pub fn fork_exit(cpu: usize, n: usize) -> Result<(Vec<f64>, Vec<f64>), String> {
 }
 
 /// Gaps a busy loop on `cpu` sees in its clock for `dur_ns`: the timer
-/// tick and any other interrupt. Gaps between `min_ns` and 100 µs count;
-/// longer ones are another task running. Returns the gaps (when each
+/// tick and any other interrupt. Gaps between `min_ns` and 30 µs count;
+/// longer ones are another task or a host-side preemption of the vCPU. Returns the gaps (when each
 /// ended, its length) and how long the loop itself ran.
 pub fn clock_gaps(cpu: usize, dur_ns: u64, min_ns: u64) -> Result<(Vec<(u64, u64)>, u64), String> {
     thread::scope(|s| {
@@ -408,7 +408,7 @@ pub fn clock_gaps(cpu: usize, dur_ns: u64, min_ns: u64) -> Result<(Vec<(u64, u64
             while last - start < dur_ns {
                 let t = sys::now_ns();
                 match t - last {
-                    d if d >= 100_000 => away += d,
+                    d if d >= 30_000 => away += d,
                     d if d >= min_ns => gaps.push((t, d)),
                     _ => {}
                 }
