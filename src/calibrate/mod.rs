@@ -573,13 +573,16 @@ pub fn main(a: &CalibrateArgs) -> i32 {
 /// Measure, print the tables, write the file if asked. Exit code.
 pub fn run(plan: &Plan, output: Option<&Path>) -> i32 {
     eprintln!("schedlab calibrate: measuring ({} run(s))...", plan.runs);
-    let c = match measure(plan) {
+    let mut c = match measure(plan) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("schedlab calibrate: cannot run: {e}");
             return 2;
         }
     };
+    if let Some(stem) = output.and_then(Path::file_stem) {
+        c.machine.name = stem.to_string_lossy().into_owned();
+    }
     let base = host::detect()
         .map(|m| m.cost)
         .unwrap_or_else(|_| c.derived.cost.clone());
