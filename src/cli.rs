@@ -73,6 +73,11 @@ enum Cmd {
     /// Check the simulator against this host's real kernel (`validate pelt`)
     #[command(after_help = "Example:\n  schedlab validate pelt --quick")]
     Validate(crate::validate::ValidateArgs),
+    /// Measure this host's kernel primitives and write a machine file for --machine FILE.toml
+    #[command(
+        after_help = "Examples:\n  schedlab calibrate --output my-host.toml\n  schedlab calibrate --quick"
+    )]
+    Calibrate(crate::calibrate::CalibrateArgs),
 }
 
 #[derive(Args)]
@@ -114,7 +119,7 @@ struct RunArgs {
 /// The flags that build a scenario, shared by `run` and `compare`.
 #[derive(Args, Default, Clone)]
 pub struct ScenarioArgs {
-    /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]` or `host` [machine.preset]
+    /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]`, `host` or a machine file `FILE.toml` [machine.preset]
     #[arg(long)]
     machine: Option<String>,
     /// Workload spec `name:key=value,...` (`schedlab workloads`); repeat for several [[workload]]
@@ -382,6 +387,7 @@ pub fn main() -> i32 {
         Some(Cmd::Compare(args)) => crate::compare::main(&args),
         Some(Cmd::Repro(args)) => crate::repro::main(&args),
         Some(Cmd::Validate(args)) => crate::validate::main(&args),
+        Some(Cmd::Calibrate(args)) => crate::calibrate::main(&args),
     }
 }
 

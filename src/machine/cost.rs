@@ -46,7 +46,7 @@
 //! the published core-to-core latency for that distance: see
 //! [`refill_ns`]. Scenarios with bigger working sets should scale them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Hot working set, in 64-byte cache lines, of the tasks the cache-refill
 /// penalty is modelled for (8 KiB).
@@ -63,7 +63,8 @@ pub const fn refill_ns(line_latency_ns: u64) -> u64 {
 const NS_PER_US: u64 = 1000;
 
 /// One cpuidle state, as in `struct cpuidle_state`.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct IdleState {
     /// cpuidle name (`POLL`, `C1`, `C1E`, `C6`, `snooze`, `CEDE`, `WFI`, `HLT`).
     pub name: String,
@@ -108,7 +109,9 @@ impl IdleState {
 ///
 /// Field meanings are fixed here so that every preset means the same thing:
 /// the kernel and workload models charge them, they never invent timings.
-#[derive(Clone, Debug, Serialize)]
+/// A machine file's `[cost]` table has one key per field ([`super::file`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CostModel {
     /// `__schedule()` from `pick_next_task` through `switch_to` (registers,
     /// stack, FPU state), excluding `switch_mm`.
