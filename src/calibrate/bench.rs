@@ -216,6 +216,38 @@ pub fn remote_wakeups(
     })
 }
 
+/// Timer wakeups on a busy CPU: a thread on `cpu` (timer slack 1 ns)
+/// sleeps to absolute deadlines 200 µs apart beside a SCHED_IDLE spinner,
+/// which any normal wakee preempts at once. Samples: how late it runs
+/// (the hrtimer interrupt, the wakeup, the switch, the syscall's return).
+pub fn timer_wakeups(cpu: usize, n: usize) -> Result<Vec<f64>, String> {
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        let stop = &stop;
+        s.spawn(move || {
+            pin(cpu);
+            let _ = sys::set_policy(Policy::Idle);
+            while !stop.load(Relaxed) {
+                spin_loop();
+            }
+        });
+        let sleeper = s.spawn(|| {
+            pin(cpu);
+            sys::tight_timer_slack();
+            (0..n)
+                .map(|_| {
+                    let t = sys::now_ns() + 200_000;
+                    sys::sleep_until_ns(t);
+                    sys::now_ns().saturating_sub(t) as f64
+                })
+                .collect()
+        });
+        let lat = sleeper.join();
+        stop.store(true, Relaxed);
+        lat.map_err(|_| "timer thread panicked".to_string())
+    })
+}
+
 /// Which IPC a streaming or wake-cycle benchmark uses.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Ipc {

@@ -119,6 +119,10 @@ fn u64_field<'c>(c: &'c mut CostModel, field: &str) -> Option<&'c mut u64> {
         "fork_ns" => &mut c.fork_ns,
         "exit_ns" => &mut c.exit_ns,
         "tick_ns" => &mut c.tick_ns,
+        "hrtimer_irq_ns" => &mut c.hrtimer_irq_ns,
+        "nohz_idle_exit_ns" => &mut c.nohz_idle_exit_ns,
+        "pipe_wait_cycle_ns" => &mut c.pipe_wait_cycle_ns,
+        "socket_wait_cycle_ns" => &mut c.socket_wait_cycle_ns,
         _ => return None,
     })
 }
@@ -157,6 +161,8 @@ pub fn derive(r: &Results, base: &CostModel, base_name: &str, idle: &IdleInfo) -
     derive_switches(&mut x, wake_local);
     let line = derive_lines(&mut x);
     derive_ipi(&mut x, clock, empty, line, syscall);
+    derive_timer(&mut x, syscall);
+    derive_wait_cycles(&mut x);
     derive_idle(&mut x, idle);
     derive_ipc(&mut x, syscall);
     derive_fork(&mut x, clock, syscall);
@@ -300,6 +306,66 @@ fn derive_ipi(x: &mut Ctx, clock: f64, empty: f64, line: Option<f64>, syscall: f
     );
 }
 
+fn derive_timer(x: &mut Ctx, syscall: f64) {
+    let late = x.m("timer_wake_busy");
+    let (wl, cs) = (x.cost.wakeup_local_ns as f64, x.cost.context_switch_ns as f64);
+    x.set(
+        "hrtimer_irq_ns",
+        late.map(|l| l - wl - cs - syscall / 2.0),
+        format!(
+            "timer wakeup beside a SCHED_IDLE spinner, lateness {} − wakeup_local {} − context switch {} − syscall/2",
+            opt(late), fmt(wl), fmt(cs)
+        ),
+    );
+}
+
+/// The woken reader's own cost of a sleep (pipe/socket_wait_cycle_ns) and
+/// of being woken on an idle CPU (nohz_idle_exit_ns), from its CPU time
+/// per read that slept against a read that found data.
+fn derive_wait_cycles(x: &mut Ctx) {
+    let cs = x.cost.context_switch_ns as f64;
+    for (ipc, field) in [
+        ("pipe", "pipe_wait_cycle_ns"),
+        ("unix", "socket_wait_cycle_ns"),
+    ] {
+        let (slept, data) = (
+            x.m(&format!("{ipc}_cycle_same")),
+            x.m(&format!("{ipc}_read_cpu")),
+        );
+        x.set(
+            field,
+            slept.zip(data).map(|(s, d)| s - d - cs),
+            format!(
+                "{ipc} read 100 B that slept, same CPU {} − one that found data {} − context switch {}",
+                opt(slept), opt(data), fmt(cs)
+            ),
+        );
+    }
+    // Woken from another CPU the reader's CPU is idle: the wakee is charged
+    // from its activation (rq_clock_skip_update: the idle task counts as
+    // queued), through the IPI's exit, the tick restart and the switch.
+    let (irq, act) = (
+        x.cost.irq_entry_exit_ns as f64,
+        x.cost.activate_ns as f64,
+    );
+    let extra: Vec<f64> = ["pipe", "unix"]
+        .iter()
+        .filter_map(|ipc| {
+            let d = nearest(x, &format!("{ipc}_cycle"))?;
+            Some(x.m(&format!("{ipc}_cycle_{d}"))? - x.m(&format!("{ipc}_cycle_same"))?)
+        })
+        .collect();
+    let mean = (!extra.is_empty()).then(|| extra.iter().sum::<f64>() / extra.len() as f64);
+    x.set(
+        "nohz_idle_exit_ns",
+        mean.map(|e| e - irq - act),
+        format!(
+            "read that slept, woken from another CPU − same CPU (mean of pipe and unix) {} − irq entry/exit {} − activate {}",
+            opt(mean), fmt(irq), fmt(act)
+        ),
+    );
+}
+
 fn derive_idle(x: &mut Ctx, idle: &IdleInfo) {
     let mut states = x.cost.idle_states.clone();
     let mut why = format!("sysfs cpuidle driver {:?}", idle.driver);
@@ -317,12 +383,13 @@ fn derive_idle(x: &mut Ctx, idle: &IdleInfo) {
     if let (Some(i), Some(b), Some(deep)) =
         (idle_t, busy, states.iter_mut().rev().find(|s| !s.polling))
     {
-        let exit = (i - b - act).max(0.0).round() as u64;
+        let nohz = x.cost.nohz_idle_exit_ns as f64;
+        let exit = (i - b - act - nohz).max(0.0).round() as u64;
         deep.exit_latency_ns = exit;
         deep.target_residency_ns = deep.target_residency_ns.max(exit);
         why += &format!(
-            "; {} exit = idle-target wakeup after 50 µs idle {} − busy-target {} − activate {} (after 1 ms idle: {} − busy); residency at least the exit",
-            deep.name, fmt(i), fmt(b), fmt(act), opt(long)
+            "; {} exit = idle-target wakeup after 50 µs idle {} − busy-target {} − activate {} − nohz_idle_exit {} (after 1 ms idle: {} − busy); residency at least the exit",
+            deep.name, fmt(i), fmt(b), fmt(act), fmt(nohz), opt(long)
         );
     } else {
         why += "; exit latencies from sysfs (idle wakeups not measured)";

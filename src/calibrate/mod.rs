@@ -219,6 +219,13 @@ fn same_cpu(home: usize, plan: &Plan, r: &mut Results) {
             Err(e) => r.skip("wake cycle", &e),
         }
     }
+    match bench::timer_wakeups(home, plan.n(2000)) {
+        Ok(s) => {
+            let what = "timer wakeup beside a SCHED_IDLE spinner: lateness past the deadline";
+            r.add("timer_wake_busy", what, "ns", s);
+        }
+        Err(e) => r.skip("timer wakeup", &e),
+    }
     let dur = (250_000_000.0 * plan.scale) as u64;
     match bench::clock_gaps(home, dur, 300) {
         Ok((gaps, ran)) => match bench::tick_gaps(&gaps, ran) {

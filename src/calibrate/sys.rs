@@ -140,6 +140,23 @@ pub fn sleep_ns(ns: u64) {
     unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, 0, &ts, std::ptr::null_mut()) };
 }
 
+/// Sleep until CLOCK_MONOTONIC reads `t` ns (TIMER_ABSTIME).
+pub fn sleep_until_ns(t: u64) {
+    let ts = libc::timespec {
+        tv_sec: (t / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: ts is valid; absolute sleeps have no remainder.
+    unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    };
+}
+
 /// Anonymous shared memory, visible to forked children; unmapped on drop.
 pub struct SharedMem {
     ptr: *mut u8,

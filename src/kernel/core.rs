@@ -224,13 +224,17 @@ impl Kernel {
         self.arm_rt_period_timer(cpu);
     }
 
-    /// Leaving the idle loop: restart the tick (tick_nohz_idle_exit).
+    /// Leaving the idle loop: restart the tick (tick_nohz_idle_exit), which
+    /// costs the CPU `nohz_idle_exit_ns` before it runs anything.
     pub(crate) fn leave_idle(&mut self, cpu: usize) {
         let Activity::Idle { since } = self.rqs[cpu].act else {
             return;
         };
         self.pelt_leave_idle(cpu);
         let rq = &mut self.rqs[cpu];
+        if !rq.tick_on {
+            rq.irq_ns += self.machine.cost.nohz_idle_exit_ns;
+        }
         rq.stats.idle_ns += self.now - since;
         rq.busy_since = self.now;
         rq.act = Activity::Kernel;
@@ -292,25 +296,23 @@ impl Kernel {
                     self.stats.ipis_avoided_polling += 1;
                     exit
                 } else {
-                    self.count_ipi(cpu, from);
-                    self.machine.cost.ipi_latency_ns + exit
+                    self.count_ipi(cpu, from) + exit
                 }
             }
             // The local CPU honours it at its next preemption point: the
             // dispatch loop it is in, or the caller's (tick, timer irq).
             _ if local => return,
-            _ => {
-                self.count_ipi(cpu, from);
-                self.machine.cost.ipi_latency_ns
-            }
+            _ => self.count_ipi(cpu, from),
         };
         let at = self.now + self.resched_after + delay;
         self.events.push_earliest(at, EventKind::Resched, cpu);
     }
 
     /// An IPI from `from` to `cpu`: the sender's current task pays for
-    /// issuing it, the receiver for the interrupt entry and exit.
-    pub fn count_ipi(&mut self, cpu: usize, from: Option<usize>) {
+    /// issuing it, the receiver for the interrupt entry and exit. Returns
+    /// how long after the send starts the target takes it: the send
+    /// itself, then `ipi_latency_ns` in flight.
+    pub fn count_ipi(&mut self, cpu: usize, from: Option<usize>) -> u64 {
         self.stats.ipis_sent += 1;
         let c = &self.machine.cost;
         let rq = &mut self.rqs[cpu];
@@ -319,6 +321,7 @@ impl Kernel {
         if let Some(w) = from.and_then(|f| self.rqs[f].curr) {
             self.tasks[w].overhead += c.ipi_send_ns;
         }
+        c.ipi_send_ns + c.ipi_latency_ns
     }
 
     /// The reschedule request (IPI, or idle exit) takes effect on `cpu`.
@@ -632,8 +635,9 @@ impl Kernel {
     /// must reschedule, rq_clock_skip_update.
     pub(super) fn wakeup_preempt(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
         self.wakeup_preempt_class(cpu, p, from);
+        // The idle task counts as queued (init_idle sets its on_rq).
         let rq = &self.rqs[cpu];
-        if rq.need_resched && rq.curr.is_some_and(|c| self.tasks[c].on_rq) {
+        if rq.need_resched && rq.curr.is_none_or(|c| self.tasks[c].on_rq) {
             self.rqs[cpu].clock_skip = Some(self.now);
         }
     }
