@@ -71,6 +71,11 @@ enum Cmd {
     /// Check the simulator against this host's real kernel (`validate pelt`)
     #[command(after_help = "Example:\n  schedlab validate pelt --quick")]
     Validate(crate::validate::ValidateArgs),
+    /// Measure this host's kernel primitives and write a machine file for --machine FILE.toml
+    #[command(
+        after_help = "Examples:\n  schedlab calibrate --output my-host.toml\n  schedlab calibrate --quick"
+    )]
+    Calibrate(crate::calibrate::CalibrateArgs),
 }
 
 #[derive(Args)]
@@ -257,6 +262,7 @@ pub fn main() -> i32 {
         Some(Cmd::Compare(args)) => crate::compare::main(&args),
         Some(Cmd::Repro(args)) => crate::repro::main(&args),
         Some(Cmd::Validate(args)) => crate::validate::main(&args),
+        Some(Cmd::Calibrate(args)) => crate::calibrate::main(&args),
     }
 }
 

@@ -2,6 +2,7 @@
 //! scheduler. See README.md.
 
 pub mod bench;
+pub mod calibrate;
 pub mod cli;
 pub mod compare;
 pub mod engine;

@@ -27,8 +27,14 @@ pub enum Activity {
     /// Running the idle loop since `since`.
     Idle { since: Time },
     /// In the middle of a context switch to rq.curr, until `end`; `prev`
-    /// is still on_cpu until then.
-    Switching { prev: Option<Pid>, end: Time },
+    /// is still on_cpu until then. sched_switch is emitted at `end`, when
+    /// next starts, with prev's state and the mode as of the switch's start.
+    Switching {
+        prev: Option<Pid>,
+        end: Time,
+        prev_state: TaskState,
+        preempt: bool,
+    },
     /// Executing rq.curr's current segment, started at `start` at `speed`
     /// (work-ns per 1024 ns of wall time).
     Running { start: Time, speed: u64 },
@@ -72,6 +78,9 @@ pub struct Rq {
     pub gse: Vec<Entity>,
     /// TIF_NEED_RESCHED of curr (or of the idle task).
     pub need_resched: bool,
+    /// RQCF_REQ_SKIP: the next __schedule keeps the rq clock as of this
+    /// time (the last update since the request).
+    pub clock_skip: Option<Time>,
     /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
     pub pre: RqPreempt,
     pub rt: RtRq,
@@ -106,6 +115,7 @@ impl Rq {
             gcfs: vec![CfsRq::default()],
             gse: vec![Entity::new(0)],
             need_resched: false,
+            clock_skip: None,
             pre: RqPreempt::default(),
             rt: RtRq::default(),
             act: Activity::Idle { since: 0 },
@@ -214,13 +224,17 @@ impl Kernel {
         self.arm_rt_period_timer(cpu);
     }
 
-    /// Leaving the idle loop: restart the tick (tick_nohz_idle_exit).
+    /// Leaving the idle loop: restart the tick (tick_nohz_idle_exit), which
+    /// costs the CPU `nohz_idle_exit_ns` before it runs anything.
     pub(crate) fn leave_idle(&mut self, cpu: usize) {
         let Activity::Idle { since } = self.rqs[cpu].act else {
             return;
         };
         self.pelt_leave_idle(cpu);
         let rq = &mut self.rqs[cpu];
+        if !rq.tick_on {
+            rq.irq_ns += self.machine.cost.nohz_idle_exit_ns;
+        }
         rq.stats.idle_ns += self.now - since;
         rq.busy_since = self.now;
         rq.act = Activity::Kernel;
@@ -282,25 +296,23 @@ impl Kernel {
                     self.stats.ipis_avoided_polling += 1;
                     exit
                 } else {
-                    self.count_ipi(cpu, from);
-                    self.machine.cost.ipi_latency_ns + exit
+                    self.count_ipi(cpu, from) + exit
                 }
             }
             // The local CPU honours it at its next preemption point: the
             // dispatch loop it is in, or the caller's (tick, timer irq).
             _ if local => return,
-            _ => {
-                self.count_ipi(cpu, from);
-                self.machine.cost.ipi_latency_ns
-            }
+            _ => self.count_ipi(cpu, from),
         };
         let at = self.now + self.resched_after + delay;
         self.events.push_earliest(at, EventKind::Resched, cpu);
     }
 
     /// An IPI from `from` to `cpu`: the sender's current task pays for
-    /// issuing it, the receiver for the interrupt entry and exit.
-    pub fn count_ipi(&mut self, cpu: usize, from: Option<usize>) {
+    /// issuing it, the receiver for the interrupt entry and exit. Returns
+    /// how long after the send starts the target takes it: the send
+    /// itself, then `ipi_latency_ns` in flight.
+    pub fn count_ipi(&mut self, cpu: usize, from: Option<usize>) -> u64 {
         self.stats.ipis_sent += 1;
         let c = &self.machine.cost;
         let rq = &mut self.rqs[cpu];
@@ -309,6 +321,7 @@ impl Kernel {
         if let Some(w) = from.and_then(|f| self.rqs[f].curr) {
             self.tasks[w].overhead += c.ipi_send_ns;
         }
+        c.ipi_send_ns + c.ipi_latency_ns
     }
 
     /// The reschedule request (IPI, or idle exit) takes effect on `cpu`.
@@ -349,11 +362,22 @@ impl Kernel {
         if let (Activity::Running { .. }, Some(p)) = (rq.act, rq.curr) {
             self.tasks[p].work_left = 0;
         }
-        let switched = matches!(rq.act, Activity::Switching { .. });
+        let switched = match rq.act {
+            Activity::Switching {
+                prev,
+                prev_state,
+                preempt,
+                ..
+            } => Some((prev, prev_state, preempt)),
+            _ => None,
+        };
         rq.act = Activity::Kernel;
-        rq.pre.switched_in = switched;
-        if switched && rq.ttwu_pending {
-            self.sched_ttwu_pending(cpu);
+        rq.pre.switched_in = switched.is_some();
+        if let Some((prev, prev_state, preempt)) = switched {
+            self.finish_task_switch(cpu, prev, prev_state, preempt);
+            if self.rqs[cpu].ttwu_pending {
+                self.sched_ttwu_pending(cpu);
+            }
         }
         self.dispatch(cpu);
     }
@@ -400,8 +424,17 @@ impl Kernel {
 
     /// __schedule. Returns true when the same task keeps running without a
     /// context switch (the caller continues it), false when the CPU is now
-    /// switching or idle.
+    /// switching or idle. A clock-skip request (rq_clock_skip_update) is
+    /// acted on here and cleared, as RQCF_REQ_SKIP → RQCF_ACT_SKIP.
     pub fn schedule(&mut self, cpu: usize, mode: SchedMode) -> bool {
+        self.clock_skipped = self.rqs[cpu].clock_skip.take().map(|t| (cpu, t));
+        let same = self.schedule_locked(cpu, mode);
+        self.clock_skipped = None;
+        same
+    }
+
+    /// The body of __schedule, with the rq clock settled.
+    fn schedule_locked(&mut self, cpu: usize, mode: SchedMode) -> bool {
         let now = self.now;
         let prev = self.rqs[cpu].curr;
         self.rqs[cpu].stats.sched_count += 1;
@@ -428,11 +461,15 @@ impl Kernel {
         if prev_rt || next.is_some_and(|p| self.is_rt(p)) {
             self.update_rq_class_avgs(cpu, prev_rt);
         }
+        let preempt = mode == SchedMode::Preempt;
+        let prev_state = prev.map_or(TaskState::Running, |p| self.tasks[p].state);
         let rq = &mut self.rqs[cpu];
         rq.curr = next;
         rq.stats.nr_switches += 1;
         self.stats.rq_switches += 1;
-        self.trace_switch(cpu, prev, next, mode == SchedMode::Preempt);
+        if next.is_none() {
+            self.trace_switch(cpu, prev, prev_state, None, preempt);
+        }
         if let Some(p) = prev {
             let t = &mut self.tasks[p];
             t.stats.nr_switches += 1;
@@ -455,9 +492,42 @@ impl Kernel {
         rq.act = Activity::Switching {
             prev,
             end: now + cost,
+            prev_state,
+            preempt,
         };
         self.events.push(now + cost, EventKind::CpuDone, cpu);
         false
+    }
+
+    /// The switch to rq.curr is done and it starts running (the end of
+    /// context_switch): sched_switch fires now, and a task woken since its
+    /// last run has its wakeup → running latency taken.
+    fn finish_task_switch(
+        &mut self,
+        cpu: usize,
+        prev: Option<Pid>,
+        prev_state: TaskState,
+        preempt: bool,
+    ) {
+        let next = self.rqs[cpu].curr;
+        self.trace_switch(cpu, prev, prev_state, next, preempt);
+        if let Some(n) = next {
+            let t = &mut self.tasks[n];
+            if let Some(at) = t.stats.waking_at.take() {
+                let lat = self.now - at;
+                t.stats.wakeup_latency.add(lat);
+                self.stats.wakeup_latency.add(lat);
+            }
+        }
+    }
+
+    /// The task a CPU's events are attributed to: prev while a switch is
+    /// in progress (sched_switch has not fired yet), else curr.
+    pub fn trace_ctx(&self, cpu: usize) -> Option<Pid> {
+        match self.rqs[cpu].act {
+            Activity::Switching { prev, .. } => prev,
+            _ => self.rqs[cpu].curr,
+        }
     }
 
     /// update_stats_wait_end: the task stops waiting on the run queue.
@@ -561,9 +631,41 @@ impl Kernel {
         t.stats.wait_start = self.now;
     }
 
-    /// wakeup_preempt: the idle task always yields; a running fair task is
-    /// checked by check_preempt_wakeup_fair.
+    /// wakeup_preempt: the class decides; then, if curr is still queued and
+    /// must reschedule, rq_clock_skip_update.
     pub(super) fn wakeup_preempt(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
+        self.wakeup_preempt_class(cpu, p, from);
+        // The idle task counts as queued (init_idle sets its on_rq).
+        let rq = &self.rqs[cpu];
+        if rq.need_resched && rq.curr.is_none_or(|c| self.tasks[c].on_rq) {
+            self.rqs[cpu].clock_skip = Some(self.now);
+        }
+    }
+
+    /// rq_clock_task as the fair class reads it: inside a __schedule that
+    /// honours a skip request, the clock as of the last update before it
+    /// (so prev is charged up to the wakee's enqueue and the wakee from
+    /// there); else now. A pending request follows later clock updates.
+    pub(super) fn rq_clock(&mut self, cpu: usize) -> Time {
+        if !matches!(self.clock_skipped, Some((c, _)) if c == cpu) {
+            if let Some(t) = &mut self.rqs[cpu].clock_skip {
+                *t = self.now;
+            }
+        }
+        self.rq_clock_read(cpu)
+    }
+
+    /// `rq_clock` without counting as an update.
+    pub(super) fn rq_clock_read(&self, cpu: usize) -> Time {
+        match self.clock_skipped {
+            Some((c, t)) if c == cpu => t,
+            _ => self.now,
+        }
+    }
+
+    /// The class part of wakeup_preempt: the idle task always yields; a
+    /// running fair task is checked by check_preempt_wakeup_fair.
+    fn wakeup_preempt_class(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
         if self.is_rt(p) {
             return self.wakeup_preempt_rt(cpu, p, from);
         }
@@ -601,6 +703,7 @@ impl Kernel {
         t.state = TaskState::Running;
         t.prog.wake();
         t.stats.nr_wakeups += 1;
+        t.stats.waking_at = Some(self.now);
         if wake_flags & WF_SYNC != 0 {
             t.stats.nr_wakeups_sync += 1;
         }
@@ -614,6 +717,9 @@ impl Kernel {
             self.trace_wakeup(p, cpu, from);
             if self.rqs[cpu].curr != Some(p) {
                 self.wakeup_preempt(cpu, p, Some(from));
+            } else {
+                // Woken before it switched out: it never stopped running.
+                self.tasks[p].stats.waking_at = None;
             }
             return true;
         }
@@ -644,7 +750,9 @@ impl Kernel {
     /// p->on_cpu: `p` is still being switched out of `cpu`; until when.
     fn on_cpu_until(&self, p: Pid, cpu: usize) -> Option<Time> {
         match self.rqs[cpu].act {
-            Activity::Switching { prev: Some(q), end } if q == p => Some(end),
+            Activity::Switching {
+                prev: Some(q), end, ..
+            } if q == p => Some(end),
             _ => None,
         }
     }
@@ -753,7 +861,15 @@ impl Kernel {
         if wake_flags & WF_MIGRATED != 0 {
             flags |= ENQUEUE_MIGRATED;
         }
-        self.ttwu_do_activate(cpu, p, flags, from, took);
+        let after = self.waker_elapsed(waker, took);
+        self.ttwu_do_activate(cpu, p, flags, from, after);
+    }
+
+    /// How far into its current kernel work the waker is once this wakeup's
+    /// `own` ns are done: a wakeup loop (wake_up_all, complete_all) issues
+    /// its k-th wakeup after the k−1 before it, so its IPI leaves that late.
+    pub(super) fn waker_elapsed(&self, waker: Option<Pid>, own: u64) -> u64 {
+        waker.map_or(own, |w| self.tasks[w].overhead.max(own))
     }
 
     /// ttwu_do_activate: enqueue and check preemption; a reschedule IPI
@@ -819,12 +935,16 @@ impl Kernel {
         }
     }
 
-    /// A task's sleep timer fired on the CPU that armed it.
+    /// A task's sleep timer fired on the CPU that armed it: the hrtimer
+    /// interrupt (hrtimer_interrupt → hrtimer_wakeup) wakes it at its start
+    /// and takes `hrtimer_irq_ns` of the CPU, which whatever runs next
+    /// (the wakee, if it preempts) waits for.
     pub fn on_timer(&mut self, p: Pid) {
         if !self.timer_wakes(p) {
             return;
         }
         let cpu = self.tasks[p].timer_cpu;
+        self.rqs[cpu].irq_ns += self.machine.cost.hrtimer_irq_ns;
         self.try_to_wake_up(p, 0, cpu, None);
         // Return from the timer interrupt: a preemption point.
         if self.resched_pending(cpu) && matches!(self.rqs[cpu].act, Activity::Running { .. }) {

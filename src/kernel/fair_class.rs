@@ -54,7 +54,7 @@ impl Kernel {
     /// The FairEnv of `cpu` at the current instant.
     pub(super) fn fair_env(&self, cpu: usize) -> FairEnv<'_> {
         FairEnv {
-            now: self.now,
+            now: self.rq_clock_read(cpu),
             now_pelt: self.clock_pelt(cpu),
             base_slice: self.base_slice,
             tick_ns: self.tick_ns,
@@ -118,7 +118,7 @@ impl Kernel {
         f: impl FnOnce(&mut CfsRq, &mut Ents, Option<&mut GroupCtx>, &FairEnv) -> R,
     ) -> R {
         let env = FairEnv {
-            now: self.now,
+            now: self.rq_clock(cpu),
             now_pelt: self.clock_pelt(cpu),
             base_slice: self.base_slice,
             tick_ns: self.tick_ns,

@@ -90,6 +90,8 @@ pub struct Counters {
     pub tg_load_avg_ns: u64,
     /// Preemptions by cause and point, need-resched latency.
     pub preempt: preempt::PreemptStats,
+    /// sched_waking → running latency of every wakeup, ns.
+    pub wakeup_latency: crate::util::hist::Histogram,
 }
 
 /// A progress reporter the event loop ticks with the simulated time (the
@@ -158,6 +160,9 @@ pub struct Kernel {
     /// Set during a waker's remote enqueue: how far into its wakeup the
     /// reschedule IPI leaves (resched_curr adds it to the event time).
     resched_after: u64,
+    /// The CPU in __schedule with a skipped clock update, and the clock it
+    /// keeps (see `rq_clock`).
+    clock_skipped: Option<(usize, Time)>,
     /// Where tracepoints go (--trace, the HTML report); None = off.
     pub tracer: Option<Box<dyn tracepoint::Tracer>>,
     /// The progress bar, ticked every `PROGRESS_TICK_EVERY` events; None = off.
@@ -210,6 +215,7 @@ impl Kernel {
             alive: 0,
             check: false,
             resched_after: 0,
+            clock_skipped: None,
             tracer: None,
             progress: None,
         }

@@ -343,6 +343,9 @@ pub struct ProgState {
     pub blocked: Blocked,
     /// The task slept (and was woken) inside the current op.
     pub woken: bool,
+    /// Woken and not yet charged for the wait's own kernel work (the
+    /// pipe/socket wait cycle).
+    pub wait_cycle_due: bool,
     /// Timestamps recorded by Mark ops.
     pub marks: Vec<(Mark, u64)>,
     /// Iterations counted by Count ops.
@@ -381,6 +384,7 @@ impl ProgState {
             loops: Vec::new(),
             blocked: Blocked::Nothing,
             woken: false,
+            wait_cycle_due: false,
             marks: Vec::new(),
             count: 0,
             kernel_left: 0,
@@ -392,6 +396,7 @@ impl ProgState {
 
     /// Called when the task is woken.
     pub fn wake(&mut self) {
+        self.wait_cycle_due = matches!(self.blocked, Blocked::Queue(_));
         self.blocked = Blocked::Nothing;
         self.woken = true;
     }
@@ -413,6 +418,7 @@ impl ProgState {
         self.phase = 0;
         self.progress = 0;
         self.woken = false;
+        self.wait_cycle_due = false;
         self.mode.at = Point::User;
     }
 }

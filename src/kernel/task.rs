@@ -78,6 +78,11 @@ pub struct TaskStats {
     pub wait_count: u64,
     /// Runnable since (on a runqueue, not running); 0 when not waiting.
     pub wait_start: u64,
+    /// When try_to_wake_up last claimed the task (sched_waking), until it
+    /// next runs: wakeup → running latency is measured from here.
+    pub waking_at: Option<u64>,
+    /// sched_waking → running (the end of the switch to it), ns.
+    pub wakeup_latency: crate::util::hist::Histogram,
 }
 
 pub struct Task {

@@ -3,17 +3,20 @@
 //! calls in the kernel model. Each call is one line in the model and costs
 //! one predictable branch when tracing is off.
 
-use super::task::Pid;
+use super::task::{Pid, TaskState};
 use super::Kernel;
 use std::io;
 
 /// One scheduler tracepoint. `cpu` is the CPU the event is emitted on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceEvent {
-    /// trace_sched_switch in __schedule; `preempt` is true for SM_PREEMPT.
+    /// trace_sched_switch in __schedule, emitted when next starts;
+    /// `prev_state` is prev's state as the switch began and `preempt` is
+    /// true for SM_PREEMPT.
     Switch {
         cpu: usize,
         prev: Option<Pid>,
+        prev_state: TaskState,
         next: Option<Pid>,
         preempt: bool,
     },
@@ -67,12 +70,14 @@ impl Kernel {
         &mut self,
         cpu: usize,
         prev: Option<Pid>,
+        prev_state: TaskState,
         next: Option<Pid>,
         preempt: bool,
     ) {
         self.trace(TraceEvent::Switch {
             cpu,
             prev,
+            prev_state,
             next,
             preempt,
         });

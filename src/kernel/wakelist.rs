@@ -62,7 +62,8 @@ impl Kernel {
         // The IPI goes out only when the list was empty: otherwise one is
         // already on its way (llist_add's return value).
         if first {
-            self.send_call_function_single_ipi(cpu, from, queue);
+            let after = self.waker_elapsed(waker, queue);
+            self.send_call_function_single_ipi(cpu, from, after);
         }
     }
 
@@ -70,7 +71,6 @@ impl Kernel {
     /// only needs NEED_RESCHED set (set_nr_if_polling); anyone else gets an
     /// IPI, sent once the llist_add (`after` ns into the wakeup) is done.
     fn send_call_function_single_ipi(&mut self, cpu: usize, from: usize, after: u64) {
-        let ipi = self.machine.cost.ipi_latency_ns;
         let delay = match self.rqs[cpu].act {
             Activity::Idle { since } => {
                 let st = self.idle_state_at(self.now - since);
@@ -80,14 +80,10 @@ impl Kernel {
                     self.stats.ipis_avoided_polling += 1;
                     exit
                 } else {
-                    self.count_ipi(cpu, Some(from));
-                    ipi + exit
+                    self.count_ipi(cpu, Some(from)) + exit
                 }
             }
-            _ => {
-                self.count_ipi(cpu, Some(from));
-                ipi
-            }
+            _ => self.count_ipi(cpu, Some(from)),
         };
         self.events
             .push_earliest(self.now + after + delay, EventKind::Resched, cpu);

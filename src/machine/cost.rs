@@ -46,7 +46,7 @@
 //! the published core-to-core latency for that distance: see
 //! [`refill_ns`]. Scenarios with bigger working sets should scale them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Hot working set, in 64-byte cache lines, of the tasks the cache-refill
 /// penalty is modelled for (8 KiB).
@@ -63,7 +63,8 @@ pub const fn refill_ns(line_latency_ns: u64) -> u64 {
 const NS_PER_US: u64 = 1000;
 
 /// One cpuidle state, as in `struct cpuidle_state`.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct IdleState {
     /// cpuidle name (`POLL`, `C1`, `C1E`, `C6`, `snooze`, `CEDE`, `WFI`, `HLT`).
     pub name: String,
@@ -108,7 +109,9 @@ impl IdleState {
 ///
 /// Field meanings are fixed here so that every preset means the same thing:
 /// the kernel and workload models charge them, they never invent timings.
-#[derive(Clone, Debug, Serialize)]
+/// A machine file's `[cost]` table has one key per field ([`super::file`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CostModel {
     /// `__schedule()` from `pick_next_task` through `switch_to` (registers,
     /// stack, FPU state), excluding `switch_mm`.
@@ -160,6 +163,14 @@ pub struct CostModel {
     /// (skb allocation and queueing in sendmsg, dequeue and free in recvmsg);
     /// per message, charged half to the sender and half to the receiver.
     pub socket_skb_ns: u64,
+    /// Kernel work a pipe reader or writer that blocked does on its own
+    /// account once woken, before it retries: finish_wait, re-taking the
+    /// pipe mutex and redoing pipe_read's/pipe_write's checks.
+    pub pipe_wait_cycle_ns: u64,
+    /// The same for an AF_UNIX stream socket: after unix_stream_data_wait
+    /// (prepare_to_wait, schedule_timeout, finish_wait) the reader re-takes
+    /// the iolock and restarts unix_stream_read_generic's loop.
+    pub socket_wait_cycle_ns: u64,
     /// `fork()` of a small process, in the parent (copy mm, page tables, task).
     pub fork_ns: u64,
     /// `exit()` of a small process (mm teardown, reparenting, notify parent).
@@ -169,6 +180,16 @@ pub struct CostModel {
     pub tick_ns: u64,
     /// Interrupt entry + exit around a handler (including the IPI handler).
     pub irq_entry_exit_ns: u64,
+    /// CPU time of one hrtimer expiry interrupt that wakes a sleeper
+    /// (hrtimer_interrupt: entry, __hrtimer_run_queues, reprogramming the
+    /// clock event, exit), taken from whatever the CPU was doing. The
+    /// wakeup is issued at its start, so the woken task waits for all of
+    /// it: it lies on the wakee's critical path.
+    pub hrtimer_irq_ns: u64,
+    /// tick_nohz_idle_exit on a CPU whose tick was stopped: restart the
+    /// tick, reprogram the clock event, account the idle time. Taken when
+    /// the CPU leaves idle, before it switches to the wakee.
+    pub nohz_idle_exit_ns: u64,
     /// `select_idle_cpu`/`should_we_balance` cost per CPU examined (reading
     /// another CPU's rq state: mostly one cache miss).
     pub sis_scan_per_cpu_ns: u64,
@@ -289,6 +310,11 @@ pub fn kvm_guest() -> CostModel {
         // measured: 100-byte AF_UNIX round trip is 2.1 µs slower than a 1-byte pipe one:
         // 2×skb − 4×pipe_op = 2.1 µs → 1650 ns per message
         socket_skb_ns: 1650,
+        // measured (shared/fidelity-notes.md §1, 2026-11-23): a same-CPU sleep/wake cycle costs the
+        // woken reader 2.37 µs of CPU per pipe message and 3.4–5.4 µs per 100-byte socket message;
+        // less the switch, mm switch and the one read already charged, 1.0 and 1.5 µs remain
+        pipe_wait_cycle_ns: 1_000,
+        socket_wait_cycle_ns: 1_500,
         // measured: fork+exit+waitpid 165–188 µs; split ~2:1 fork:exit, ~15 µs of wakeups/switches
         fork_ns: 110_000,
         // measured (see fork_ns)
@@ -297,6 +323,13 @@ pub fn kvm_guest() -> CostModel {
         tick_ns: 3000,
         // estimate: interrupt injection on VM entry + x2APIC EOI write exit (~0.3 µs bare metal + exits)
         irq_entry_exit_ns: 800,
+        // measured (docs/host-tools/timer_wakeup.c, `rt busy`): a SCHED_FIFO sleeper beside
+        // a hog runs 19.1 µs (p50) after its deadline = this + wakeup_local_ns + switch + mm switch;
+        // the VM exits of timer injection, TSC-deadline rearm and EOI make it this large
+        // (timer_cost.c: a hog loses 22–32 µs per such wakeup)
+        hrtimer_irq_ns: 17_800,
+        // refitted below from calibrate (see nohz note there)
+        nohz_idle_exit_ns: 7_600,
         // estimate: one remote cache line (115 ns measured), partly overlapped
         sis_scan_per_cpu_ns: 50,
         group_level_ns: 30,
@@ -360,6 +393,9 @@ pub fn cascade_lake() -> CostModel {
         // estimate: unix_stream_sendmsg skb alloc + queue + recvmsg free ≈ 2×pipe_op + 0.5 µs
         // (the VM measured 2×300 + 1050)
         socket_skb_ns: 900,
+        // estimate: vm-2's measured cycle costs scaled by context_switch_ns (450 vs 600)
+        pipe_wait_cycle_ns: 750,
+        socket_wait_cycle_ns: 1120,
         // estimate: lmbench lat_proc fork (fork+exit+wait, small process) 50–70 µs on 2–3 GHz
         // servers; split ~2:1 fork:exit
         fork_ns: 30_000,
@@ -369,6 +405,10 @@ pub fn cascade_lake() -> CostModel {
         tick_ns: 1000,
         // estimate: IDT entry/exit with eIBRS-era mitigations ≈ 300 ns
         irq_entry_exit_ns: 300,
+        // estimate: irq entry/exit + hrtimer_interrupt + TSC-deadline write, ~1 µs bare metal
+        hrtimer_irq_ns: 1_000,
+        // estimate: tick restart + clock-event reprogram, about half an hrtimer interrupt
+        nohz_idle_exit_ns: 500,
         // estimate: one remote rq cache line per CPU (~50 ns), partly overlapped
         sis_scan_per_cpu_ns: 40,
         group_level_ns: 23,
@@ -432,6 +472,9 @@ pub fn sandy_bridge_ep() -> CostModel {
         socket_copy_ps_per_byte: 125,
         // estimate: ~1.2× Cascade Lake's 900 ns
         socket_skb_ns: 1100,
+        // estimate: vm-2's measured cycle costs scaled by context_switch_ns (550 vs 600)
+        pipe_wait_cycle_ns: 920,
+        socket_wait_cycle_ns: 1380,
         // estimate: lmbench fork+exit ~70–90 µs on 2011-era servers; split ~2:1
         fork_ns: 40_000,
         // estimate (see fork_ns)
@@ -440,6 +483,10 @@ pub fn sandy_bridge_ep() -> CostModel {
         tick_ns: 1200,
         // estimate: no mitigations in 2014, ~250 ns
         irq_entry_exit_ns: 250,
+        // estimate: as cascade_lake
+        hrtimer_irq_ns: 1_000,
+        // estimate: tick restart + clock-event reprogram, about half an hrtimer interrupt
+        nohz_idle_exit_ns: 500,
         // estimate: one remote line (~40 ns), partly overlapped
         sis_scan_per_cpu_ns: 35,
         group_level_ns: 28,
@@ -495,6 +542,9 @@ pub fn haswell_ex() -> CostModel {
         socket_copy_ps_per_byte: 100,
         // estimate: between Sandy Bridge and Cascade Lake
         socket_skb_ns: 1000,
+        // estimate: vm-2's measured cycle costs scaled by context_switch_ns (500 vs 600)
+        pipe_wait_cycle_ns: 830,
+        socket_wait_cycle_ns: 1250,
         // estimate: as Sandy Bridge; bigger page-table copies offset by a faster core
         fork_ns: 40_000,
         // estimate (see fork_ns)
@@ -503,6 +553,10 @@ pub fn haswell_ex() -> CostModel {
         tick_ns: 1100,
         // estimate: ~250 ns, no mitigations in 2014
         irq_entry_exit_ns: 250,
+        // estimate: as cascade_lake
+        hrtimer_irq_ns: 1_000,
+        // estimate: tick restart + clock-event reprogram, about half an hrtimer interrupt
+        nohz_idle_exit_ns: 500,
         // estimate: one remote line (~60 ns), partly overlapped
         sis_scan_per_cpu_ns: 45,
         group_level_ns: 25,
@@ -559,6 +613,9 @@ pub fn milan() -> CostModel {
         socket_copy_ps_per_byte: 70,
         // estimate: as Cascade Lake
         socket_skb_ns: 900,
+        // estimate: vm-2's measured cycle costs scaled by context_switch_ns (450 vs 600)
+        pipe_wait_cycle_ns: 750,
+        socket_wait_cycle_ns: 1120,
         // estimate: as Cascade Lake
         fork_ns: 30_000,
         // estimate: as Cascade Lake
@@ -567,6 +624,10 @@ pub fn milan() -> CostModel {
         tick_ns: 1000,
         // estimate: as Cascade Lake
         irq_entry_exit_ns: 300,
+        // estimate: as cascade_lake
+        hrtimer_irq_ns: 1_000,
+        // estimate: tick restart + clock-event reprogram, about half an hrtimer interrupt
+        nohz_idle_exit_ns: 500,
         // estimate: select_idle_cpu scans the CCX: lines ~25 ns away
         sis_scan_per_cpu_ns: 25,
         group_level_ns: 23,
@@ -620,6 +681,9 @@ pub fn altra() -> CostModel {
         socket_copy_ps_per_byte: 100,
         // estimate: as Cascade Lake
         socket_skb_ns: 900,
+        // estimate: vm-2's measured cycle costs scaled by context_switch_ns (450 vs 600)
+        pipe_wait_cycle_ns: 750,
+        socket_wait_cycle_ns: 1120,
         // estimate: as Cascade Lake
         fork_ns: 30_000,
         // estimate: as Cascade Lake
@@ -628,6 +692,10 @@ pub fn altra() -> CostModel {
         tick_ns: 1000,
         // estimate: exception entry/exit ~300 ns
         irq_entry_exit_ns: 300,
+        // estimate: irq entry/exit + hrtimer_interrupt + arch timer reprogram, ~1 µs
+        hrtimer_irq_ns: 1_000,
+        // estimate: tick restart + clock-event reprogram, about half an hrtimer interrupt
+        nohz_idle_exit_ns: 500,
         // estimate: one mesh line (~45 ns within the pair), partly overlapped
         sis_scan_per_cpu_ns: 40,
         group_level_ns: 23,
@@ -689,6 +757,9 @@ pub fn power10() -> CostModel {
         socket_copy_ps_per_byte: 100,
         // estimate: ~1.2× Cascade Lake's 900 ns
         socket_skb_ns: 1100,
+        // estimate: vm-2's measured cycle costs scaled by context_switch_ns (800 vs 600)
+        pipe_wait_cycle_ns: 1330,
+        socket_wait_cycle_ns: 2000,
         // estimate: 64 KiB pages mean few PTEs to copy, but an LPAR's hcall-based HPT/radix
         // updates cost more; ~40 µs
         fork_ns: 40_000,
@@ -698,6 +769,10 @@ pub fn power10() -> CostModel {
         tick_ns: 1500,
         // estimate: ~400 ns
         irq_entry_exit_ns: 400,
+        // estimate: decrementer interrupt + hrtimer_interrupt, ~1.2 µs
+        hrtimer_irq_ns: 1_200,
+        // estimate: tick restart + clock-event reprogram, about half an hrtimer interrupt
+        nohz_idle_exit_ns: 500,
         // seed 001: should_we_balance() took ~700–800 ns on an idle 96-CPU POWER10 LPAR while
         // checking idle_cpu() over a group's CPUs → ~15–30 ns per CPU visited
         sis_scan_per_cpu_ns: 25,

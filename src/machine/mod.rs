@@ -5,7 +5,8 @@
 //! A machine comes from a spec string (`--machine`):
 //! - a preset name (`schedlab machines` lists them: [`presets`]),
 //! - `smp:cpus=N[,smt=S,llc=L,sockets=K]` — a regular x86-style machine,
-//! - `host` — this computer, read from /sys.
+//! - `host` — this computer, read from /sys,
+//! - `FILE.toml` — a machine file ([`file`]), e.g. written by `schedlab calibrate`.
 //!
 //! Modules: [`topology`] (CPU records, masks, distances), [`presets`]
 //! (named machines), [`host`] (sysfs), [`cost`] (cost models).
@@ -14,6 +15,7 @@
 //! above them (the kernel reads the machine, never the reverse).
 
 pub mod cost;
+pub mod file;
 pub mod host;
 pub mod presets;
 pub mod topology;
@@ -27,9 +29,13 @@ pub use topology::{CpuTopo, Distance, Enumeration, Machine, Shape};
 const SMP_LOCAL_DISTANCE: u32 = 10;
 const SMP_REMOTE_DISTANCE: u32 = 21;
 
-/// Parse a machine spec: a preset name, `smp:cpus=N[,smt=S,llc=L,sockets=K]`, or `host`.
+/// Parse a machine spec: a preset name, `smp:cpus=N[,smt=S,llc=L,sockets=K]`,
+/// `host`, or a machine file `FILE.toml`.
 pub fn from_spec(spec: &str) -> Result<Machine, String> {
     let spec = spec.trim();
+    if file::is_file_spec(spec) {
+        return file::load(std::path::Path::new(spec));
+    }
     if spec == "host" {
         return host::detect();
     }
@@ -41,7 +47,7 @@ pub fn from_spec(spec: &str) -> Result<Machine, String> {
     }
     presets::build(spec).unwrap_or_else(|| {
         Err(format!(
-            "unknown machine {spec:?}: use host, smp:cpus=N[,smt=S,llc=L,sockets=K], or one of: {}",
+            "unknown machine {spec:?}: use host, smp:cpus=N[,smt=S,llc=L,sockets=K], FILE.toml, or one of: {}",
             presets::names().join(", ")
         ))
     })

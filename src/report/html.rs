@@ -203,10 +203,14 @@ impl Tracer for HtmlReport {
                     }
                 }
             }
-            TraceEvent::Wakeup { p, target, .. } | TraceEvent::WakeupNew { p, target, .. } => {
+            // Latency counts from sched_waking, as perf sched latency and
+            // the seeds' tools do; a new task from its sched_wakeup_new.
+            TraceEvent::Waking { p, .. } => self.woken_at[p] = k.now,
+            TraceEvent::WakeupNew { p, target, .. } => {
                 self.woken_at[p] = k.now;
                 self.sample_cpu(k, target);
             }
+            TraceEvent::Wakeup { target, .. } => self.sample_cpu(k, target),
             _ => {}
         }
     }

@@ -59,6 +59,7 @@ pub fn to_json(out: &RunView) -> Value {
                 "nr_wakeups_sync": t.stats.nr_wakeups_sync,
                 "nr_wakeups_local": t.stats.nr_wakeups_local,
                 "nr_wakeups_remote": t.stats.nr_wakeups_remote,
+                "wakeup_latency_us": latency_summary_us(&t.stats.wakeup_latency),
                 "load_avg": a.load_avg,
                 "runnable_avg": a.runnable_avg,
                 "util_avg": a.util_avg,
@@ -129,6 +130,7 @@ pub fn to_json(out: &RunView) -> Value {
             "rt_pulls": st.rt_pulls,
             "rt_bandwidth_holds": st.rt_throttled,
             "cfs_throttled": st.cfs_throttled,
+            "wakeup_latency_us": latency_us(&st.wakeup_latency),
         },
         "resched_latency_us": latency_us(&pr.resched_latency),
         "balance": k.balance_json(),
@@ -144,6 +146,17 @@ pub fn to_json(out: &RunView) -> Value {
 /// A histogram of ns as µs: count, p50, p99, max, mean, and its
 /// non-empty buckets as [low ns, high ns, count].
 pub fn latency_us(h: &Histogram) -> Value {
+    let mut v = latency_summary_us(h);
+    v["histogram_ns"] = json!(h
+        .buckets()
+        .iter()
+        .map(|b| [b.0, b.1, b.2])
+        .collect::<Vec<_>>());
+    v
+}
+
+/// count, p50, p99, max and mean in µs, without the buckets (per task).
+pub fn latency_summary_us(h: &Histogram) -> Value {
     let us = |ns: u64| ns as f64 / 1e3;
     json!({
         "count": h.count,
@@ -151,6 +164,5 @@ pub fn latency_us(h: &Histogram) -> Value {
         "p99": us(h.quantile(0.99)),
         "max": us(h.max),
         "mean": h.mean() / 1e3,
-        "histogram_ns": h.buckets().iter().map(|b| [b.0, b.1, b.2]).collect::<Vec<_>>(),
     })
 }

@@ -11,7 +11,7 @@ use toml::Value;
 /// The flags that build a scenario, shared by `run` and `compare`.
 #[derive(Args, Default, Clone)]
 pub struct ScenarioArgs {
-    /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]` or `host` [machine.preset]
+    /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]`, `host` or a machine file `FILE.toml` [machine.preset]
     #[arg(long)]
     pub machine: Option<String>,
     /// Workload spec `name:key=value,...` (`schedlab workloads`); repeat for several [[workload]]

@@ -134,10 +134,11 @@ impl ChromeWriter {
             TraceEvent::Switch {
                 cpu,
                 prev,
+                prev_state: st,
                 next,
                 preempt,
             } => {
-                let state = prev.map_or("R", |p| prev_state(k, p, preempt));
+                let state = prev.map_or("R", |p| prev_state(k, p, st, preempt));
                 self.close(k, cpu, state);
                 self.running[cpu] = next.map(|n| (n, k.now));
                 self.counters(k, cpu);

@@ -6,7 +6,7 @@
 //! buffer and streamed out, so memory does not grow with the trace.
 
 use super::{prev_state, prio, Selection, TraceFile, FLUSH_AT};
-use crate::kernel::task::Pid;
+use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
 use crate::util::fs::AtomicFile;
@@ -156,11 +156,12 @@ impl FtraceWriter {
         cpu: usize,
         prev: Option<Pid>,
         next: Option<Pid>,
+        state: TaskState,
         preempt: bool,
     ) {
         self.prefix(k.now, prev, cpu, k, "d..2", "sched_switch");
         self.task_fields(k, "prev_", prev, cpu);
-        let st = prev.map_or("R", |p| prev_state(k, p, preempt));
+        let st = prev.map_or("R", |p| prev_state(k, p, state, preempt));
         self.buf.extend_from_slice(b" prev_state=");
         self.buf.extend_from_slice(st.as_bytes());
         self.buf.extend_from_slice(b" ==> ");
@@ -247,11 +248,12 @@ impl FtraceWriter {
             TraceEvent::Switch {
                 cpu,
                 prev,
+                prev_state,
                 next,
                 preempt,
-            } => self.switch(k, cpu, prev, next, preempt),
+            } => self.switch(k, cpu, prev, next, prev_state, preempt),
             TraceEvent::Waking { cpu, p, waker } => {
-                let ctx = waker.or(k.rqs[cpu].curr);
+                let ctx = waker.or(k.trace_ctx(cpu));
                 let flags = if waker.is_none() { "d.h2" } else { "d..2" };
                 self.prefix(now, ctx, cpu, k, flags, "sched_waking");
                 self.who(k, p);
@@ -265,7 +267,7 @@ impl FtraceWriter {
                 } else {
                     "sched_wakeup_new"
                 };
-                let ctx = k.rqs[cpu].curr;
+                let ctx = k.trace_ctx(cpu);
                 let flags = if k.rqs[cpu].need_resched {
                     "dN.3"
                 } else {
@@ -276,11 +278,11 @@ impl FtraceWriter {
                 self.buf.extend_from_slice(b" target_cpu=");
                 num(&mut self.buf, target as u64, 3, b'0');
                 self.buf.push(b'\n');
-                let tctx = k.rqs[target].curr;
+                let tctx = k.trace_ctx(target);
                 self.cpu_counters(k, target, tctx);
             }
             TraceEvent::Migrate { p, orig, dest } => {
-                let ctx = k.rqs[dest].curr;
+                let ctx = k.trace_ctx(dest);
                 self.prefix(now, ctx, dest, k, "d..2", "sched_migrate_task");
                 self.who(k, p);
                 let _ = writeln!(self.buf, " orig_cpu={orig} dest_cpu={dest}");

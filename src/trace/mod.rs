@@ -114,9 +114,9 @@ impl Selection {
 /// sched_switch's prev_state letter for a task being switched out
 /// (__trace_sched_switch_state): R+ when preempted, R when still runnable,
 /// S when sleeping, Z (process) or X (thread, auto-reaped) after exit.
-pub fn prev_state(k: &Kernel, p: Pid, preempt: bool) -> &'static str {
+pub fn prev_state(k: &Kernel, p: Pid, state: TaskState, preempt: bool) -> &'static str {
     let t = &k.tasks[p];
-    match t.state {
+    match state {
         TaskState::Running | TaskState::Waking | TaskState::New if preempt => "R+",
         TaskState::Running | TaskState::Waking | TaskState::New => "R",
         TaskState::Interruptible => "S",

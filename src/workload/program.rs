@@ -128,6 +128,18 @@ impl Kernel {
         }
     }
 
+    /// What a pipe or socket op that blocked costs its task once woken,
+    /// before the retry (pipe_read's and unix_stream_read_generic's wait
+    /// loops: finish_wait, the lock again, the checks again).
+    fn wait_cycle_cost(&self, op: &Op) -> Option<u64> {
+        let c = &self.machine.cost;
+        match *op {
+            Op::PipeWrite { .. } | Op::PipeRead { .. } => Some(c.pipe_wait_cycle_ns),
+            Op::SockSend { .. } | Op::SockRecv { .. } => Some(c.socket_wait_cycle_ns),
+            _ => None,
+        }
+    }
+
     /// Execute one op: charge its cost first (phase 0), then its effect
     /// (phase 1, retried after a wakeup if it blocked). None means "go on
     /// with the next op".
@@ -135,6 +147,11 @@ impl Kernel {
         if self.tasks[p].prog.phase == 0 {
             if let Some(ns) = self.op_cost(p, &op) {
                 self.tasks[p].prog.phase = 1;
+                return Some(self.charge(p, ns, Point::MightSleep));
+            }
+        }
+        if std::mem::take(&mut self.tasks[p].prog.wait_cycle_due) {
+            if let Some(ns) = self.wait_cycle_cost(&op) {
                 return Some(self.charge(p, ns, Point::MightSleep));
             }
         }

@@ -1,0 +1,524 @@
+//! The microbenchmarks. Each returns per-operation samples in ns (or ps/B
+//! where said); the caller takes medians and percentiles. Threads pin
+//! themselves to the OS CPUs they are given; the caller checked that
+//! pinning works there.
+
+use super::sys::{self, Channel, Policy, SharedMem};
+use std::hint::spin_loop;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
+use std::thread;
+
+/// Pin, ignoring failure: the caller checked the CPU, and a protocol half
+/// that stopped here would leave its partner waiting forever.
+fn pin(cpu: usize) {
+    let _ = sys::pin(cpu);
+}
+
+/// Time `batches` batches of `per` calls of `op`: ns per call.
+pub fn batched(batches: usize, per: usize, mut op: impl FnMut()) -> Vec<f64> {
+    (0..batches)
+        .map(|_| {
+            let t0 = sys::now_ns();
+            for _ in 0..per {
+                op();
+            }
+            (sys::now_ns() - t0) as f64 / per as f64
+        })
+        .collect()
+}
+
+/// The single-thread primitives, on `cpu`: (clock read, getppid, futex
+/// wake without waiter, futex wait that returns EAGAIN, thread CPU clock).
+pub fn null_calls(cpu: usize, batches: usize) -> [Vec<f64>; 5] {
+    thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpu);
+            let w = AtomicU32::new(0);
+            [
+                batched(batches, 1000, || {
+                    std::hint::black_box(sys::now_ns());
+                }),
+                batched(batches, 1000, sys::getppid),
+                batched(batches, 1000, || sys::futex_wake(&w)),
+                batched(batches, 1000, || sys::futex_wait(&w, 1)),
+                batched(batches, 1000, || {
+                    std::hint::black_box(sys::thread_cpu_ns());
+                }),
+            ]
+        })
+        .join()
+        .unwrap_or_default()
+    })
+}
+
+/// Round trips of a futex ping-pong between two SCHED_BATCH tasks on one
+/// CPU (no wakeup preemption: each side wakes the other and then blocks),
+/// and the waker's futex_wake time. Threads, or a forked process pair.
+pub struct PingPong {
+    pub round_trip: Vec<f64>,
+    pub wake: Vec<f64>,
+}
+
+const WARM: usize = 200;
+
+/// The waking side of the ping-pong: `n` round trips after a warm-up.
+fn ping(turn: &AtomicU32, n: usize) -> PingPong {
+    let mut starts = Vec::with_capacity(n + 1);
+    let mut wake = Vec::with_capacity(n);
+    for i in 0..n + WARM {
+        let t0 = sys::now_ns();
+        turn.store(1, SeqCst);
+        sys::futex_wake(turn);
+        let t1 = sys::now_ns();
+        while turn.load(SeqCst) == 1 {
+            sys::futex_wait(turn, 1);
+        }
+        if i >= WARM {
+            starts.push(t0);
+            wake.push((t1 - t0) as f64);
+        }
+    }
+    starts.push(sys::now_ns());
+    PingPong {
+        round_trip: starts.windows(2).map(|w| (w[1] - w[0]) as f64).collect(),
+        wake,
+    }
+}
+
+/// The woken side: answers `n` + warm-up round trips.
+fn pong(turn: &AtomicU32, n: usize) {
+    for _ in 0..n + WARM {
+        while turn.load(SeqCst) == 0 {
+            sys::futex_wait(turn, 0);
+        }
+        turn.store(0, SeqCst);
+        sys::futex_wake(turn);
+    }
+}
+
+pub fn pingpong_threads(cpu: usize, n: usize) -> Result<PingPong, String> {
+    let mem = SharedMem::new(4096)?;
+    let turn = mem.word(0);
+    thread::scope(|s| {
+        let b = s.spawn(|| {
+            pin(cpu);
+            let _ = sys::set_policy(Policy::Batch);
+            pong(turn, n)
+        });
+        let a = s.spawn(|| {
+            pin(cpu);
+            sys::set_policy(Policy::Batch)?;
+            Ok(ping(turn, n))
+        });
+        let r = a
+            .join()
+            .map_err(|_| "ping-pong thread panicked".to_string());
+        let _ = b.join();
+        r?
+    })
+}
+
+/// The same between two processes (the woken side forked, sharing only
+/// the futex page): adds switch_mm to every switch.
+pub fn pingpong_processes(cpu: usize, n: usize) -> Result<PingPong, String> {
+    let mem = SharedMem::new(4096)?;
+    let turn = mem.word(0);
+    thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpu);
+            sys::set_policy(Policy::Batch)?;
+            let pid = sys::fork_child(|| pong(turn, n))?;
+            let r = ping(turn, n);
+            sys::wait_child(pid);
+            Ok(r)
+        })
+        .join()
+        .map_err(|_| "ping-pong thread panicked".to_string())?
+    })
+}
+
+/// What the target CPU runs while the wakee sleeps.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Target {
+    /// Nothing: the CPU idles for `gap` ns before each wakeup.
+    Idle,
+    /// A busy loop of this policy.
+    Spinner(Policy),
+}
+
+/// Remote wakeups: per wakeup, the latency from the waker's timestamp to
+/// the wakee's first timestamp after its futex_wait returns, and the
+/// waker's futex_wake time.
+pub struct Wakeups {
+    pub latency: Vec<f64>,
+    pub wake: Vec<f64>,
+}
+
+/// A task on `to` blocks in futex_wait; a task on `from` sleeps `gap_ns`,
+/// stamps the time in shared memory and wakes it; `n` times.
+pub fn remote_wakeups(
+    from: usize,
+    to: usize,
+    target: Target,
+    gap_ns: u64,
+    n: usize,
+) -> Result<Wakeups, String> {
+    let mem = SharedMem::new(4096)?;
+    let (seq, ready, stamp) = (mem.word(0), mem.word(1), mem.u64_at(128));
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        if let Target::Spinner(p) = target {
+            let stop = &stop;
+            s.spawn(move || {
+                pin(to);
+                let _ = sys::set_policy(p);
+                while !stop.load(Relaxed) {
+                    spin_loop();
+                }
+            });
+        }
+        let wakee = s.spawn(|| {
+            pin(to);
+            let mut lat = Vec::with_capacity(n);
+            for i in 0..n as u32 {
+                ready.store(i + 1, SeqCst);
+                while seq.load(SeqCst) == i {
+                    sys::futex_wait(seq, i);
+                }
+                lat.push(sys::now_ns().saturating_sub(stamp.load(SeqCst)) as f64);
+            }
+            lat
+        });
+        let waker = s.spawn(|| {
+            pin(from);
+            sys::tight_timer_slack();
+            let mut wake = Vec::with_capacity(n);
+            for i in 0..n as u32 {
+                while ready.load(SeqCst) != i + 1 {
+                    spin_loop();
+                }
+                sys::sleep_ns(gap_ns);
+                let t0 = sys::now_ns();
+                stamp.store(t0, SeqCst);
+                seq.store(i + 1, SeqCst);
+                sys::futex_wake(seq);
+                wake.push((sys::now_ns() - t0) as f64);
+            }
+            wake
+        });
+        let wake = waker.join();
+        let latency = wakee.join();
+        stop.store(true, Relaxed);
+        match (latency, wake) {
+            (Ok(latency), Ok(wake)) => Ok(Wakeups { latency, wake }),
+            _ => Err("wakeup thread panicked".into()),
+        }
+    })
+}
+
+/// Timer wakeups on a busy CPU: a thread on `cpu` (timer slack 1 ns)
+/// sleeps to absolute deadlines 200 µs apart beside a SCHED_IDLE spinner,
+/// which any normal wakee preempts at once. Samples: how late it runs
+/// (the hrtimer interrupt, the wakeup, the switch, the syscall's return).
+pub fn timer_wakeups(cpu: usize, n: usize) -> Result<Vec<f64>, String> {
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        let stop = &stop;
+        s.spawn(move || {
+            pin(cpu);
+            let _ = sys::set_policy(Policy::Idle);
+            while !stop.load(Relaxed) {
+                spin_loop();
+            }
+        });
+        let sleeper = s.spawn(|| {
+            pin(cpu);
+            sys::tight_timer_slack();
+            (0..n)
+                .map(|_| {
+                    let t = sys::now_ns() + 200_000;
+                    sys::sleep_until_ns(t);
+                    sys::now_ns().saturating_sub(t) as f64
+                })
+                .collect()
+        });
+        let lat = sleeper.join();
+        stop.store(true, Relaxed);
+        lat.map_err(|_| "timer thread panicked".to_string())
+    })
+}
+
+/// Which IPC a streaming or wake-cycle benchmark uses.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Ipc {
+    Pipe,
+    Unix,
+}
+
+impl Ipc {
+    fn open(self) -> Result<Channel, String> {
+        match self {
+            Ipc::Pipe => Channel::pipe(),
+            Ipc::Unix => Channel::socketpair(),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Ipc::Pipe => "pipe",
+            Ipc::Unix => "unix",
+        }
+    }
+}
+
+/// Streaming: one thread on `cpu` writes `size` bytes and reads them back,
+/// so no one ever sleeps: ns per write+read pair, `batches` × `per`.
+pub fn stream(cpu: usize, ipc: Ipc, size: usize, batches: usize) -> Result<Vec<f64>, String> {
+    let ch = ipc.open()?;
+    let per = if size > 4096 { 20 } else { 100 };
+    thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpu);
+            let mut buf = vec![7u8; size];
+            for _ in 0..per {
+                ch.send(&buf);
+                ch.recv(&mut buf);
+            }
+            batched(batches, per, || {
+                ch.send(&buf);
+                ch.recv(&mut buf);
+            })
+        })
+        .join()
+        .map_err(|_| "stream thread panicked".to_string())
+    })
+}
+
+/// CPU time a reader is charged for a `size`-byte read that finds the
+/// data already there (thread CPU clock around the read), `n` reads.
+pub fn read_cpu(cpu: usize, ipc: Ipc, size: usize, n: usize) -> Result<Vec<f64>, String> {
+    let ch = ipc.open()?;
+    thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpu);
+            let mut buf = vec![7u8; size];
+            (0..n)
+                .map(|_| {
+                    ch.send(&buf);
+                    let c0 = sys::thread_cpu_ns();
+                    ch.recv(&mut buf);
+                    (sys::thread_cpu_ns() - c0) as f64
+                })
+                .collect()
+        })
+        .join()
+        .map_err(|_| "read thread panicked".to_string())
+    })
+}
+
+/// The sleep/wake cycle as the woken reader pays it: a reader on `to`
+/// blocks in read(); a writer on `from` (the same CPU or another) sends a
+/// `size`-byte message after a short sleep, then waits for a 1-byte reply.
+/// Samples: the reader's CPU time across each read() that slept (its
+/// voluntary switch count rose), `n` messages.
+pub fn wake_cycle(
+    from: usize,
+    to: usize,
+    ipc: Ipc,
+    size: usize,
+    n: usize,
+) -> Result<Vec<f64>, String> {
+    let (msg, reply) = (ipc.open()?, Channel::pipe()?);
+    thread::scope(|s| {
+        let reader = s.spawn(|| {
+            pin(to);
+            let mut buf = vec![0u8; size];
+            let mut slept = Vec::with_capacity(n);
+            for _ in 0..n {
+                let nv = sys::thread_nvcsw();
+                let c0 = sys::thread_cpu_ns();
+                msg.recv(&mut buf);
+                let c1 = sys::thread_cpu_ns();
+                if sys::thread_nvcsw() > nv {
+                    slept.push((c1 - c0) as f64);
+                }
+                reply.send(&[1]);
+            }
+            slept
+        });
+        s.spawn(|| {
+            pin(from);
+            sys::tight_timer_slack();
+            let buf = vec![7u8; size];
+            let mut ack = [0u8; 1];
+            for _ in 0..n {
+                sys::sleep_ns(20_000);
+                msg.send(&buf);
+                reply.recv(&mut ack);
+            }
+        });
+        reader
+            .join()
+            .map_err(|_| "reader thread panicked".to_string())
+    })
+}
+
+/// One-way cache-line transfer time between `a` and `b`: the two spin on
+/// one shared word, each writing the value the other waits for;
+/// `batches` batches of 200 round trips, ns per one-way hand-off.
+pub fn line_transfer(a: usize, b: usize, batches: usize) -> Result<Vec<f64>, String> {
+    const K: u32 = 200;
+    let mem = SharedMem::new(4096)?;
+    let flag = mem.word(0);
+    let total = batches as u32 * K;
+    thread::scope(|s| {
+        s.spawn(|| {
+            pin(b);
+            for j in 0..total {
+                while flag.load(Acquire) != 2 * j + 1 {
+                    spin_loop();
+                }
+                flag.store(2 * j + 2, Release);
+            }
+        });
+        s.spawn(|| {
+            pin(a);
+            (0..batches as u32)
+                .map(|batch| {
+                    let t0 = sys::now_ns();
+                    for k in 0..K {
+                        let v = 2 * (batch * K + k) + 1;
+                        flag.store(v, Release);
+                        while flag.load(Acquire) != v + 1 {
+                            spin_loop();
+                        }
+                    }
+                    (sys::now_ns() - t0) as f64 / (2 * K) as f64
+                })
+                .collect()
+        })
+        .join()
+        .map_err(|_| "line-transfer thread panicked".to_string())
+    })
+}
+
+/// fork + child `_exit` + waitpid from a thread on `cpu`: per cycle, the
+/// parent's fork() time and the whole cycle.
+pub fn fork_exit(cpu: usize, n: usize) -> Result<(Vec<f64>, Vec<f64>), String> {
+    thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpu);
+            let mut fork = Vec::with_capacity(n);
+            let mut cycle = Vec::with_capacity(n);
+            for _ in 0..n {
+                let t0 = sys::now_ns();
+                let pid = sys::fork_child(|| {})?;
+                let t1 = sys::now_ns();
+                sys::wait_child(pid);
+                fork.push((t1 - t0) as f64);
+                cycle.push((sys::now_ns() - t0) as f64);
+            }
+            Ok((fork, cycle))
+        })
+        .join()
+        .map_err(|_| "fork thread panicked".to_string())?
+    })
+}
+
+/// Gaps a busy loop on `cpu` sees in its clock for `dur_ns`: the timer
+/// tick and any other interrupt. Gaps between `min_ns` and 30 µs count;
+/// longer ones are another task or a host-side preemption of the vCPU. Returns the gaps (when each
+/// ended, its length) and how long the loop itself ran.
+pub fn clock_gaps(cpu: usize, dur_ns: u64, min_ns: u64) -> Result<(Vec<(u64, u64)>, u64), String> {
+    thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpu);
+            let start = sys::now_ns();
+            let mut last = start;
+            let mut gaps = Vec::new();
+            let mut away = 0;
+            while last - start < dur_ns {
+                let t = sys::now_ns();
+                match t - last {
+                    d if d >= 30_000 => away += d,
+                    d if d >= min_ns => gaps.push((t, d)),
+                    _ => {}
+                }
+                last = t;
+            }
+            (gaps, last - start - away)
+        })
+        .join()
+        .map_err(|_| "tick thread panicked".to_string())
+    })
+}
+
+/// The timer tick among clock gaps: of the HZ values (100, 250, 300, 1000)
+/// whose period collects at least 70 % of the ticks expected in `ran_ns`
+/// into one phase (±20 µs), the one with the most gaps there (a faster
+/// candidate sees the true ticks too, but as a small share of its own);
+/// returns it and the gaps at that phase.
+pub fn tick_gaps(gaps: &[(u64, u64)], ran_ns: u64) -> Option<(u64, Vec<f64>)> {
+    const BIN: u64 = 20_000;
+    let mut best: Option<(usize, u64, Vec<f64>)> = None;
+    for hz in [100u64, 250, 300, 1000] {
+        let period = 1_000_000_000 / hz;
+        let bins = (period / BIN) as usize + 1;
+        let mut count = vec![0usize; bins];
+        for &(t, _) in gaps {
+            count[((t % period) / BIN) as usize] += 1;
+        }
+        let near = |b: usize| {
+            [b + bins - 1, b, b + 1]
+                .map(|k| count[k % bins])
+                .iter()
+                .sum::<usize>()
+        };
+        let Some(b) = (0..bins).max_by_key(|&b| near(b)) else {
+            continue;
+        };
+        let share = near(b) as f64 / (ran_ns as f64 * hz as f64 / 1e9);
+        if share >= 0.7 && best.as_ref().is_none_or(|x| near(b) > x.0) {
+            let at = |t: u64| ((t % period) / BIN) as usize;
+            let phase = |t: u64| (at(t) + bins - b + 1) % bins <= 2;
+            let picked = gaps
+                .iter()
+                .filter(|g| phase(g.0))
+                .map(|g| g.1 as f64)
+                .collect();
+            best = Some((near(b), hz, picked));
+        }
+    }
+    best.map(|(_, hz, g)| (hz, g))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ticks every 4 ms at phase 10 µs (2–4 µs long) among gaps every
+    /// 1.37 ms (not a candidate period): HZ 250 is found, with the ticks.
+    #[test]
+    fn tick_found_among_other_interrupts() {
+        let ran = 400_000_000;
+        let mut gaps: Vec<(u64, u64)> = (0..100)
+            .map(|i| (i * 4_000_000 + 10_000, 2_000 + (i % 3) * 1_000))
+            .collect();
+        gaps.extend((0..290).map(|i| (i * 1_370_000 + 700_000, 900)));
+        let (hz, ticks) = tick_gaps(&gaps, ran).unwrap();
+        assert_eq!(hz, 250);
+        // a few of the others fall into the tick's phase by chance
+        let strays = ticks.iter().filter(|&&t| t < 2_000.0).count();
+        assert!(ticks.len() >= 100 && strays <= 10, "{ticks:?}");
+        // Too few aligned gaps: no tick.
+        assert!(tick_gaps(&gaps[100..], ran).is_none());
+    }
+
+    #[test]
+    fn batched_averages_per_call() {
+        let mut calls = 0;
+        let s = batched(3, 10, || calls += 1);
+        assert_eq!((s.len(), calls), (3, 30));
+        assert!(s.iter().all(|&x| x >= 0.0));
+    }
+}

@@ -1,0 +1,589 @@
+//! From measured primitives to cost-model fields.
+//!
+//! Every field is either computed from primitives measured in this run, or
+//! kept from the base model (the `host` preset's: vm-2's in a VM) and
+//! marked so. Composite benchmarks (pipe or socket ping-pong round trips,
+//! messaging, hackbench) are never used: they are what the model is tested
+//! against. The derivations, with `m(x)` the median of primitive `x`:
+//!
+//! - `syscall_ns` = m(getppid).
+//! - `wakeup_local_ns` = m(futex_wake_local) − m(clock) − m(futex_wake_empty):
+//!   a futex_wake that finds a SCHED_BATCH waiter on the waker's own CPU
+//!   (try_to_wake_up: select_task_rq, enqueue, the preemption check, which
+//!   a BATCH wakee never wins), less the same call with no waiter.
+//! - `context_switch_ns` = m(pingpong_thread)/2 − m(futex_wake_local) −
+//!   m(futex_wait_eagain): half a same-CPU futex round trip between two
+//!   BATCH threads (each wakes the other, then blocks) less the wake and
+//!   the futex_wait entry/exit; the rest is the block (dequeue) and
+//!   `__schedule`. The clock reads in the loop cancel.
+//! - `mm_switch_ns` = (m(pingpong_process) − m(pingpong_thread)) / 2.
+//! - `remote_rq_lock_ns` and `rq_lock_contention_ns` = 2 × m(line_llc):
+//!   vm-2's rules (lock + enqueue ≈ 2 line transfers; one hand-off plus the
+//!   MCS node per queued waiter) applied to the measured line.
+//! - `cache_refill_*_ns` = refill_ns(m(line_<distance>)); distances this
+//!   machine lacks take the nearest nearer one (never charged).
+//! - `ipi_send_ns`: a waker's futex_wake of a task on an idle CPU goes
+//!   through the wakelist: m(waker_idle) − m(clock) − m(futex_wake_empty) −
+//!   (wakeup_local − activate) − line; of a task beside a SCHED_IDLE
+//!   spinner, through the remote rq: m(waker_busy) − m(clock) −
+//!   m(futex_wake_empty) − wakeup_local − remote_rq_lock. The mean of both.
+//! - `ipi_latency_ns` = m(wake_busy_target) − irq_entry_exit − context_switch
+//!   − syscall/2, where wake_busy_target is, per wakeup, the wakee's
+//!   latency less the waker's futex_wake time (what happens after the IPI
+//!   is sent: flight, interrupt, reschedule at its return, switch, the
+//!   wakee's return from futex_wait).
+//! - the deepest idle state's `exit_latency_ns` = m(wake_idle_target) −
+//!   m(wake_busy_target) − activate (an idle target also runs the queued
+//!   activation itself), with a 50 µs idle gap; the 1 ms gap is reported.
+//! - `pipe_op_ns` = c/2 − syscall, `pipe_copy_ps_per_byte` = 1000·s/2 for a
+//!   write+read pair that never sleeps costing c + s·bytes: s from the 4 KiB
+//!   and 32 KiB medians, c = m(1 byte) − s. Sockets: `socket_skb_ns` = c −
+//!   2·syscall, `socket_copy_ps_per_byte` likewise.
+//! - `fork_ns` = m(fork) − m(clock); `exit_ns` = m(fork_exit_wait) − m(fork)
+//!   − 2·(context_switch + mm_switch) − wakeup_local − 2·syscall.
+//! - `tick_ns` = m(tick_gap): the time a busy loop loses to each timer tick.
+//!
+//! Not measurable from user space, kept: activate_ns, irq_entry_exit_ns,
+//! sis_scan_per_cpu_ns, group_level_ns, smt_speed_pct, and the shallower
+//! idle states' latencies (from sysfs).
+
+use super::results::Results;
+use crate::machine::cost::{refill_ns, CostModel, IdleState};
+use std::collections::BTreeMap;
+
+/// Cross-CPU distance names, nearest first, as primitive-id suffixes.
+pub const DISTANCES: [&str; 4] = ["smt", "llc", "socket", "numa"];
+
+/// A derived cost model and, per field, how its value was obtained.
+pub struct Derived {
+    pub cost: CostModel,
+    pub notes: BTreeMap<&'static str, String>,
+}
+
+/// Idle-state facts read from sysfs that decide the file's idle states.
+pub struct IdleInfo {
+    pub driver: String,
+    /// `guest_halt_poll_ns` of the haltpoll governor, when loaded.
+    pub guest_halt_poll_ns: Option<u64>,
+}
+
+struct Ctx<'a> {
+    r: &'a Results,
+    base_name: &'a str,
+    cost: CostModel,
+    notes: BTreeMap<&'static str, String>,
+}
+
+impl Ctx<'_> {
+    fn m(&self, id: &str) -> Option<f64> {
+        self.r.median(id)
+    }
+
+    /// Set a field from a measurement (clamped at 0), or note why not.
+    fn set(&mut self, field: &'static str, v: Option<f64>, how: String) {
+        let Some(v) = v else {
+            return self.keep(field, "its primitives were not measured here");
+        };
+        let v = v.max(0.0).round() as u64;
+        if let Some(slot) = u64_field(&mut self.cost, field) {
+            *slot = v;
+        }
+        self.notes.insert(field, how);
+    }
+
+    fn keep(&mut self, field: &'static str, why: &str) {
+        self.notes
+            .insert(field, format!("kept from {}: {why}", self.base_name));
+    }
+}
+
+/// The u64 cost fields calibrate can set.
+fn u64_field<'c>(c: &'c mut CostModel, field: &str) -> Option<&'c mut u64> {
+    Some(match field {
+        "context_switch_ns" => &mut c.context_switch_ns,
+        "mm_switch_ns" => &mut c.mm_switch_ns,
+        "syscall_ns" => &mut c.syscall_ns,
+        "wakeup_local_ns" => &mut c.wakeup_local_ns,
+        "remote_rq_lock_ns" => &mut c.remote_rq_lock_ns,
+        "rq_lock_contention_ns" => &mut c.rq_lock_contention_ns,
+        "ipi_send_ns" => &mut c.ipi_send_ns,
+        "ipi_latency_ns" => &mut c.ipi_latency_ns,
+        "cache_refill_smt_ns" => &mut c.cache_refill_smt_ns,
+        "cache_refill_llc_ns" => &mut c.cache_refill_llc_ns,
+        "cache_refill_socket_ns" => &mut c.cache_refill_socket_ns,
+        "cache_refill_numa_ns" => &mut c.cache_refill_numa_ns,
+        "pipe_op_ns" => &mut c.pipe_op_ns,
+        "pipe_copy_ps_per_byte" => &mut c.pipe_copy_ps_per_byte,
+        "socket_copy_ps_per_byte" => &mut c.socket_copy_ps_per_byte,
+        "socket_skb_ns" => &mut c.socket_skb_ns,
+        "fork_ns" => &mut c.fork_ns,
+        "exit_ns" => &mut c.exit_ns,
+        "tick_ns" => &mut c.tick_ns,
+        "hrtimer_irq_ns" => &mut c.hrtimer_irq_ns,
+        "nohz_idle_exit_ns" => &mut c.nohz_idle_exit_ns,
+        "pipe_wait_cycle_ns" => &mut c.pipe_wait_cycle_ns,
+        "socket_wait_cycle_ns" => &mut c.socket_wait_cycle_ns,
+        _ => return None,
+    })
+}
+
+fn fmt(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+/// Derive a cost model from `r` over `base` (named `base_name`).
+pub fn derive(r: &Results, base: &CostModel, base_name: &str, idle: &IdleInfo) -> Derived {
+    let mut x = Ctx {
+        r,
+        base_name,
+        cost: base.clone(),
+        notes: BTreeMap::new(),
+    };
+    let clock = x.m("clock").unwrap_or(0.0);
+    let syscall = x.m("getppid");
+    x.set(
+        "syscall_ns",
+        syscall,
+        format!("getppid() median {} ns", opt(syscall)),
+    );
+    let syscall = x.cost.syscall_ns as f64;
+    let empty = x.m("futex_wake_empty").unwrap_or(0.0);
+    let wake_local = x.m("futex_wake_local");
+    let wl = wake_local.map(|w| w - clock - empty);
+    x.set(
+        "wakeup_local_ns",
+        wl,
+        format!(
+            "futex_wake of a SCHED_BATCH waiter on the same CPU {} − clock {} − futex_wake without waiter {}",
+            opt(wake_local), fmt(clock), fmt(empty)
+        ),
+    );
+    derive_switches(&mut x, wake_local);
+    let line = derive_lines(&mut x);
+    derive_ipi(&mut x, clock, empty, line, syscall);
+    derive_timer(&mut x, syscall);
+    derive_wait_cycles(&mut x);
+    derive_idle(&mut x, idle);
+    derive_ipc(&mut x, syscall);
+    derive_fork(&mut x, clock, syscall);
+    let tick = x.m("tick_gap");
+    x.set(
+        "tick_ns",
+        tick,
+        format!(
+            "median gap a busy loop sees at each timer interrupt {} ns",
+            opt(tick)
+        ),
+    );
+    for f in [
+        "activate_ns",
+        "irq_entry_exit_ns",
+        "sis_scan_per_cpu_ns",
+        "group_level_ns",
+        "smt_speed_pct",
+    ] {
+        x.keep(f, "not measurable from user space");
+    }
+    Derived {
+        cost: x.cost,
+        notes: x.notes,
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), fmt)
+}
+
+fn derive_switches(x: &mut Ctx, wake_local: Option<f64>) {
+    let rt = x.m("pingpong_thread");
+    let eagain = x.m("futex_wait_eagain");
+    let cs = match (rt, wake_local, eagain) {
+        (Some(rt), Some(w), Some(e)) => Some(rt / 2.0 - w - e),
+        _ => None,
+    };
+    x.set(
+        "context_switch_ns",
+        cs,
+        format!(
+            "same-CPU futex round trip of two SCHED_BATCH threads {} / 2 − its futex_wake {} − futex_wait returning EAGAIN {}",
+            opt(rt), opt(wake_local), opt(eagain)
+        ),
+    );
+    let rp = x.m("pingpong_process");
+    let mm = rt.zip(rp).map(|(t, p)| (p - t) / 2.0);
+    x.set(
+        "mm_switch_ns",
+        mm,
+        format!(
+            "(process round trip {} − thread round trip {}) / 2",
+            opt(rp),
+            opt(rt)
+        ),
+    );
+}
+
+/// Cache lines by distance; returns the nearest measured line transfer.
+fn derive_lines(x: &mut Ctx) -> Option<f64> {
+    let fields = [
+        "cache_refill_smt_ns",
+        "cache_refill_llc_ns",
+        "cache_refill_socket_ns",
+        "cache_refill_numa_ns",
+    ];
+    let mut nearest: Option<(f64, &str)> = None;
+    let mut prev = 0;
+    for (d, field) in DISTANCES.iter().zip(fields) {
+        match x.m(&format!("line_{d}")) {
+            Some(ns) => {
+                let v = refill_ns(ns.round() as u64) as f64;
+                let how = format!("refill_ns(line transfer {d} {} ns)", fmt(ns));
+                x.set(field, Some(v), how);
+                nearest.get_or_insert((ns, d));
+            }
+            None if *d == "smt" => x.keep(field, "no SMT sibling to measure"),
+            None => {
+                // A distance this machine lacks is never charged; keep the order.
+                if let Some(slot) = u64_field(&mut x.cost, field) {
+                    *slot = prev;
+                }
+                let how = "no CPU at this distance here: never charged; as the nearer level";
+                x.notes.insert(field, how.into());
+            }
+        }
+        prev = u64_field(&mut x.cost, field).map_or(0, |v| *v);
+    }
+    let line = nearest.map(|(ns, _)| ns);
+    let how = nearest.map_or(String::new(), |(ns, d)| {
+        format!("2 × line transfer {d} {} ns (vm-2's rule)", fmt(ns))
+    });
+    x.set("remote_rq_lock_ns", line.map(|l| 2.0 * l), how.clone());
+    x.set("rq_lock_contention_ns", line.map(|l| 2.0 * l), how);
+    line
+}
+
+/// The nearest distance with wakeup measurements.
+fn nearest(x: &Ctx, prefix: &str) -> Option<&'static str> {
+    DISTANCES
+        .iter()
+        .copied()
+        .find(|d| x.r.get(&format!("{prefix}_{d}")).is_some())
+}
+
+fn derive_ipi(x: &mut Ctx, clock: f64, empty: f64, line: Option<f64>, syscall: f64) {
+    let wl = x.cost.wakeup_local_ns as f64;
+    let act = x.cost.activate_ns as f64;
+    let lock = x.cost.remote_rq_lock_ns as f64;
+    let d_idle = nearest(x, "waker_idle");
+    let d_busy = nearest(x, "waker_busy");
+    let via_list = d_idle
+        .and_then(|d| x.m(&format!("waker_idle_{d}")))
+        .map(|w| w - clock - empty - (wl - act) - line.unwrap_or(0.0));
+    let via_rq = d_busy
+        .and_then(|d| x.m(&format!("waker_busy_{d}")))
+        .map(|w| w - clock - empty - wl - lock);
+    let send = match (via_list, via_rq) {
+        (Some(a), Some(b)) => Some((a + b) / 2.0),
+        (a, b) => a.or(b),
+    };
+    x.set(
+        "ipi_send_ns",
+        send,
+        format!(
+            "waker's futex_wake less its wakeup work: {} via the wakelist (idle target), {} via the remote rq (busy target); mean",
+            opt(via_list), opt(via_rq)
+        ),
+    );
+    let busy = d_busy.and_then(|d| x.m(&format!("wake_busy_target_{d}")));
+    let irq = x.cost.irq_entry_exit_ns as f64;
+    let cs = x.cost.context_switch_ns as f64;
+    x.set(
+        "ipi_latency_ns",
+        busy.map(|b| b - irq - cs - syscall / 2.0),
+        format!(
+            "wakeup beside a SCHED_IDLE spinner, after the waker's call {} − irq entry/exit {} (kept) − context switch {} − syscall/2",
+            opt(busy), fmt(irq), fmt(cs)
+        ),
+    );
+}
+
+fn derive_timer(x: &mut Ctx, syscall: f64) {
+    let late = x.m("timer_wake_busy");
+    let (wl, cs) = (
+        x.cost.wakeup_local_ns as f64,
+        x.cost.context_switch_ns as f64,
+    );
+    x.set(
+        "hrtimer_irq_ns",
+        late.map(|l| l - wl - cs - syscall / 2.0),
+        format!(
+            "timer wakeup beside a SCHED_IDLE spinner, lateness {} − wakeup_local {} − context switch {} − syscall/2",
+            opt(late), fmt(wl), fmt(cs)
+        ),
+    );
+}
+
+/// The woken reader's own cost of a sleep (pipe/socket_wait_cycle_ns) and
+/// of being woken on an idle CPU (nohz_idle_exit_ns), from its CPU time
+/// per read that slept against a read that found data.
+fn derive_wait_cycles(x: &mut Ctx) {
+    let cs = x.cost.context_switch_ns as f64;
+    for (ipc, field) in [
+        ("pipe", "pipe_wait_cycle_ns"),
+        ("unix", "socket_wait_cycle_ns"),
+    ] {
+        let (slept, data) = (
+            x.m(&format!("{ipc}_cycle_same")),
+            x.m(&format!("{ipc}_read_cpu")),
+        );
+        x.set(
+            field,
+            slept.zip(data).map(|(s, d)| s - d - cs),
+            format!(
+                "{ipc} read 100 B that slept, same CPU {} − one that found data {} − context switch {}",
+                opt(slept), opt(data), fmt(cs)
+            ),
+        );
+    }
+    // Woken from another CPU the reader's CPU is idle: the wakee is charged
+    // from its activation (rq_clock_skip_update: the idle task counts as
+    // queued), through the IPI's exit, the tick restart and the switch.
+    let (irq, act) = (x.cost.irq_entry_exit_ns as f64, x.cost.activate_ns as f64);
+    let extra: Vec<f64> = ["pipe", "unix"]
+        .iter()
+        .filter_map(|ipc| {
+            let d = nearest(x, &format!("{ipc}_cycle"))?;
+            Some(x.m(&format!("{ipc}_cycle_{d}"))? - x.m(&format!("{ipc}_cycle_same"))?)
+        })
+        .collect();
+    let mean = (!extra.is_empty()).then(|| extra.iter().sum::<f64>() / extra.len() as f64);
+    x.set(
+        "nohz_idle_exit_ns",
+        mean.map(|e| e - irq - act),
+        format!(
+            "read that slept, woken from another CPU − same CPU (mean of pipe and unix) {} − irq entry/exit {} − activate {}",
+            opt(mean), fmt(irq), fmt(act)
+        ),
+    );
+}
+
+fn derive_idle(x: &mut Ctx, idle: &IdleInfo) {
+    let mut states = x.cost.idle_states.clone();
+    let mut why = format!("sysfs cpuidle driver {:?}", idle.driver);
+    if idle.driver == "haltpoll" && idle.guest_halt_poll_ns == Some(0) && states.len() > 1 {
+        // haltpoll_select() returns the halt state while poll_limit_ns is 0,
+        // and with guest_halt_poll_ns = 0 it never grows: POLL is never used.
+        states.retain(|s| !s.polling);
+        why += "; POLL dropped: the haltpoll governor never polls with guest_halt_poll_ns=0";
+    }
+    let d = nearest(x, "wake_idle_target");
+    let idle_t = d.and_then(|d| x.m(&format!("wake_idle_target_{d}")));
+    let long = d.and_then(|d| x.m(&format!("wake_idle_long_target_{d}")));
+    let busy = nearest(x, "wake_busy_target").and_then(|d| x.m(&format!("wake_busy_target_{d}")));
+    let act = x.cost.activate_ns as f64;
+    if let (Some(i), Some(b), Some(deep)) =
+        (idle_t, busy, states.iter_mut().rev().find(|s| !s.polling))
+    {
+        let nohz = x.cost.nohz_idle_exit_ns as f64;
+        let exit = (i - b - act - nohz).max(0.0).round() as u64;
+        deep.exit_latency_ns = exit;
+        deep.target_residency_ns = deep.target_residency_ns.max(exit);
+        why += &format!(
+            "; {} exit = idle-target wakeup after 50 µs idle {} − busy-target {} − activate {} − nohz_idle_exit {} (after 1 ms idle: {} − busy); residency at least the exit",
+            deep.name, fmt(i), fmt(b), fmt(act), fmt(nohz), opt(long)
+        );
+    } else {
+        why += "; exit latencies from sysfs (idle wakeups not measured)";
+    }
+    let candidate = CostModel {
+        idle_states: states,
+        ..x.cost.clone()
+    };
+    if candidate.validate().is_ok() {
+        x.cost = candidate;
+    }
+    x.notes.insert("idle_states", why);
+}
+
+/// Least-squares-free line through the streaming medians: slope from the
+/// two largest sizes, intercept at the smallest.
+fn line_fit(x: &Ctx, ipc: &str, sizes: &[usize]) -> Option<(f64, f64)> {
+    let m = |s: usize| x.m(&format!("{ipc}_stream_{s}"));
+    let (lo, a, b) = (sizes.first()?, sizes.get(sizes.len() - 2)?, sizes.last()?);
+    let slope = (m(*b)? - m(*a)?) / (*b - *a) as f64;
+    Some((m(*lo)? - slope * *lo as f64, slope))
+}
+
+fn derive_ipc(x: &mut Ctx, syscall: f64) {
+    let sizes = super::STREAM_SIZES;
+    let last = |i: &str| {
+        format!(
+            "{i} write+read that never sleeps: c + s·bytes with s from {} B and {} B, c at {} B",
+            sizes[sizes.len() - 2],
+            sizes[sizes.len() - 1],
+            sizes[0]
+        )
+    };
+    let p = line_fit(x, "pipe", &sizes);
+    x.set(
+        "pipe_op_ns",
+        p.map(|(c, _)| c / 2.0 - syscall),
+        format!(
+            "{}: c/2 − syscall, c = {}",
+            last("pipe"),
+            opt(p.map(|p| p.0))
+        ),
+    );
+    x.set(
+        "pipe_copy_ps_per_byte",
+        p.map(|(_, s)| s * 1000.0 / 2.0),
+        format!(
+            "{}: s/2, s = {} ps/B",
+            last("pipe"),
+            opt(p.map(|p| p.1 * 1000.0))
+        ),
+    );
+    let u = line_fit(x, "unix", &sizes);
+    x.set(
+        "socket_skb_ns",
+        u.map(|(c, _)| c - 2.0 * syscall),
+        format!(
+            "{}: c − 2·syscall, c = {}",
+            last("AF_UNIX"),
+            opt(u.map(|u| u.0))
+        ),
+    );
+    x.set(
+        "socket_copy_ps_per_byte",
+        u.map(|(_, s)| s * 1000.0 / 2.0),
+        format!(
+            "{}: s/2, s = {} ps/B",
+            last("AF_UNIX"),
+            opt(u.map(|u| u.1 * 1000.0))
+        ),
+    );
+}
+
+fn derive_fork(x: &mut Ctx, clock: f64, syscall: f64) {
+    let fork = x.m("fork");
+    x.set(
+        "fork_ns",
+        fork.map(|f| f - clock),
+        format!("parent's fork() of this process {} ns", opt(fork)),
+    );
+    let cycle = x.m("fork_exit_wait");
+    let c = &x.cost;
+    let switches = 2.0 * (c.context_switch_ns + c.mm_switch_ns) as f64 + c.wakeup_local_ns as f64;
+    x.set(
+        "exit_ns",
+        cycle
+            .zip(fork)
+            .map(|(t, f)| t - f - switches - 2.0 * syscall),
+        format!(
+            "fork+_exit+waitpid {} − fork {} − 2 switches with mm − a local wakeup − 2 syscalls",
+            opt(cycle),
+            opt(fork)
+        ),
+    );
+}
+
+/// The idle state list a file keeps for a machine without cpuidle states.
+pub fn describe_states(states: &[IdleState]) -> String {
+    states
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}/{} ns",
+                s.name, s.exit_latency_ns, s.target_residency_ns
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::cost::kvm_guest;
+
+    fn results(pairs: &[(&str, f64)]) -> Results {
+        let mut r = Results::default();
+        for &(id, v) in pairs {
+            r.add(id, id, "ns", vec![v]);
+        }
+        r
+    }
+
+    fn haltpoll(poll_ns: u64) -> IdleInfo {
+        IdleInfo {
+            driver: "haltpoll".into(),
+            guest_halt_poll_ns: Some(poll_ns),
+        }
+    }
+
+    #[test]
+    fn formulas_and_kept_fields() {
+        let r = results(&[
+            ("clock", 20.0),
+            ("getppid", 100.0),
+            ("futex_wake_empty", 150.0),
+            ("futex_wait_eagain", 200.0),
+            ("futex_wake_local", 470.0),
+            ("pingpong_thread", 3000.0),
+            ("pingpong_process", 3400.0),
+            ("line_llc", 80.0),
+            ("pipe_stream_1", 500.0),
+            ("pipe_stream_4096", 1000.0),
+            ("pipe_stream_32768", 1000.0 + 28672.0 * 0.1),
+            ("fork", 40_020.0),
+            ("fork_exit_wait", 100_000.0),
+        ]);
+        let base = kvm_guest();
+        let d = derive(&r, &base, "vm-2", &haltpoll(0));
+        let c = &d.cost;
+        assert_eq!(c.syscall_ns, 100);
+        assert_eq!(c.wakeup_local_ns, 470 - 20 - 150);
+        assert_eq!(c.context_switch_ns, 1500 - 470 - 200);
+        assert_eq!(c.mm_switch_ns, 200);
+        assert_eq!(c.remote_rq_lock_ns, 160);
+        assert_eq!(c.cache_refill_llc_ns, refill_ns(80));
+        assert_eq!(
+            c.cache_refill_numa_ns,
+            refill_ns(80),
+            "absent level as the nearer one"
+        );
+        assert_eq!(c.cache_refill_smt_ns, base.cache_refill_smt_ns);
+        assert_eq!(c.pipe_copy_ps_per_byte, 50);
+        assert_eq!(c.pipe_op_ns, 500 / 2 - 100);
+        assert_eq!(c.fork_ns, 40_000);
+        let exit = 100_000 - 40_020 - 2 * (830 + 200) - 300 - 200;
+        assert_eq!(c.exit_ns, exit);
+        // not measured: the base's, and the note says so
+        assert_eq!(c.socket_skb_ns, base.socket_skb_ns);
+        assert_eq!(c.ipi_latency_ns, base.ipi_latency_ns);
+        assert!(d.notes["socket_skb_ns"].contains("not measured"));
+        assert!(d.notes["irq_entry_exit_ns"].contains("kept from vm-2"));
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn wakeups_set_ipi_and_idle_exit() {
+        let mut base = kvm_guest();
+        base.idle_states = vec![IdleState::poll(), IdleState::hw("haltpoll idle", 1, 1)];
+        let r = results(&[
+            ("wake_busy_target_llc", 6000.0),
+            ("waker_busy_llc", 5000.0),
+            ("wake_idle_target_llc", 8000.0),
+            ("waker_idle_llc", 5000.0),
+        ]);
+        let d = derive(&r, &base, "vm-2", &haltpoll(0));
+        let c = &d.cost;
+        let expect = 6000 - base.irq_entry_exit_ns - base.context_switch_ns - base.syscall_ns / 2;
+        assert_eq!(c.ipi_latency_ns, expect);
+        assert_eq!(c.idle_states.len(), 1, "POLL dropped: haltpoll never polls");
+        assert_eq!(c.idle_states[0].exit_latency_ns, 2000 - base.activate_ns);
+        // With guest polling on, POLL stays.
+        let d = derive(&r, &base, "vm-2", &haltpoll(200_000));
+        assert!(d.cost.idle_states[0].polling);
+        assert!(d.cost.ipi_send_ns > 0);
+    }
+}

@@ -1,0 +1,647 @@
+//! `schedlab calibrate`: measure this host's kernel primitives with small
+//! microbenchmarks of its own and write a machine file (topology + cost
+//! model) that `--machine FILE.toml` accepts.
+//!
+//! Primitives (each: median, p10–p90, samples; pooled over `--runs`):
+//! null syscall; same-CPU context switch (futex ping-pong of two
+//! SCHED_BATCH threads, and of two processes); the wakeup of a task
+//! blocked on another CPU, per CPU distance this machine has, with that CPU
+//! idle (50 µs and 1 ms) or running a SCHED_IDLE or a normal spinner
+//! (waker's timestamp → wakee's, through shared memory); pipe and AF_UNIX
+//! streaming (write+read by one thread, nobody sleeps) at several sizes;
+//! the CPU time a reader woken for each 100-byte message is charged for
+//! its read, same CPU and cross-CPU; one-way cache-line transfer by
+//! distance; fork + exit + waitpid; the timer tick as a busy loop sees it.
+//! [`derive`] turns them into cost-model fields.
+
+pub mod bench;
+pub mod derive;
+pub mod results;
+pub mod sys;
+
+use crate::machine::{self, host, Machine};
+use bench::{Ipc, Target};
+use clap::Args;
+use results::{summarize, Results};
+use std::path::{Path, PathBuf};
+use sys::Policy;
+
+/// Streaming sizes in bytes; the pipe and socket per-byte costs come from
+/// the two largest, the per-operation costs from the smallest.
+pub const STREAM_SIZES: [usize; 4] = [1, 100, 4096, 32768];
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// Write the machine file (TOML) here, atomically
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Fewer samples, one run (under ~10 s)
+    #[arg(long)]
+    quick: bool,
+    /// Repeat the whole set this many times and pool the samples [default: 3; 1 with --quick]
+    #[arg(long, value_name = "N")]
+    runs: Option<usize>,
+}
+
+/// How much to measure: sample counts are multiplied by `scale`.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    pub scale: f64,
+    pub runs: usize,
+}
+
+impl Plan {
+    fn n(&self, full: usize) -> usize {
+        ((full as f64 * self.scale).round() as usize).max(5)
+    }
+}
+
+/// The CPUs used: one for same-CPU tests, and one peer per distance.
+pub struct Cpus {
+    /// OS number of the CPU for same-CPU tests (None: pinning fails here).
+    pub home: Option<usize>,
+    /// (distance name, OS CPU) for each distance this machine has.
+    pub peers: Vec<(&'static str, usize)>,
+}
+
+/// Does pinning a thread to `cpu` work (containers may forbid it)?
+fn can_pin(cpu: usize) -> Result<(), String> {
+    std::thread::spawn(move || sys::pin(cpu))
+        .join()
+        .unwrap_or_else(|_| Err("pin thread panicked".into()))
+}
+
+/// Pick the CPUs from the host topology and the affinity mask.
+pub fn pick_cpus(m: &Machine, notes: &mut Vec<String>) -> Cpus {
+    let allowed = sys::allowed_cpus();
+    let os: Vec<usize> = (0..m.nr_cpus()).map(|c| m.os_cpu_id(c)).collect();
+    let usable: Vec<usize> = (0..m.nr_cpus())
+        .filter(|&c| allowed.contains(&os[c]))
+        .collect();
+    let Some(&home) = usable.first() else {
+        notes.push("no CPU of the topology is in this process's affinity mask".into());
+        return Cpus {
+            home: None,
+            peers: vec![],
+        };
+    };
+    if let Err(e) = can_pin(os[home]) {
+        notes.push(format!(
+            "{e}: pinned benchmarks skipped, only unpinned ones run"
+        ));
+        return Cpus {
+            home: None,
+            peers: vec![],
+        };
+    }
+    let mut peers = Vec::new();
+    for (d, name) in [
+        machine::Distance::Smt,
+        machine::Distance::Llc,
+        machine::Distance::Socket,
+        machine::Distance::Numa,
+    ]
+    .into_iter()
+    .zip(derive::DISTANCES)
+    {
+        let peer = usable
+            .iter()
+            .find(|&&c| m.distance(home, c) == d && can_pin(os[c]).is_ok());
+        match peer {
+            Some(&c) => peers.push((name, os[c])),
+            None => notes.push(format!(
+                "no usable CPU at distance {name} from CPU {}",
+                os[home]
+            )),
+        }
+    }
+    Cpus {
+        home: Some(os[home]),
+        peers,
+    }
+}
+
+/// Run every benchmark once, adding to `r`.
+pub fn measure_once(cpus: &Cpus, plan: &Plan, r: &mut Results) {
+    let any = cpus.home.unwrap_or(0);
+    let [clock, getppid, wake_empty, wait_eagain, cputime] = bench::null_calls(any, plan.n(100));
+    r.add(
+        "clock",
+        "clock_gettime(CLOCK_MONOTONIC) (vDSO)",
+        "ns",
+        clock,
+    );
+    r.add("getppid", "null syscall: getppid()", "ns", getppid);
+    r.add(
+        "futex_wake_empty",
+        "futex_wake, no waiter",
+        "ns",
+        wake_empty,
+    );
+    r.add(
+        "futex_wait_eagain",
+        "futex_wait, value differs (EAGAIN)",
+        "ns",
+        wait_eagain,
+    );
+    r.add(
+        "thread_cputime",
+        "clock_gettime(CLOCK_THREAD_CPUTIME_ID)",
+        "ns",
+        cputime,
+    );
+    for ipc in [Ipc::Pipe, Ipc::Unix] {
+        for size in STREAM_SIZES {
+            let what = format!("{} write+read {size} B, never sleeps", ipc.name());
+            let id = format!("{}_stream_{size}", ipc.name());
+            match bench::stream(any, ipc, size, plan.n(60)) {
+                Ok(s) => r.add(&id, &what, "ns", s),
+                Err(e) => r.skip(&what, &e),
+            }
+        }
+    }
+    match bench::fork_exit(any, plan.n(150)) {
+        Ok((fork, cycle)) => {
+            r.add("fork", "fork(), in the parent", "ns", fork);
+            r.add(
+                "fork_exit_wait",
+                "fork + child _exit + waitpid",
+                "ns",
+                cycle,
+            );
+        }
+        Err(e) => r.skip("fork", &e),
+    }
+    let Some(home) = cpus.home else {
+        return;
+    };
+    same_cpu(home, plan, r);
+    for &(d, peer) in &cpus.peers {
+        cross_cpu(home, d, peer, plan, r);
+    }
+}
+
+fn same_cpu(home: usize, plan: &Plan, r: &mut Results) {
+    match bench::pingpong_threads(home, plan.n(3000)) {
+        Ok(p) => {
+            let what = "futex ping-pong, 2 SCHED_BATCH threads, one CPU: round trip";
+            r.add("pingpong_thread", what, "ns", p.round_trip);
+            let what = "futex_wake of a SCHED_BATCH waiter on the same CPU (+1 clock read)";
+            r.add("futex_wake_local", what, "ns", p.wake);
+        }
+        Err(e) => r.skip("thread ping-pong", &e),
+    }
+    match bench::pingpong_processes(home, plan.n(3000)) {
+        Ok(p) => {
+            let what = "futex ping-pong, 2 SCHED_BATCH processes, one CPU: round trip";
+            r.add("pingpong_process", what, "ns", p.round_trip);
+        }
+        Err(e) => r.skip("process ping-pong", &e),
+    }
+    for ipc in [Ipc::Pipe, Ipc::Unix] {
+        let name = ipc.name();
+        match bench::read_cpu(home, ipc, 100, plan.n(2000)) {
+            Ok(s) => r.add(
+                &format!("{name}_read_cpu"),
+                &format!("{name} read 100 B, data there: reader CPU time"),
+                "ns",
+                s,
+            ),
+            Err(e) => r.skip("read CPU time", &e),
+        }
+        match bench::wake_cycle(home, home, ipc, 100, plan.n(1500)) {
+            Ok(s) => r.add(
+                &format!("{name}_cycle_same"),
+                &format!("{name} read 100 B that slept, woken from the same CPU: reader CPU time"),
+                "ns",
+                s,
+            ),
+            Err(e) => r.skip("wake cycle", &e),
+        }
+    }
+    match bench::timer_wakeups(home, plan.n(2000)) {
+        Ok(s) => {
+            let what = "timer wakeup beside a SCHED_IDLE spinner: lateness past the deadline";
+            r.add("timer_wake_busy", what, "ns", s);
+        }
+        Err(e) => r.skip("timer wakeup", &e),
+    }
+    let dur = (250_000_000.0 * plan.scale) as u64;
+    match bench::clock_gaps(home, dur, 300) {
+        Ok((gaps, ran)) => match bench::tick_gaps(&gaps, ran) {
+            Some((hz, ticks)) => {
+                let what = format!("timer tick as a busy loop sees it (HZ {hz} found)");
+                r.add("tick_gap", &what, "ns", ticks);
+            }
+            None => r.skip("tick", "no periodic gap found in a busy loop's clock"),
+        },
+        Err(e) => r.skip("tick", &e),
+    }
+}
+
+fn cross_cpu(home: usize, d: &str, peer: usize, plan: &Plan, r: &mut Results) {
+    match bench::line_transfer(home, peer, plan.n(300)) {
+        Ok(s) => r.add(
+            &format!("line_{d}"),
+            &format!("cache line one way, {d} (CPU {home}↔{peer})"),
+            "ns",
+            s,
+        ),
+        Err(e) => r.skip("line transfer", &e),
+    }
+    let cases = [
+        ("idle", Target::Idle, 50_000, 1500, "idle for 50 µs"),
+        ("idle_mid", Target::Idle, 200_000, 400, "idle for 200 µs"),
+        ("idle_long", Target::Idle, 1_000_000, 150, "idle for 1 ms"),
+        (
+            "busy",
+            Target::Spinner(Policy::Idle),
+            50_000,
+            1500,
+            "running a SCHED_IDLE spinner",
+        ),
+        (
+            "busy_normal",
+            Target::Spinner(Policy::Normal),
+            50_000,
+            300,
+            "running a normal spinner",
+        ),
+    ];
+    for (id, target, gap, n, what) in cases {
+        match bench::remote_wakeups(home, peer, target, gap, plan.n(n)) {
+            Ok(w) => {
+                let diff: Vec<f64> = w.latency.iter().zip(&w.wake).map(|(l, w)| l - w).collect();
+                r.add(
+                    &format!("wake_{id}_{d}"),
+                    &format!("wakeup latency, target {what} ({d})"),
+                    "ns",
+                    w.latency,
+                );
+                r.add(
+                    &format!("wake_{id}_target_{d}"),
+                    "  the same less the waker's futex_wake",
+                    "ns",
+                    diff,
+                );
+                r.add(
+                    &format!("waker_{id}_{d}"),
+                    &format!("  waker's futex_wake, target {what}"),
+                    "ns",
+                    w.wake,
+                );
+            }
+            Err(e) => r.skip("remote wakeup", &e),
+        }
+    }
+    for ipc in [Ipc::Pipe, Ipc::Unix] {
+        let name = ipc.name();
+        match bench::wake_cycle(peer, home, ipc, 100, plan.n(1500)) {
+            Ok(s) => r.add(
+                &format!("{name}_cycle_{d}"),
+                &format!(
+                    "{name} read 100 B that slept, woken from CPU {peer} ({d}): reader CPU time"
+                ),
+                "ns",
+                s,
+            ),
+            Err(e) => r.skip("wake cycle", &e),
+        }
+    }
+}
+
+/// Facts about the host for the file's header and the report.
+pub struct HostInfo {
+    pub date: String,
+    pub kernel: String,
+    pub idle: derive::IdleInfo,
+    pub governor: String,
+    pub loadavg: String,
+}
+
+fn read_trim(p: &str) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn host_info() -> HostInfo {
+    HostInfo {
+        date: utc_date(),
+        kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
+        idle: derive::IdleInfo {
+            driver: read_trim("/sys/devices/system/cpu/cpuidle/current_driver")
+                .unwrap_or_else(|| "none".into()),
+            guest_halt_poll_ns: read_trim("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+                .and_then(|s| s.parse().ok()),
+        },
+        governor: read_trim("/sys/devices/system/cpu/cpuidle/current_governor")
+            .or_else(|| read_trim("/sys/devices/system/cpu/cpuidle/current_governor_ro"))
+            .unwrap_or_else(|| "none".into()),
+        loadavg: read_trim("/proc/loadavg").unwrap_or_default(),
+    }
+}
+
+/// Today's date (UTC) from the system clock, YYYY-MM-DD. Only labels the file.
+fn utc_date() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (era * 400 + yoe + i64::from(m <= 2), m, d)
+}
+
+/// CPU time (ns) all CPUs spent busy, and stolen, from /proc/stat.
+fn cpu_busy_ns() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let v: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let busy: u64 = v.iter().take(8).sum::<u64>() - v.get(3)? - v.get(4)?;
+    Some((busy * 1_000_000_000 / hz, v.get(7)? * 1_000_000_000 / hz))
+}
+
+/// CPU time this process and its waited-for children used, in ns.
+fn own_cpu_ns() -> u64 {
+    let usage = |who| {
+        // SAFETY: zeroed rusage is a valid out-buffer.
+        let ru = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            libc::getrusage(who, &mut ru);
+            ru
+        };
+        let t = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1000;
+        t(ru.ru_utime) + t(ru.ru_stime)
+    };
+    usage(libc::RUSAGE_SELF) + usage(libc::RUSAGE_CHILDREN)
+}
+
+/// What the measurement found, ready to print and write.
+pub struct Calibration {
+    pub results: Results,
+    pub derived: derive::Derived,
+    pub machine: Machine,
+    pub base_name: String,
+    pub info: HostInfo,
+    pub cpus: Cpus,
+    pub notes: Vec<String>,
+    /// Other tasks' share of all CPUs' time during the measurement, and steal.
+    pub others_pct: Option<f64>,
+    pub steal_pct: Option<f64>,
+    pub wall_s: f64,
+}
+
+/// Measure this host with `plan`.
+pub fn measure(plan: &Plan) -> Result<Calibration, String> {
+    let mut m = host::detect()?;
+    let base_name = if host::is_virtual_machine() {
+        "vm-2 (the host preset in a VM)"
+    } else {
+        "generic x86 (the host preset on bare metal)"
+    };
+    let mut notes = Vec::new();
+    let cpus = pick_cpus(&m, &mut notes);
+    let info = host_info();
+    let t0 = sys::now_ns();
+    let (busy0, own0) = (cpu_busy_ns(), own_cpu_ns());
+    let mut results = Results::default();
+    for _ in 0..plan.runs.max(1) {
+        measure_once(&cpus, plan, &mut results);
+    }
+    let wall = (sys::now_ns() - t0).max(1);
+    let total = wall as f64 * m.nr_cpus() as f64;
+    let (busy1, own1) = (cpu_busy_ns(), own_cpu_ns());
+    let delta = busy0.zip(busy1).map(|(a, b)| (b.0 - a.0, b.1 - a.1));
+    let others_pct = delta.map(|(busy, _)| 100.0 * busy.saturating_sub(own1 - own0) as f64 / total);
+    let steal_pct = delta.map(|(_, steal)| 100.0 * steal as f64 / total);
+    let derived = derive::derive(&results, &m.cost, base_name, &info.idle);
+    m.cost = derived.cost.clone();
+    m.name = "calibrated".into();
+    Ok(Calibration {
+        results,
+        derived,
+        machine: m,
+        base_name: base_name.into(),
+        info,
+        cpus,
+        notes,
+        others_pct,
+        steal_pct,
+        wall_s: wall as f64 / 1e9,
+    })
+}
+
+/// The table of primitives.
+pub fn table(c: &Calibration) -> String {
+    let mut out = format!(
+        "{:<26} {:>9} {:>19} {:>7}  {}\n",
+        "primitive", "median", "p10–p90", "samples", "what (ns; run medians)"
+    );
+    for p in &c.results.prims {
+        let Some(s) = summarize(&p.samples) else {
+            continue;
+        };
+        let runs: Vec<String> = p.run_medians.iter().map(|m| format!("{m:.0}")).collect();
+        out += &format!(
+            "{:<26} {:>9.0} {:>19} {:>7}  {} [{}]\n",
+            p.id,
+            s.median,
+            format!("{:.0}–{:.0}", s.p10, s.p90),
+            s.n,
+            p.what,
+            runs.join(" ")
+        );
+    }
+    out
+}
+
+/// The derived cost model next to the base.
+fn derived_table(c: &Calibration, base: &crate::machine::CostModel) -> String {
+    let new = toml::Table::try_from(&c.derived.cost).unwrap_or_default();
+    let old = toml::Table::try_from(base).unwrap_or_default();
+    let mut out = format!("{:<24} {:>9} {:>9}  from\n", "cost field", "value", "base");
+    for (k, v) in &new {
+        let note = c.derived.notes.get(k.as_str()).cloned().unwrap_or_default();
+        let (v, b) = match (v, old.get(k)) {
+            (toml::Value::Array(_), _) => (
+                derive::describe_states(&c.derived.cost.idle_states),
+                derive::describe_states(&base.idle_states),
+            ),
+            (v, b) => (v.to_string(), b.map_or("-".into(), |b| b.to_string())),
+        };
+        out += &format!("{k:<24} {v:>9} {b:>9}  {note}\n");
+    }
+    out
+}
+
+/// The machine file: header comments, topology, cost with a comment per
+/// field, the raw primitives.
+pub fn machine_file(c: &Calibration) -> String {
+    let m = &c.machine;
+    let mut out = format!(
+        "# Machine file written by `schedlab calibrate` on {date} (UTC).\n\
+         # Host: kernel {kernel}, cpuidle driver {driver} (governor {gov}), {summary}.\n\
+         # Load average at the start: {load}; other tasks used {others} of all CPUs' time\n\
+         # during the {wall:.0} s measurement, steal {steal}. CPUs used: {cpus}.\n\
+         # Each cost says how it was derived from the primitives in [measured]\n\
+         # (src/calibrate/derive.rs); fields not measurable from user space keep\n\
+         # the base model's value ({base}) and say so.\n",
+        date = c.info.date,
+        kernel = c.info.kernel,
+        driver = c.info.idle.driver,
+        gov = c.info.governor,
+        summary = m.summary(),
+        load = c.info.loadavg,
+        others = pct(c.others_pct),
+        wall = c.wall_s,
+        steal = pct(c.steal_pct),
+        cpus = cpus_text(&c.cpus),
+        base = c.base_name,
+    );
+    for n in c.notes.iter().chain(&c.results.skipped) {
+        out += &format!("# Note: {n}\n");
+    }
+    out += &format!(
+        "name = \"{}\"\ndescription = \"calibrated on {} ({}, kernel {})\"\n\n",
+        m.name, c.info.date, c.info.idle.driver, c.info.kernel
+    );
+    out += &format!(
+        "# topology: read from /sys/devices/system/cpu\n{}\n",
+        crate::machine::file::topology_toml(m)
+    );
+    out += &crate::machine::file::cost_toml(&m.cost, |k| c.derived.notes.get(k).cloned());
+    out += "\n# Raw primitives (ns unless unit says otherwise); not read by the simulator.\n[measured]\n";
+    for p in &c.results.prims {
+        if let Some(s) = summarize(&p.samples) {
+            out += &format!(
+                "{} = {{ median = {:.1}, p10 = {:.1}, p90 = {:.1}, samples = {}, unit = \"{}\" }}  # {}\n",
+                p.id, s.median, s.p10, s.p90, s.n, p.unit, p.what.trim()
+            );
+        }
+    }
+    out
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("unknown".into(), |p| format!("{p:.1} %"))
+}
+
+fn cpus_text(c: &Cpus) -> String {
+    match c.home {
+        None => "none pinned".into(),
+        Some(h) => {
+            let peers: Vec<String> = c.peers.iter().map(|(d, p)| format!("{p} ({d})")).collect();
+            format!("home {h}, peers [{}]", peers.join(", "))
+        }
+    }
+}
+
+/// `schedlab calibrate`.
+pub fn main(a: &CalibrateArgs) -> i32 {
+    let plan = Plan {
+        scale: if a.quick { 0.5 } else { 2.0 },
+        runs: a.runs.unwrap_or(if a.quick { 1 } else { 3 }),
+    };
+    if plan.runs == 0 {
+        eprintln!("schedlab calibrate: --runs must be at least 1");
+        return 2;
+    }
+    if let Some(d) = a.output.as_ref().and_then(|p| p.parent()) {
+        if !d.as_os_str().is_empty() && !d.is_dir() {
+            eprintln!(
+                "schedlab calibrate: --output: directory {} does not exist",
+                d.display()
+            );
+            return 2;
+        }
+    }
+    run(&plan, a.output.as_deref())
+}
+
+/// Measure, print the tables, write the file if asked. Exit code.
+pub fn run(plan: &Plan, output: Option<&Path>) -> i32 {
+    eprintln!("schedlab calibrate: measuring ({} run(s))...", plan.runs);
+    let mut c = match measure(plan) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("schedlab calibrate: cannot run: {e}");
+            return 2;
+        }
+    };
+    if let Some(stem) = output.and_then(Path::file_stem) {
+        c.machine.name = stem.to_string_lossy().into_owned();
+    }
+    let base = host::detect()
+        .map(|m| m.cost)
+        .unwrap_or_else(|_| c.derived.cost.clone());
+    println!(
+        "schedlab calibrate: {} — kernel {}, cpuidle {} ({}), {}; {:.1} s, CPUs {}",
+        c.info.date,
+        c.info.kernel,
+        c.info.idle.driver,
+        c.info.governor,
+        c.machine.summary(),
+        c.wall_s,
+        cpus_text(&c.cpus)
+    );
+    println!(
+        "load average {}; other tasks used {} of all CPU time during the run, steal {}",
+        c.info.loadavg,
+        pct(c.others_pct),
+        pct(c.steal_pct)
+    );
+    if c.others_pct.is_some_and(|p| p > 10.0) {
+        println!("warning: the host was busy; medians resist it, the p90s do not");
+    }
+    for n in c.notes.iter().chain(&c.results.skipped) {
+        println!("note: {n}");
+    }
+    println!("\n{}", table(&c));
+    println!("{}", derived_table(&c, &base));
+    match output {
+        Some(p) => match crate::util::fs::write_atomic(p, machine_file(&c).as_bytes()) {
+            Ok(()) => println!(
+                "wrote {} (use it with --machine {})",
+                p.display(),
+                p.display()
+            ),
+            Err(e) => {
+                eprintln!("schedlab calibrate: cannot write {}: {e}", p.display());
+                return 2;
+            }
+        },
+        None => println!("(--output FILE writes these as a machine file)"),
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+    }
+}
