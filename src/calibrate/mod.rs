@@ -250,6 +250,7 @@ fn cross_cpu(home: usize, d: &str, peer: usize, plan: &Plan, r: &mut Results) {
         Err(e) => r.skip("line transfer", &e),
     }
     let cases = [
+        ("idle_short", Target::Idle, 10_000, 1500, "idle for 10 µs"),
         ("idle", Target::Idle, 50_000, 1500, "idle for 50 µs"),
         ("idle_mid", Target::Idle, 200_000, 400, "idle for 200 µs"),
         ("idle_long", Target::Idle, 1_000_000, 150, "idle for 1 ms"),

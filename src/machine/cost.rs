@@ -8,25 +8,15 @@
 //! own VM, or "estimate" with the reasoning.
 //!
 //! ## The measurement on this VM (`kvm_guest`)
-//! The `vm-2` numbers were fitted to a small C microbenchmark run on the
-//! project's 2-vCPU KVM guest (Firecracker, Linux 6.18, Sapphire-Rapids
-//! class host, `cpuidle` driver `none`). Medians of 3 runs:
-//!
-//! | test                                            | result          |
-//! |-------------------------------------------------|-----------------|
-//! | `syscall(SYS_getppid)`                          | 178 ns          |
-//! | 1-byte pipe ping-pong, both processes on CPU 0   | 4.5 µs / round trip |
-//! | same, two threads of one process                 | 4.1 µs / round trip |
-//! | 1-byte pipe ping-pong, CPU 0 ↔ CPU 1 (idle)      | 14–17 µs / round trip |
-//! | same, both CPUs kept busy by SCHED_IDLE spinners | 14–15 µs / round trip |
-//! | 32 KiB pipe ping-pong on one CPU                 | 13–16 µs / round trip |
-//! | 100-byte AF_UNIX stream ping-pong on one CPU     | 6.2–6.9 µs / round trip |
-//! | 32 KiB AF_UNIX ping-pong on one CPU              | 12–14 µs / round trip |
-//! | shared-memory spin ping-pong CPU 0 ↔ CPU 1        | 115 ns one way  |
-//! | fork + child `_exit` + `waitpid`                 | 165–188 µs      |
-//!
-//! A same-CPU round trip is 4 syscalls + 4 pipe operations + 2 local
-//! wakeups + 2 context switches (+ 2 `switch_mm` for processes).
+//! The `vm-2` numbers come from `schedlab calibrate` (src/calibrate/) run on
+//! the project's 2-vCPU KVM guest: small microbenchmarks of primitives
+//! (null syscall, futex ping-pong, pipe/socket streaming, a read that slept,
+//! cross-CPU wakeups of idle and busy CPUs, timer wakeups, cache-line
+//! transfers, fork). The derivation of each field is in
+//! src/calibrate/derive.rs; the measured table with date and kernel is in
+//! docs/host-measurements.md §10. Composite benchmarks (pipe ping-pong,
+//! messaging, hackbench) are never fitted: `schedlab validate bench`
+//! tests the model against them.
 //!
 //! ## Idle states
 //! `idle_states[0]` is the shallowest state. On x86 (cpuidle `POLL`) and
@@ -91,6 +81,16 @@ impl IdleState {
             exit_latency_ns: 0,
             target_residency_ns: 0,
             polling: true,
+        }
+    }
+
+    /// A hardware idle state with latencies in ns (measured ones).
+    pub fn hw_ns(name: &str, exit_latency_ns: u64, target_residency_ns: u64) -> Self {
+        IdleState {
+            name: name.to_string(),
+            exit_latency_ns,
+            target_residency_ns,
+            polling: false,
         }
     }
 
@@ -252,86 +252,92 @@ impl CostModel {
 }
 
 /// The 2-vCPU KVM guest the project runs on (preset `vm-2`, and `host`
-/// when a hypervisor is detected). Fitted to the measurements in the
-/// module doc.
+/// when a hypervisor is detected). Refitted on 2026-11-23 from
+/// `schedlab calibrate` on this VM (kernel 6.18.44-fc-v669, cpuidle
+/// haltpoll with guest_halt_poll_ns=0, quiet: other tasks 0 %); each number
+/// names the primitive it comes from (docs/host-measurements.md §10,
+/// `scenarios/machines/vm-2-calibrated.toml`). No composite benchmark was
+/// used.
 ///
-/// Why IPIs are expensive here: writing the x2APIC ICR makes the sending
-/// vCPU exit to the host (no IPI virtualization exposed), KVM then kicks
-/// the target vCPU — if it is halted, the host must wake and schedule its
-/// vCPU thread — and the interrupt is injected on the next VM entry. A
-/// cross-vCPU pipe round trip costs ~5 µs more per direction than a
-/// same-CPU one, and that extra hardly changes whether the target vCPU is
-/// idle (HLT) or busy, so most of it is the IPI path, not the idle exit.
+/// Why interrupts are so expensive here: the guest runs nested, and every
+/// VM exit costs ~10 µs. Sending an IPI (an x2APIC ICR write) exits; a
+/// timer interrupt costs an injection and a TSC-deadline rearm; a halted
+/// vCPU must be woken by the host. Local work (syscalls, switches, pipe
+/// copies) is 2–3× faster than on the host of the first `vm-2` fit.
 pub fn kvm_guest() -> CostModel {
     CostModel {
-        // fit: same-CPU pipe round trip 4.5 µs = 4×(syscall+pipe_op) + 2×wakeup + 2×(switch+mm)
-        context_switch_ns: 600,
-        // measured: process vs thread ping-pong differ by ~0.5 µs per round trip = 2 switch_mm
-        mm_switch_ns: 250,
-        // measured: getppid() 178 ns
-        syscall_ns: 180,
-        // fit (see context_switch_ns); ftrace-typical ttwu is 0.3–0.5 µs
-        wakeup_local_ns: 450,
-        // estimate: ttwu_do_activate is about 4/7 of try_to_wake_up in function_graph profiles
-        // (enqueue_task_fair + check_preempt; select_task_rq and the state/lock work are the rest)
+        // calibrate: same-CPU futex round trip of two SCHED_BATCH threads 2018 / 2 − its
+        // futex_wake 353 − futex_wait returning EAGAIN 170
+        context_switch_ns: 486,
+        // calibrate: (process round trip 2215 − thread round trip 2018) / 2
+        mm_switch_ns: 99,
+        // calibrate: getppid() 75 ns
+        syscall_ns: 75,
+        // calibrate: futex_wake of a SCHED_BATCH waiter on the same CPU 353 − clock 16 −
+        // futex_wake without a waiter 125
+        wakeup_local_ns: 212,
+        // estimate (not measurable from user space): ttwu_do_activate is about 4/7 of
+        // try_to_wake_up in function_graph profiles; kept from the first fit
         activate_ns: 250,
-        // measured: cache line CPU0→CPU1 115 ns one way; lock + enqueue ≈ 2 transfers
-        remote_rq_lock_ns: 230,
-        // estimate: one more cache-line hand-off (115 ns) per queued waiter, ×2 for the MCS node
-        rq_lock_contention_ns: 230,
-        // estimate: ICR write → VM exit and KVM IPI delivery, ~6000 cycles at ~3 GHz per the
-        // KVM IPI-virtualization series' guest measurements without IPIv (≈2 µs); 1.5 µs
-        ipi_send_ns: 1500,
-        // fit: cross-vCPU round trips add ~4.8 µs per direction over same-CPU ones, busy or idle
-        // target alike; minus irq entry/exit and the remote rq lock leaves ~3.5 µs
-        ipi_latency_ns: 3500,
+        // calibrate: 2 × the one-way cache-line transfer CPU0↔CPU1 (57 ns)
+        remote_rq_lock_ns: 113,
+        // calibrate: as remote_rq_lock_ns (one hand-off plus the MCS node per waiter)
+        rq_lock_contention_ns: 113,
+        // calibrate: the waker's futex_wake less its wakeup work, 14770 via the wakelist
+        // (idle target) and 11027 via the remote rq (busy target); mean. One VM exit.
+        ipi_send_ns: 12_898,
+        // calibrate: wakee beside a SCHED_IDLE spinner runs 6373 after the waker's call
+        // returns − irq entry/exit − context switch − syscall/2
+        ipi_latency_ns: 5_050,
         idle_states: vec![
-            // sysfs: cpuidle current_driver "none" → default_idle → HLT (a VM exit). No POLL
-            // state: nothing sets TIF_POLLING_NRFLAG, every remote wakeup of an idle vCPU needs
-            // an IPI. Exit measured: idle targets cost ≤1 µs more than busy ones (host KVM
-            // halt-polling, halt_poll_ns, usually catches the wakeup). Residency unused (no
-            // governor without a cpuidle driver): 2× exit, like acpi_idle's latency_factor.
-            IdleState::hw("HLT", 1, 2),
+            // sysfs: cpuidle driver haltpoll (POLL, "haltpoll idle"), but with
+            // guest_halt_poll_ns=0 the haltpoll governor never polls: only the halt state.
+            // calibrate: idle-target wakeup 25561 − busy-target 6373 − activate −
+            // nohz_idle_exit_ns = 6.1 µs (after 1 ms idle the wakeup costs 6.8 µs more)
+            IdleState::hw_ns("haltpoll idle", 6_132, 6_132),
         ],
         // no SMT siblings in this guest: never charged
         cache_refill_smt_ns: 0,
-        // measured 115 ns per line CPU0↔CPU1 (both vCPUs share the host's L3)
-        cache_refill_llc_ns: refill_ns(115),
+        // calibrate: refill_ns(57 ns per line CPU0↔CPU1)
+        cache_refill_llc_ns: refill_ns(57),
         // single LLC: never charged; same as LLC
-        cache_refill_socket_ns: refill_ns(115),
+        cache_refill_socket_ns: refill_ns(57),
         // single node: never charged; same as LLC
-        cache_refill_numa_ns: refill_ns(115),
-        // fit (see context_switch_ns)
-        pipe_op_ns: 300,
-        // measured: 32 KiB pipe ping-pong adds ~10 µs over 1 byte for 4×32 KiB copied → ~75 ps/B
-        pipe_copy_ps_per_byte: 75,
-        // measured: 32 KiB AF_UNIX ping-pong adds ~6.5 µs for 4×32 KiB copied → ~50 ps/B
-        socket_copy_ps_per_byte: 50,
-        // measured: 100-byte AF_UNIX round trip is 2.1 µs slower than a 1-byte pipe one:
-        // 2×skb − 4×pipe_op = 2.1 µs → 1650 ns per message
-        socket_skb_ns: 1650,
-        // measured (shared/fidelity-notes.md §1, 2026-11-23): a same-CPU sleep/wake cycle costs the
-        // woken reader 2.37 µs of CPU per pipe message and 3.4–5.4 µs per 100-byte socket message;
-        // less the switch, mm switch and the one read already charged, 1.0 and 1.5 µs remain
-        pipe_wait_cycle_ns: 1_000,
-        socket_wait_cycle_ns: 1_500,
-        // measured: fork+exit+waitpid 165–188 µs; split ~2:1 fork:exit, ~15 µs of wakeups/switches
-        fork_ns: 110_000,
-        // measured (see fork_ns)
-        exit_ns: 50_000,
-        // estimate: ~1 µs of tick work + TSC-deadline MSR write and timer injection exits
-        tick_ns: 3000,
-        // estimate: interrupt injection on VM entry + x2APIC EOI write exit (~0.3 µs bare metal + exits)
+        cache_refill_numa_ns: refill_ns(57),
+        // calibrate: pipe write+read that never sleeps, 337 ns at 1 B: c/2 − syscall
+        pipe_op_ns: 93,
+        // calibrate: slope of the never-sleeping write+read pairs, 4 KiB to 32 KiB, halved
+        pipe_copy_ps_per_byte: 41,
+        // calibrate: as pipe_copy_ps_per_byte for AF_UNIX
+        socket_copy_ps_per_byte: 22,
+        // calibrate: AF_UNIX write+read that never sleeps, 647 ns at 1 B − 2 syscalls
+        socket_skb_ns: 497,
+        // calibrate: pipe read of 100 B that slept, woken on the same CPU, costs the reader
+        // 1304 ns of CPU against 344 for one that found data; less the context switch
+        pipe_wait_cycle_ns: 474,
+        // calibrate: as pipe_wait_cycle_ns for AF_UNIX: 1645 − 540 − 486
+        socket_wait_cycle_ns: 619,
+        // calibrate: parent's fork() of a small process 48.9 µs
+        fork_ns: 48_907,
+        // calibrate: fork+_exit+waitpid 105.6 µs − fork − 2 switches with mm − a local wakeup
+        // − 2 syscalls
+        exit_ns: 55_130,
+        // calibrate: median gap a busy loop sees at each HZ-250 tick (injection + handler +
+        // rearm exits)
+        tick_ns: 21_942,
+        // estimate (not measurable from user space), kept from the first fit
         irq_entry_exit_ns: 800,
-        // measured (docs/host-tools/timer_wakeup.c, `rt busy`): a SCHED_FIFO sleeper beside
-        // a hog runs 19.1 µs (p50) after its deadline = this + wakeup_local_ns + switch + mm switch;
-        // the VM exits of timer injection, TSC-deadline rearm and EOI make it this large
-        // (timer_cost.c: a hog loses 22–32 µs per such wakeup)
-        hrtimer_irq_ns: 17_800,
-        // refitted below from calibrate (see nohz note there)
-        nohz_idle_exit_ns: 7_600,
-        // estimate: one remote cache line (115 ns measured), partly overlapped
+        // calibrate: timer wakeup beside a SCHED_IDLE spinner, lateness 18065 − wakeup_local
+        // − context switch − syscall/2
+        hrtimer_irq_ns: 17_330,
+        // calibrate: a read that slept costs the reader 13.9 µs more CPU when woken from the
+        // other CPU (its own idle) than from its own, less irq entry/exit and activate: the
+        // wakee is charged from its activation (rq_clock_skip_update) through the tick restart
+        nohz_idle_exit_ns: 12_806,
+        // estimate: one remote cache line (57 ns measured), partly overlapped
         sis_scan_per_cpu_ns: 50,
+        // fitted on the first host to pinned pipe ping-pong in cgroups 1 and 3 levels deep
+        // (docs/host-measurements.md §7); not refitted
         group_level_ns: 30,
         // no SMT
         smt_speed_pct: 100,
