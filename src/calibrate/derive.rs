@@ -566,9 +566,33 @@ mod tests {
     }
 
     #[test]
+    fn slept_reads_and_timers_set_wait_cycles_nohz_and_hrtimer() {
+        let base = kvm_guest();
+        let r = results(&[
+            ("pipe_read_cpu", 300.0),
+            ("pipe_cycle_same", 1300.0),
+            ("pipe_cycle_llc", 9300.0),
+            ("unix_read_cpu", 500.0),
+            ("unix_cycle_same", 1700.0),
+            ("unix_cycle_llc", 10700.0),
+            ("timer_wake_busy", 15000.0),
+        ]);
+        let d = derive(&r, &base, "vm-2", &haltpoll(0));
+        let (c, cs) = (&d.cost, base.context_switch_ns);
+        assert_eq!(c.pipe_wait_cycle_ns, 1300 - 300 - cs);
+        assert_eq!(c.socket_wait_cycle_ns, 1700 - 500 - cs);
+        // cross − same: 8000 (pipe) and 9000 (unix), mean 8500
+        let nohz = 8500 - base.irq_entry_exit_ns - base.activate_ns;
+        assert_eq!(c.nohz_idle_exit_ns, nohz);
+        let hr = 15000 - base.wakeup_local_ns - cs - base.syscall_ns / 2;
+        assert_eq!(c.hrtimer_irq_ns, hr);
+    }
+
+    #[test]
     fn wakeups_set_ipi_and_idle_exit() {
         let mut base = kvm_guest();
         base.idle_states = vec![IdleState::poll(), IdleState::hw("haltpoll idle", 1, 1)];
+        base.nohz_idle_exit_ns = 500;
         let r = results(&[
             ("wake_busy_target_llc", 6000.0),
             ("waker_busy_llc", 5000.0),
@@ -580,7 +604,8 @@ mod tests {
         let expect = 6000 - base.irq_entry_exit_ns - base.context_switch_ns - base.syscall_ns / 2;
         assert_eq!(c.ipi_latency_ns, expect);
         assert_eq!(c.idle_states.len(), 1, "POLL dropped: haltpoll never polls");
-        assert_eq!(c.idle_states[0].exit_latency_ns, 2000 - base.activate_ns);
+        // The idle-target extra less activate and the (kept) tick restart.
+        assert_eq!(c.idle_states[0].exit_latency_ns, 2000 - base.activate_ns - 500);
         // With guest polling on, POLL stays.
         let d = derive(&r, &base, "vm-2", &haltpoll(200_000));
         assert!(d.cost.idle_states[0].polling);
