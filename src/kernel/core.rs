@@ -472,6 +472,9 @@ impl Kernel {
         }
         if let Some(p) = prev {
             let t = &mut self.tasks[p];
+            if let Some(since) = t.stats.oncpu_since.take() {
+                t.stats.oncpu_ns += now - since;
+            }
             t.stats.nr_switches += 1;
             if voluntary {
                 t.stats.nvcsw += 1;
@@ -513,6 +516,7 @@ impl Kernel {
         self.trace_switch(cpu, prev, prev_state, next, preempt);
         if let Some(n) = next {
             let t = &mut self.tasks[n];
+            t.stats.oncpu_since = Some(self.now);
             if let Some(at) = t.stats.waking_at.take() {
                 let lat = self.now - at;
                 t.stats.wakeup_latency.add(lat);

@@ -83,6 +83,11 @@ pub struct TaskStats {
     pub waking_at: Option<u64>,
     /// sched_waking → running (the end of the switch to it), ns.
     pub wakeup_latency: crate::util::hist::Histogram,
+    /// Time on a CPU as a trace shows it (sched_switch in → out), unlike
+    /// sum_exec_runtime (which a skipped rq clock update stretches).
+    pub oncpu_ns: u64,
+    /// When the task last started running (the end of the switch to it).
+    pub oncpu_since: Option<u64>,
 }
 
 pub struct Task {

@@ -563,7 +563,8 @@ impl Replay {
         for (t, &p) in self.tasks.iter().zip(tasks) {
             let kt = &k.tasks[p];
             let sim = Recorded {
-                runtime: kt.se.sum_exec_runtime,
+                // On-CPU time as the trace shows it, like the recorded side.
+                runtime: kt.stats.oncpu_ns,
                 switches: kt.stats.nr_switches,
                 migrations: kt.stats.nr_migrations,
                 wait: kt.stats.wait_sum,
