@@ -79,6 +79,9 @@ pub fn run_with(
     if let Some(n) = sc.max_cstate {
         m.cost.idle_states.truncate(n + 1);
     }
+    if let Some(g) = sc.governor {
+        m.cost.governor = g;
+    }
     let groups =
         TaskGroups::build(&sc.cgroups).map_err(|e| RunError::Input(src.err("cgroup", e)))?;
     let mut workloads = Vec::new();

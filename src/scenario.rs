@@ -57,6 +57,8 @@ pub struct Scenario {
     /// `intel_idle.max_cstate=N`-style limit: idle states deeper than
     /// index N (0 = the shallowest, POLL on x86) are disabled.
     pub max_cstate: Option<usize>,
+    /// The cpuidle governor instead of the machine's own.
+    pub governor: Option<crate::machine::cost::Governor>,
     pub kernel: KernelConfig,
     pub workloads: Vec<Params>,
     /// `[[cgroup]]` task groups (cgroup v2 cpu controller).
@@ -288,6 +290,7 @@ impl Scenario {
             check: false,
             machine: "vm-2".into(),
             max_cstate: None,
+            governor: None,
             kernel: KernelConfig::default(),
             workloads: Vec::new(),
             cgroups: Vec::new(),
@@ -304,7 +307,21 @@ impl Scenario {
                             "max_cstate" => {
                                 sc.max_cstate = Some(get_u64(src, &key, mv, 0)? as usize)
                             }
-                            _ => return Err(unknown(src, &key, &["preset", "max_cstate"])),
+                            "cpuidle_governor" => {
+                                use crate::machine::cost::Governor;
+                                let g = Governor::parse(&as_str(mv)).ok_or_else(|| {
+                                    let names = Governor::NAMES.join("\", \"");
+                                    src.err(&key, format!("must be one of \"{names}\""))
+                                })?;
+                                sc.governor = Some(g);
+                            }
+                            _ => {
+                                return Err(unknown(
+                                    src,
+                                    &key,
+                                    &["preset", "max_cstate", "cpuidle_governor"],
+                                ))
+                            }
                         }
                     }
                 }
@@ -518,6 +535,10 @@ impl Scenario {
         m.insert("preset".into(), Value::String(self.machine.clone()));
         if let Some(n) = self.max_cstate {
             m.insert("max_cstate".into(), Value::Integer(n as i64));
+        }
+        if let Some(g) = self.governor {
+            let name = crate::machine::cost::Governor::NAMES[g as usize];
+            m.insert("cpuidle_governor".into(), Value::String(name.into()));
         }
         root.insert("machine".into(), Value::Table(m));
         let k = &self.kernel;

@@ -236,6 +236,15 @@ impl EventQueue {
         self.pos.get(slot).is_some_and(|&p| p != NONE)
     }
 
+    /// When (kind, idx) fires, if it is pending.
+    pub fn pending_time(&self, kind: EventKind, idx: usize) -> Option<Time> {
+        let slot = self.slot(kind, idx);
+        match self.pos.get(slot) {
+            Some(&i) if i != NONE => Some((self.heap[i as usize].key >> 64) as Time),
+            _ => None,
+        }
+    }
+
     /// Drop the pending event of (kind, idx), if any.
     pub fn cancel(&mut self, kind: EventKind, idx: usize) {
         let slot = self.slot(kind, idx);
@@ -307,6 +316,8 @@ mod tests {
         q.push(12, EventKind::CpuDone, 0); // replaces the 7
         q.cancel(EventKind::Tick, 1);
         assert!(q.is_pending(EventKind::Tick, 3) && !q.is_pending(EventKind::Tick, 1));
+        assert_eq!(q.pending_time(EventKind::CpuDone, 0), Some(12));
+        assert_eq!(q.pending_time(EventKind::Tick, 1), None);
         let order: Vec<_> = std::iter::from_fn(|| q.pop())
             .map(|e| (e.time, e.kind, e.idx))
             .collect();

@@ -195,8 +195,9 @@ impl Kernel {
         }
     }
 
-    /// do_idle entry: stop the tick (NO_HZ idle) and mark the core idle
-    /// for the LLC's idle-core hint (__update_idle_core).
+    /// do_idle entry: the cpuidle governor decides whether the tick stops
+    /// (idle.rs), and the core is marked idle for the LLC's idle-core hint
+    /// (__update_idle_core).
     fn enter_idle(&mut self, cpu: usize) {
         self.take_irq_ns(cpu);
         self.pelt_enter_idle(cpu);
@@ -204,8 +205,7 @@ impl Kernel {
         rq.stats.busy_ns += self.now - rq.busy_since;
         rq.act = Activity::Idle { since: self.now };
         rq.stats.sched_goidle += 1;
-        rq.tick_on = false;
-        self.events.cancel(EventKind::Tick, cpu);
+        self.cpuidle_enter(cpu);
         self.smt_changed(cpu);
         // __update_idle_core: the last sibling to idle sets the LLC's hint.
         if self.machine.smt_width() > 1 && self.core_idle(cpu) {
@@ -220,6 +220,7 @@ impl Kernel {
             return;
         };
         self.pelt_leave_idle(cpu);
+        self.cpuidle_exit(cpu);
         let rq = &mut self.rqs[cpu];
         rq.stats.idle_ns += self.now - since;
         rq.busy_since = self.now;
@@ -792,6 +793,9 @@ impl Kernel {
     /// sched_tick: charge curr, age its load, request a resched when its
     /// slice is used up, and kick an idle sibling CPU to pull waiting tasks.
     pub fn on_tick(&mut self, cpu: usize) {
+        if self.rqs[cpu].is_idle() {
+            return self.idle_tick(cpu);
+        }
         self.tick_upgrade_lazy(cpu);
         if self.rqs[cpu].curr.is_some_and(|p| self.is_rt(p)) {
             self.update_rq_class_avgs(cpu, true);
@@ -816,6 +820,22 @@ impl Kernel {
             self.tasks[p].overhead += self.machine.cost.tick_ns;
             self.update_irq_load_avg(cpu, self.machine.cost.tick_ns);
             self.dispatch(cpu);
+        }
+    }
+
+    /// sched_tick on an idle CPU whose governor kept the tick: the periodic
+    /// balance runs as CPU_IDLE (rq->idle_balance), then the idle loop's
+    /// governor decides again whether the tick stops.
+    fn idle_tick(&mut self, cpu: usize) {
+        self.stats.idle_ticks += 1;
+        self.events
+            .push(self.now + self.tick_ns, EventKind::Tick, cpu);
+        self.update_idle_cpu_scan(cpu);
+        if self.sched_balance_trigger(cpu) {
+            self.stats.idle_tick_balances += 1;
+        }
+        if self.rqs[cpu].is_idle() && !self.rqs[cpu].need_resched && self.cpuidle_tick(cpu) {
+            self.stop_idle_tick(cpu);
         }
     }
 
