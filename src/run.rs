@@ -99,6 +99,7 @@ pub fn run_with(
         workloads.push((w, tg));
     }
     let mut k = Kernel::new(m, sc.kernel.clone());
+    k.seed_noise(sc.seed);
     k.set_groups(groups);
     k.check = sc.check;
     for (lvl, spec) in &sc.kernel.domain_flags {
@@ -134,6 +135,7 @@ pub fn run_with(
         .duration
         .or(timed)
         .or(endless.then_some(DEFAULT_DURATION));
+    k.start_noise_irqs();
     let t0 = Instant::now();
     k.progress = crate::progress::for_run(end);
     let result = k.run(end);

@@ -4,6 +4,7 @@
 //! `[[workload]]` table, --seed is `sim.seed`, --duration `sim.duration`.
 
 use crate::kernel::features::{FairClass, KernelConfig, PreemptModel, Wakelist, FEATURES};
+use crate::kernel::noise::NoiseConfig;
 use crate::kernel::rt::RtBandwidth;
 use crate::kernel::task_group::{
     parse_cpu_max, CgroupSpec, TaskGroups, CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX, CGROUP_WEIGHT_MIN,
@@ -326,6 +327,9 @@ impl Scenario {
                     }
                 }
                 "kernel" => sc.resolve_kernel(src, expect_table(src, "kernel", v)?)?,
+                "noise" => {
+                    resolve_noise(src, &mut sc.kernel.noise, expect_table(src, "noise", v)?)?
+                }
                 "output" => {
                     for (ok, ov) in expect_table(src, "output", v)? {
                         let key = format!("output.{ok}");
@@ -372,7 +376,9 @@ impl Scenario {
                     return Err(unknown(
                         src,
                         k,
-                        &["sim", "machine", "kernel", "workload", "cgroup", "output"],
+                        &[
+                            "sim", "machine", "kernel", "noise", "workload", "cgroup", "output",
+                        ],
                     ))
                 }
             }
@@ -603,6 +609,7 @@ impl Scenario {
             kt.insert("domain".into(), Value::Table(dom));
         }
         root.insert("kernel".into(), Value::Table(kt));
+        root.insert("noise".into(), noise_table(&k.noise));
         let wl: Vec<Value> = self
             .workloads
             .iter()
@@ -634,6 +641,53 @@ impl Scenario {
         }
         root
     }
+}
+
+/// The `[noise]` table (noise.rs): each source's knob; a negative or
+/// unknown one is an error naming its line.
+fn resolve_noise(src: &Source, n: &mut NoiseConfig, t: &Table) -> Result<(), InputError> {
+    for (k, v) in t {
+        let key = format!("noise.{k}");
+        let flag = || {
+            v.as_bool()
+                .ok_or_else(|| src.err(&key, "must be true or false"))
+        };
+        match k.as_str() {
+            "enabled" => n.enabled = flag()?,
+            "tick_phase" => n.tick_phase = flag()?,
+            "timer_slack" => n.timer_slack = flag()?,
+            "cost_cv" => n.cost_cv = get_nonneg_f64(src, &key, v)?,
+            "irq_rate_hz" => n.irq_rate_hz = get_nonneg_f64(src, &key, v)?,
+            "irq_ns" => n.irq_ns = get_u64(src, &key, v, 0)?,
+            _ => return Err(unknown(src, &key, &NoiseConfig::KEYS)),
+        }
+    }
+    Ok(())
+}
+
+/// A finite number ≥ 0 (an integer is taken as one).
+fn get_nonneg_f64(src: &Source, key: &str, v: &Value) -> Result<f64, InputError> {
+    let x = match v {
+        Value::Float(f) => Some(*f),
+        Value::Integer(i) => Some(*i as f64),
+        _ => None,
+    };
+    match x {
+        Some(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(src.err(key, "must be a number ≥ 0")),
+    }
+}
+
+/// The resolved noise settings as a `[noise]` table.
+fn noise_table(n: &NoiseConfig) -> Value {
+    let mut t = Table::new();
+    t.insert("enabled".into(), Value::Boolean(n.enabled));
+    t.insert("tick_phase".into(), Value::Boolean(n.tick_phase));
+    t.insert("cost_cv".into(), Value::Float(n.cost_cv));
+    t.insert("timer_slack".into(), Value::Boolean(n.timer_slack));
+    t.insert("irq_rate_hz".into(), Value::Float(n.irq_rate_hz));
+    t.insert("irq_ns".into(), Value::Integer(n.irq_ns as i64));
+    Value::Table(t)
 }
 
 /// Every name in a domain flags spec (`+SD_X`, `-SD_X` or `SD_A|SD_B`) must

@@ -34,6 +34,8 @@ pub enum EventKind {
     Timer,
     /// A device interrupt (or the next step of its handler) on a CPU.
     Irq,
+    /// A background interrupt of the noise model on a CPU.
+    NoiseIrq,
     /// The end of the simulation window.
     End,
 }
@@ -45,10 +47,11 @@ const CPU_KINDS: [EventKind; PER_CPU] = [
     EventKind::Resched,
     EventKind::IdleBalance,
     EventKind::Irq,
+    EventKind::NoiseIrq,
 ];
 
 /// Event slots per CPU.
-pub const PER_CPU: usize = 5;
+pub const PER_CPU: usize = 6;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
@@ -64,7 +67,7 @@ const ARITY: usize = 4;
 
 /// Bits of an entry's key that hold the slot id.
 const SLOT_BITS: u32 = 20;
-/// The most event sources (5 per CPU, 1 per task, the end) a run may have.
+/// The most event sources (6 per CPU, 1 per task, the end) a run may have.
 pub const MAX_SLOTS: usize = 1 << SLOT_BITS;
 
 /// One heap entry, 16 bytes so four children share a cache line:
@@ -111,6 +114,7 @@ impl EventQueue {
             EventKind::Resched => PER_CPU * idx + 2,
             EventKind::IdleBalance => PER_CPU * idx + 3,
             EventKind::Irq => PER_CPU * idx + 4,
+            EventKind::NoiseIrq => PER_CPU * idx + 5,
         }
     }
 

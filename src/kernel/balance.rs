@@ -1243,16 +1243,19 @@ impl Kernel {
             if !self.idle_cpu(o) || self.lb.rq[o].wasted_counted == Some(since) {
                 continue;
             }
-            // The first queued that may run there.
+            // The first queued that may run there (a throttled group's
+            // tasks may not move: throttled_lb_pair).
             let Some((_, p)) = waiting
                 .iter()
                 .copied()
-                .filter(|&(_, p)| self.tasks[p].is_allowed(o))
+                .filter(|&(_, p)| self.tasks[p].is_allowed(o) && !self.throttled_lb_pair(p, cpu, o))
                 .min_by_key(|&(k, _)| k)
             else {
                 continue;
             };
-            let from = since.max(self.tasks[p].stats.wait_start);
+            let tg = self.tasks[p].tg;
+            let unthrottled = self.rqs[cpu].gcfs.get(tg).map_or(0, |g| g.unthrottled_at);
+            let from = since.max(self.tasks[p].stats.wait_start).max(unthrottled);
             let len = self.now - from;
             if len > bound {
                 self.lb.rq[o].wasted_counted = Some(since);

@@ -237,14 +237,15 @@ impl Kernel {
         irq
     }
 
-    /// Arm the tick at the next jiffy boundary (ticks are not skewed).
+    /// Arm the tick at the next jiffy boundary (ticks are not skewed; their
+    /// phase is the noise model's).
     fn start_tick(&mut self, cpu: usize) {
         let rq = &mut self.rqs[cpu];
         if rq.tick_on {
             return;
         }
         rq.tick_on = true;
-        let next = (self.now / self.tick_ns + 1) * self.tick_ns;
+        let next = self.next_tick_after(self.now);
         self.events.push(next, EventKind::Tick, cpu);
     }
 
@@ -295,7 +296,7 @@ impl Kernel {
                 self.machine.cost.ipi_latency_ns
             }
         };
-        let at = self.now + self.resched_after + delay;
+        let at = self.now + self.resched_after + self.vary(delay);
         self.events.push_earliest(at, EventKind::Resched, cpu);
     }
 
@@ -303,12 +304,16 @@ impl Kernel {
     /// issuing it, the receiver for the interrupt entry and exit.
     pub fn count_ipi(&mut self, cpu: usize, from: Option<usize>) {
         self.stats.ipis_sent += 1;
-        let c = &self.machine.cost;
+        let (entry, send) = (
+            self.machine.cost.irq_entry_exit_ns,
+            self.machine.cost.ipi_send_ns,
+        );
+        let entry = self.vary(entry);
         let rq = &mut self.rqs[cpu];
         rq.stats.ipis_received += 1;
-        rq.irq_ns += c.irq_entry_exit_ns;
+        rq.irq_ns += entry;
         if let Some(w) = from.and_then(|f| self.rqs[f].curr) {
-            self.tasks[w].overhead += c.ipi_send_ns;
+            self.tasks[w].overhead += self.vary(send);
         }
     }
 
@@ -487,7 +492,7 @@ impl Kernel {
             cost += self.machine.cache_refill_ns(from, cpu);
         }
         t.last_ran_cpu = Some(cpu);
-        cost
+        self.vary(cost)
     }
 
     /// put_prev_task_fair for a fair prev that an RT task replaces.
@@ -735,6 +740,7 @@ impl Kernel {
             let (base, extra) = (c.wakeup_local_ns, c.remote_rq_lock_ns);
             base + extra + self.take_rq_lock(cpu, extra + c.activate_ns)
         };
+        let cost = self.vary(cost);
         if let Some(w) = waker {
             self.tasks[w].overhead += cost;
         }
@@ -817,8 +823,9 @@ impl Kernel {
         self.sched_balance_trigger(cpu);
         if let (Activity::Running { .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr) {
             self.stop_segment(cpu);
-            self.tasks[p].overhead += self.machine.cost.tick_ns;
-            self.update_irq_load_avg(cpu, self.machine.cost.tick_ns);
+            let ns = self.vary(self.machine.cost.tick_ns);
+            self.tasks[p].overhead += ns;
+            self.update_irq_load_avg(cpu, ns);
             self.dispatch(cpu);
         }
     }

@@ -112,6 +112,18 @@ impl Kernel {
         self.stop_tick(cpu, true)
     }
 
+    /// An interrupt woke the idle CPU without work for it: the idle loop
+    /// goes round again (haltpoll's poll loop absorbs it).
+    pub(crate) fn cpuidle_irq(&mut self, cpu: usize) {
+        if self.machine.cost.governor == Governor::Haltpoll {
+            return;
+        }
+        self.cpuidle_reflect(cpu, false);
+        if self.rqs[cpu].tick_on && self.stop_tick(cpu, false) {
+            self.stop_idle_tick(cpu);
+        }
+    }
+
     /// Leaving the idle loop: the governor reflects on the last period.
     pub(crate) fn cpuidle_exit(&mut self, cpu: usize) {
         if self.machine.cost.governor == Governor::Haltpoll {

@@ -13,6 +13,7 @@ pub mod futex;
 pub mod idle;
 pub mod irq;
 pub mod kthread;
+pub mod noise;
 pub mod pelt;
 pub mod pelt_rq;
 pub mod pipe;
@@ -131,6 +132,8 @@ pub struct Kernel {
     pub has_idle_cores: Vec<bool>,
     /// Each CPU's cpuidle governor state (idle.rs).
     pub cpuidle: Vec<idle::GovCpu>,
+    /// Run-to-run noise (noise.rs), seeded by `seed_noise`.
+    pub noise: noise::Noise,
     /// sd_llc_shared->nr_idle_scan per LLC (SIS_UTIL), and when the tick
     /// next refreshes it.
     pub nr_idle_scan: Vec<u32>,
@@ -171,6 +174,7 @@ impl Kernel {
             lb: balance::LoadBalance::new(n, &cfg),
             has_idle_cores: vec![false; machine.nr_llcs],
             cpuidle: vec![Default::default(); n],
+            noise: noise::Noise::new(&cfg.noise, 1, cfg.tick_ns()),
             // As an idle LLC computes it: scan all of it.
             nr_idle_scan: (0..machine.nr_llcs)
                 .map(|l| machine.llc_cpus(l).len() as u32)
@@ -230,6 +234,7 @@ impl Kernel {
                 EventKind::Resched => self.on_resched(i),
                 EventKind::IdleBalance => self.on_idle_balance(i),
                 EventKind::Irq => self.on_irq(i),
+                EventKind::NoiseIrq => self.on_noise_irq(i),
             }
             if self.check {
                 self.check_invariants().map_err(SimError::Invariant)?;

@@ -90,6 +90,7 @@ pub fn to_json(out: &RunOutput) -> Value {
             "wall_ns": out.wall_ns,
             "events": k.events.popped,
             "seed": out.scenario.seed,
+            "noise": serde_json::to_value(&k.noise.cfg).unwrap_or(Value::Null),
         },
         "machine": {
             "name": k.machine.name,
@@ -114,6 +115,7 @@ pub fn to_json(out: &RunOutput) -> Value {
             "sis_cpus_scanned": st.sis_scanned,
             "newidle_pulls": st.newidle_pulls,
             "idle_balance_pulls": st.idle_balance_pulls,
+            "noise_irqs": k.noise.irqs,
             "idle_ticks": st.idle_ticks,
             "nohz_tick_stopped": st.nohz_tick_stops,
             "idle_tick_balances": st.idle_tick_balances,
