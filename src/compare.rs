@@ -92,7 +92,8 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
     let html = args.html.is_some();
     let (ra, ha) = run_side_html(&a, args.runs, html)?;
     let (rb, hb) = run_side_html(&b, args.runs, html)?;
-    let rows = metric_rows(&ra, &rb);
+    let noise_off = !a.1.kernel.noise.enabled && !b.1.kernel.noise.enabled;
+    let rows = metric_rows(&ra, &rb, noise_off);
     print_table(&rows, args.runs, &a.1, &b.1);
     if let (Some(path), Some(ha), Some(hb)) = (&args.html, ha, hb) {
         let sides = [(&a.1, &b.1, ha), (&b.1, &a.1, hb)]
@@ -190,6 +191,8 @@ struct Row {
     b: (f64, f64),
     change_pct: f64,
     p: f64,
+    /// Both sides ran without noise (`noise.enabled = false`).
+    noise_off: bool,
 }
 
 impl Row {
@@ -197,10 +200,12 @@ impl Row {
         self.p < 1.0 - CONFIDENCE
     }
 
-    /// Every run of each side gave the same value (a workload without
-    /// randomness): the difference, if any, is exact, not a test's verdict.
+    /// Noise off on both sides and every run of each side gave the same
+    /// value (a workload without randomness): the difference, if any, is
+    /// exact, not a test's verdict. With noise on, equal runs are one sample
+    /// of a chaotic system, never exact.
     fn exact(&self) -> bool {
-        self.a.1 == 0.0 && self.b.1 == 0.0
+        self.noise_off && self.a.1 == 0.0 && self.b.1 == 0.0
     }
 
     fn to_json(&self) -> Value {
@@ -216,7 +221,7 @@ impl Row {
     }
 }
 
-fn metric_rows(ra: &[Map<String, Value>], rb: &[Map<String, Value>]) -> Vec<Row> {
+fn metric_rows(ra: &[Map<String, Value>], rb: &[Map<String, Value>], noise_off: bool) -> Vec<Row> {
     let keys = ra[0].keys().filter(|k| rb[0].contains_key(*k));
     keys.filter_map(|k| {
         let xs: Vec<f64> = ra.iter().filter_map(|m| m.get(k)?.as_f64()).collect();
@@ -236,6 +241,7 @@ fn metric_rows(ra: &[Map<String, Value>], rb: &[Map<String, Value>]) -> Vec<Row>
             b,
             change_pct,
             p: welch_p(&xs, &ys),
+            noise_off,
         })
     })
     .collect()
@@ -268,7 +274,7 @@ fn print_table(rows: &[Row], runs: u64, a: &Scenario, b: &Scenario) {
         } else if r.significant() {
             format!("yes (p={:.3})", r.p)
         } else {
-            format!("no (p={:.2})", r.p)
+            format!("not significant (p={:.2})", r.p)
         };
         println!(
             "{:<40} {:>24} {:>24} {:>8.1}%  {verdict}",
@@ -280,8 +286,9 @@ fn print_table(rows: &[Row], runs: u64, a: &Scenario, b: &Scenario) {
     }
     if runs >= 2 && rows.iter().any(Row::exact) {
         println!(
-            "\nexact: every seed gave the same value on both sides (the workload draws no random\n\
-             numbers), so the difference is the configuration's own; more runs will not change it."
+            "\nexact: noise is off on both sides and every seed gave the same value (the workload\n\
+             draws no random numbers), so the difference is the configuration's own; more runs\n\
+             will not change it."
         );
     }
 }
@@ -442,5 +449,22 @@ mod tests {
         let apart = welch_p(&[1.0, 1.1, 0.9, 1.0], &[2.0, 2.1, 1.9, 2.0]);
         assert!(apart < 1e-4, "{apart}");
         assert_eq!(mean_sd(&[2.0, 4.0]), (3.0, 2f64.sqrt()));
+    }
+
+    #[test]
+    fn exact_only_without_noise() {
+        let m = |v: f64| {
+            let mut m = Map::new();
+            m.insert("x".into(), json!(v));
+            m
+        };
+        let (ra, rb) = ([m(1.0), m(1.0)], [m(2.0), m(2.0)]);
+        assert!(metric_rows(&ra, &rb, true)[0].exact());
+        // With noise on, equal runs are not exact: Welch decides.
+        let rows = metric_rows(&ra, &rb, false);
+        assert!(!rows[0].exact() && rows[0].significant());
+        let (ra, rb) = ([m(1.0), m(1.2)], [m(1.1), m(1.0)]);
+        let rows = metric_rows(&ra, &rb, false);
+        assert!(!rows[0].exact() && !rows[0].significant());
     }
 }

@@ -99,6 +99,9 @@ pub fn run_with(
     if let Some(n) = sc.max_cstate {
         m.cost.idle_states.truncate(n + 1);
     }
+    if let Some(g) = sc.governor {
+        m.cost.governor = g;
+    }
     let groups =
         TaskGroups::build(&sc.cgroups).map_err(|e| RunError::Input(src.err("cgroup", e)))?;
     let mut workloads = Vec::new();
@@ -116,6 +119,7 @@ pub fn run_with(
         workloads.push((w, tg));
     }
     let mut k = Kernel::new(m, sc.kernel.clone());
+    k.seed_noise(sc.seed);
     k.set_groups(groups);
     k.check = sc.check;
     for (lvl, spec) in &sc.kernel.domain_flags {
@@ -151,6 +155,7 @@ pub fn run_with(
         .duration
         .or(timed)
         .or(endless.then_some(DEFAULT_DURATION));
+    k.start_noise_irqs();
     let t0 = Instant::now();
     k.progress = crate::progress::for_run(end).map(|p| Box::new(p) as Box<dyn ProgressHook>);
     let result = k.run(end);

@@ -52,9 +52,11 @@ fn eevdf_shares_one_cpu_by_weight() {
     k.run(Some(2_000 * MS)).unwrap();
     k.finish();
     let exec = |p: Pid| k.tasks[p].se.sum_exec_runtime as f64;
-    // Two nice-0 tasks get the same share within a couple of slices.
+    // Two nice-0 tasks get the same share within a couple of slices, plus
+    // the tick the run's end may cut short (with noise the tick's phase is
+    // random, so the window no longer ends on a tick).
     assert!(
-        (exec(a) - exec(c)).abs() < 3.0 * k.base_slice as f64,
+        (exec(a) - exec(c)).abs() < (k.tick_ns + 3 * k.base_slice) as f64,
         "{} {}",
         exec(a),
         exec(c)

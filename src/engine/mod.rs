@@ -36,6 +36,8 @@ pub enum EventKind {
     Timer,
     /// A device interrupt (or the next step of its handler) on a CPU.
     Irq,
+    /// A background interrupt of the noise model on a CPU.
+    NoiseIrq,
     /// The end of the simulation window.
     End,
 }
@@ -47,10 +49,11 @@ const CPU_KINDS: [EventKind; PER_CPU] = [
     EventKind::Resched,
     EventKind::IdleBalance,
     EventKind::Irq,
+    EventKind::NoiseIrq,
 ];
 
 /// Event slots per CPU.
-pub const PER_CPU: usize = 5;
+pub const PER_CPU: usize = 6;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
@@ -66,7 +69,7 @@ const ARITY: usize = 4;
 
 /// Bits of an entry's key that hold the slot id.
 const SLOT_BITS: u32 = 20;
-/// The most event sources (5 per CPU, 1 per task, the end) a run may have.
+/// The most event sources (6 per CPU, 1 per task, the end) a run may have.
 pub const MAX_SLOTS: usize = 1 << SLOT_BITS;
 
 /// One heap entry, 16 bytes so four children share a cache line:
@@ -113,6 +116,7 @@ impl EventQueue {
             EventKind::Resched => PER_CPU * idx + 2,
             EventKind::IdleBalance => PER_CPU * idx + 3,
             EventKind::Irq => PER_CPU * idx + 4,
+            EventKind::NoiseIrq => PER_CPU * idx + 5,
         }
     }
 
@@ -238,6 +242,15 @@ impl EventQueue {
         self.pos.get(slot).is_some_and(|&p| p != NONE)
     }
 
+    /// When (kind, idx) fires, if it is pending.
+    pub fn pending_time(&self, kind: EventKind, idx: usize) -> Option<Time> {
+        let slot = self.slot(kind, idx);
+        match self.pos.get(slot) {
+            Some(&i) if i != NONE => Some((self.heap[i as usize].key >> 64) as Time),
+            _ => None,
+        }
+    }
+
     /// Drop the pending event of (kind, idx), if any.
     pub fn cancel(&mut self, kind: EventKind, idx: usize) {
         let slot = self.slot(kind, idx);
@@ -309,6 +322,8 @@ mod tests {
         q.push(12, EventKind::CpuDone, 0); // replaces the 7
         q.cancel(EventKind::Tick, 1);
         assert!(q.is_pending(EventKind::Tick, 3) && !q.is_pending(EventKind::Tick, 1));
+        assert_eq!(q.pending_time(EventKind::CpuDone, 0), Some(12));
+        assert_eq!(q.pending_time(EventKind::Tick, 1), None);
         let order: Vec<_> = std::iter::from_fn(|| q.pop())
             .map(|e| (e.time, e.kind, e.idx))
             .collect();

@@ -257,27 +257,33 @@ impl Kernel {
         false
     }
 
-    /// sched_balance_trigger, from the tick of a busy CPU: raise
-    /// SCHED_SOFTIRQ when the CPU's next balance is due (the softirq runs
-    /// on the way out of the tick and is charged to the running task),
-    /// then consider kicking an idle CPU for NOHZ balancing.
-    pub fn sched_balance_trigger(&mut self, cpu: usize) {
-        if self.jiffies() >= self.lb.rq[cpu].next_balance && !self.sd.cpu[cpu].is_empty() {
+    /// sched_balance_trigger, from the tick: raise SCHED_SOFTIRQ when the
+    /// CPU's next balance is due (the softirq runs on the way out of the
+    /// tick and is charged to the running task), then, on a busy CPU,
+    /// consider kicking an idle CPU for NOHZ balancing (nohz_balancer_kick
+    /// returns at once when rq->idle_balance). Returns whether it balanced.
+    pub fn sched_balance_trigger(&mut self, cpu: usize) -> bool {
+        let due = self.jiffies() >= self.lb.rq[cpu].next_balance && !self.sd.cpu[cpu].is_empty();
+        let idle = self.idle_cpu(cpu);
+        if due {
             self.lb.cost_ns = 0;
             self.lb.acting = cpu;
-            let idle = if self.idle_cpu(cpu) {
+            let kind = if idle {
                 IdleType::Idle
             } else {
                 IdleType::NotIdle
             };
-            self.sched_balance_domains(cpu, idle);
+            self.sched_balance_domains(cpu, kind);
             let cost = std::mem::take(&mut self.lb.cost_ns);
             if let Some(p) = self.rqs[cpu].curr {
                 self.tasks[p].overhead += cost;
             }
         }
-        self.nohz_balancer_kick(cpu);
+        if !idle {
+            self.nohz_balancer_kick(cpu);
+        }
         self.count_wasted_cores(cpu);
+        due
     }
 
     /// sched_balance_domains: balance each domain whose interval is due,
@@ -1110,7 +1116,8 @@ impl Kernel {
 
     /// In nohz.idle_cpus_mask: idle with the tick stopped.
     fn nohz_idle(&self, cpu: usize) -> bool {
-        self.rqs[cpu].is_idle() && self.idle_cpu(cpu)
+        let rq = &self.rqs[cpu];
+        rq.is_idle() && !rq.tick_on && self.idle_cpu(cpu)
     }
 
     /// The kick reaches the idle CPU: _nohz_idle_balance over every idle
@@ -1236,16 +1243,19 @@ impl Kernel {
             if !self.idle_cpu(o) || self.lb.rq[o].wasted_counted == Some(since) {
                 continue;
             }
-            // The first queued that may run there.
+            // The first queued that may run there (a throttled group's
+            // tasks may not move: throttled_lb_pair).
             let Some((_, p)) = waiting
                 .iter()
                 .copied()
-                .filter(|&(_, p)| self.tasks[p].is_allowed(o))
+                .filter(|&(_, p)| self.tasks[p].is_allowed(o) && !self.throttled_lb_pair(p, cpu, o))
                 .min_by_key(|&(k, _)| k)
             else {
                 continue;
             };
-            let from = since.max(self.tasks[p].stats.wait_start);
+            let tg = self.tasks[p].tg;
+            let unthrottled = self.rqs[cpu].gcfs.get(tg).map_or(0, |g| g.unthrottled_at);
+            let from = since.max(self.tasks[p].stats.wait_start).max(unthrottled);
             let len = self.now - from;
             if len > bound {
                 self.lb.rq[o].wasted_counted = Some(since);

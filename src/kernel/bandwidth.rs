@@ -251,6 +251,7 @@ impl Kernel {
                 cfs.throttle_count -= 1;
                 if cfs.throttle_count == 0 {
                     cfs.throttled_clock_pelt_time += now - cfs.throttled_clock_pelt;
+                    cfs.unthrottled_at = self.now;
                 }
             }
         }

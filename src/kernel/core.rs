@@ -205,8 +205,9 @@ impl Kernel {
         }
     }
 
-    /// do_idle entry: stop the tick (NO_HZ idle) and mark the core idle
-    /// for the LLC's idle-core hint (__update_idle_core).
+    /// do_idle entry: the cpuidle governor decides whether the tick stops
+    /// (idle.rs), and the core is marked idle for the LLC's idle-core hint
+    /// (__update_idle_core).
     fn enter_idle(&mut self, cpu: usize) {
         self.take_irq_ns(cpu);
         self.pelt_enter_idle(cpu);
@@ -214,8 +215,7 @@ impl Kernel {
         rq.stats.busy_ns += self.now - rq.busy_since;
         rq.act = Activity::Idle { since: self.now };
         rq.stats.sched_goidle += 1;
-        rq.tick_on = false;
-        self.events.cancel(EventKind::Tick, cpu);
+        self.cpuidle_enter(cpu);
         self.smt_changed(cpu);
         // __update_idle_core: the last sibling to idle sets the LLC's hint.
         if self.machine.smt_width() > 1 && self.core_idle(cpu) {
@@ -231,10 +231,12 @@ impl Kernel {
             return;
         };
         self.pelt_leave_idle(cpu);
-        let rq = &mut self.rqs[cpu];
-        if !rq.tick_on {
-            rq.irq_ns += self.machine.cost.nohz_idle_exit_ns;
+        self.cpuidle_exit(cpu);
+        if !self.rqs[cpu].tick_on {
+            let nohz = self.vary(self.machine.cost.nohz_idle_exit_ns);
+            self.rqs[cpu].irq_ns += nohz;
         }
+        let rq = &mut self.rqs[cpu];
         rq.stats.idle_ns += self.now - since;
         rq.busy_since = self.now;
         rq.act = Activity::Kernel;
@@ -250,14 +252,15 @@ impl Kernel {
         irq
     }
 
-    /// Arm the tick at the next jiffy boundary (ticks are not skewed).
+    /// Arm the tick at the next jiffy boundary (ticks are not skewed; their
+    /// phase is the noise model's).
     fn start_tick(&mut self, cpu: usize) {
         let rq = &mut self.rqs[cpu];
         if rq.tick_on {
             return;
         }
         rq.tick_on = true;
-        let next = (self.now / self.tick_ns + 1) * self.tick_ns;
+        let next = self.next_tick_after(self.now);
         self.events.push(next, EventKind::Tick, cpu);
     }
 
@@ -304,7 +307,7 @@ impl Kernel {
             _ if local => return,
             _ => self.count_ipi(cpu, from),
         };
-        let at = self.now + self.resched_after + delay;
+        let at = self.now + self.resched_after + self.vary(delay);
         self.events.push_earliest(at, EventKind::Resched, cpu);
     }
 
@@ -314,14 +317,19 @@ impl Kernel {
     /// itself, then `ipi_latency_ns` in flight.
     pub fn count_ipi(&mut self, cpu: usize, from: Option<usize>) -> u64 {
         self.stats.ipis_sent += 1;
-        let c = &self.machine.cost;
+        let (entry, send) = (
+            self.machine.cost.irq_entry_exit_ns,
+            self.machine.cost.ipi_send_ns,
+        );
+        let entry = self.vary(entry);
         let rq = &mut self.rqs[cpu];
         rq.stats.ipis_received += 1;
-        rq.irq_ns += c.irq_entry_exit_ns;
+        rq.irq_ns += entry;
+        let send = self.vary(send);
         if let Some(w) = from.and_then(|f| self.rqs[f].curr) {
-            self.tasks[w].overhead += c.ipi_send_ns;
+            self.tasks[w].overhead += send;
         }
-        c.ipi_send_ns + c.ipi_latency_ns
+        send + self.machine.cost.ipi_latency_ns
     }
 
     /// The reschedule request (IPI, or idle exit) takes effect on `cpu`.
@@ -560,7 +568,7 @@ impl Kernel {
             cost += self.machine.cache_refill_ns(from, cpu);
         }
         t.last_ran_cpu = Some(cpu);
-        cost
+        self.vary(cost)
     }
 
     /// put_prev_task_fair for a fair prev that an RT task replaces.
@@ -846,6 +854,7 @@ impl Kernel {
             let (base, extra) = (c.wakeup_local_ns, c.remote_rq_lock_ns);
             base + extra + self.take_rq_lock(cpu, extra + c.activate_ns)
         };
+        let cost = self.vary(cost);
         if let Some(w) = waker {
             self.tasks[w].overhead += cost;
         }
@@ -912,6 +921,9 @@ impl Kernel {
     /// sched_tick: charge curr, age its load, request a resched when its
     /// slice is used up, and kick an idle sibling CPU to pull waiting tasks.
     pub fn on_tick(&mut self, cpu: usize) {
+        if self.rqs[cpu].is_idle() {
+            return self.idle_tick(cpu);
+        }
         self.tick_upgrade_lazy(cpu);
         if self.rqs[cpu].curr.is_some_and(|p| self.is_rt(p)) {
             self.update_rq_class_avgs(cpu, true);
@@ -933,9 +945,26 @@ impl Kernel {
         self.sched_balance_trigger(cpu);
         if let (Activity::Running { .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr) {
             self.stop_segment(cpu);
-            self.tasks[p].overhead += self.machine.cost.tick_ns;
-            self.update_irq_load_avg(cpu, self.machine.cost.tick_ns);
+            let ns = self.vary(self.machine.cost.tick_ns);
+            self.tasks[p].overhead += ns;
+            self.update_irq_load_avg(cpu, ns);
             self.dispatch(cpu);
+        }
+    }
+
+    /// sched_tick on an idle CPU whose governor kept the tick: the periodic
+    /// balance runs as CPU_IDLE (rq->idle_balance), then the idle loop's
+    /// governor decides again whether the tick stops.
+    fn idle_tick(&mut self, cpu: usize) {
+        self.stats.idle_ticks += 1;
+        self.events
+            .push(self.now + self.tick_ns, EventKind::Tick, cpu);
+        self.update_idle_cpu_scan(cpu);
+        if self.sched_balance_trigger(cpu) {
+            self.stats.idle_tick_balances += 1;
+        }
+        if self.rqs[cpu].is_idle() && !self.rqs[cpu].need_resched && self.cpuidle_tick(cpu) {
+            self.stop_idle_tick(cpu);
         }
     }
 
@@ -948,7 +977,8 @@ impl Kernel {
             return;
         }
         let cpu = self.tasks[p].timer_cpu;
-        self.rqs[cpu].irq_ns += self.machine.cost.hrtimer_irq_ns;
+        let irq = self.vary(self.machine.cost.hrtimer_irq_ns);
+        self.rqs[cpu].irq_ns += irq;
         self.try_to_wake_up(p, 0, cpu, None);
         // Return from the timer interrupt: a preemption point.
         if self.resched_pending(cpu) && matches!(self.rqs[cpu].act, Activity::Running { .. }) {

@@ -172,6 +172,9 @@ pub struct CfsRq {
     pub throttle_count: u32,
     pub throttled_clock_pelt: u64,
     pub throttled_clock_pelt_time: u64,
+    /// When the throttle_count last fell to 0 (the wasted-core check does
+    /// not count throttled time as waiting).
+    pub unthrottled_at: u64,
     /// task_h_load's cached hierarchical load and when it was computed.
     pub h_load: u64,
     pub last_h_load_update: u64,

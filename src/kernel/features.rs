@@ -242,6 +242,8 @@ pub struct KernelConfig {
     /// Sched-domain flag changes per level name (`kernel.domain.MC.flags =
     /// "-SD_BALANCE_NEWIDLE"`), applied in order once domains are built.
     pub domain_flags: Vec<(String, String)>,
+    /// Run-to-run noise (`[noise]`).
+    pub noise: super::noise::NoiseConfig,
 }
 
 impl Default for KernelConfig {
@@ -261,6 +263,7 @@ impl Default for KernelConfig {
             features: Features::default(),
             completion: Default::default(),
             domain_flags: Vec::new(),
+            noise: Default::default(),
         }
     }
 }

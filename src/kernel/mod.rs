@@ -22,6 +22,7 @@ pub mod futex;
 pub mod idle;
 pub mod irq;
 pub mod kthread;
+pub mod noise;
 pub mod pelt;
 pub mod pelt_rq;
 pub mod pipe;
@@ -76,6 +77,12 @@ pub struct Counters {
     pub sis_scanned: u64,
     pub newidle_pulls: u64,
     pub idle_balance_pulls: u64,
+    /// Ticks taken by idle CPUs whose governor kept the tick, times an
+    /// idle CPU's tick was stopped (tick_nohz_idle_stop_tick), and idle
+    /// ticks that ran the periodic balance (SCHED_SOFTIRQ raised).
+    pub idle_ticks: u64,
+    pub nohz_tick_stops: u64,
+    pub idle_tick_balances: u64,
     /// RT tasks pushed to and pulled by other CPUs; bandwidth holds.
     pub rt_pushes: u64,
     pub rt_pulls: u64,
@@ -146,6 +153,10 @@ pub struct Kernel {
     /// sd_llc_shared->has_idle_cores, per LLC: a hint that some core of the
     /// LLC is wholly idle.
     pub has_idle_cores: Vec<bool>,
+    /// Each CPU's cpuidle governor state (idle.rs).
+    pub cpuidle: Vec<idle::GovCpu>,
+    /// Run-to-run noise (noise.rs), seeded by `seed_noise`.
+    pub noise: noise::Noise,
     /// sd_llc_shared->nr_idle_scan per LLC (SIS_UTIL), and when the tick
     /// next refreshes it.
     pub nr_idle_scan: Vec<u32>,
@@ -188,6 +199,8 @@ impl Kernel {
             sd: sched_domain::SchedDomains::build(&machine),
             lb: balance::LoadBalance::new(n, &cfg),
             has_idle_cores: vec![false; machine.nr_llcs],
+            cpuidle: vec![Default::default(); n],
+            noise: noise::Noise::new(&cfg.noise, 1, cfg.tick_ns()),
             // As an idle LLC computes it: scan all of it.
             nr_idle_scan: (0..machine.nr_llcs)
                 .map(|l| machine.llc_cpus(l).len() as u32)
@@ -248,6 +261,7 @@ impl Kernel {
                 EventKind::Resched => self.on_resched(i),
                 EventKind::IdleBalance => self.on_idle_balance(i),
                 EventKind::Irq => self.on_irq(i),
+                EventKind::NoiseIrq => self.on_noise_irq(i),
             }
             if self.check {
                 self.check_invariants().map_err(SimError::Invariant)?;

@@ -49,6 +49,7 @@ impl Kernel {
         self.stats.ttwu_wakelist += 1;
         let c = &self.machine.cost;
         let queue = c.wakeup_local_ns - c.activate_ns + self.machine.line_transfer_ns(from, cpu);
+        let queue = self.vary(queue);
         if let Some(w) = waker {
             self.tasks[w].overhead += queue;
         }
@@ -85,6 +86,7 @@ impl Kernel {
             }
             _ => self.count_ipi(cpu, Some(from)),
         };
+        let delay = self.vary(delay);
         self.events
             .push_earliest(self.now + after + delay, EventKind::Resched, cpu);
     }
@@ -97,6 +99,7 @@ impl Kernel {
         self.rqs[cpu].ttwu_pending = false;
         let c = &self.machine.cost;
         let hold = c.activate_ns * list.len() as u64;
+        let hold = self.vary(hold);
         let wait = self.take_rq_lock(cpu, hold);
         self.rqs[cpu].irq_ns += wait + hold;
         for &p in &list {

@@ -105,6 +105,40 @@ impl IdleState {
     }
 }
 
+/// The cpuidle governor (`/sys/devices/system/cpu/cpuidle/current_governor_ro`).
+/// Its `select()` also answers `stop_tick`: whether the idle loop may stop
+/// the tick (tick_nohz_idle_stop_tick) or must keep it running
+/// (kernel/idle.rs models each one's answer).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Governor {
+    /// No cpuidle driver (default_idle, e.g. a KVM guest without
+    /// cpuidle-haltpoll): the idle loop decides without a governor.
+    None,
+    /// drivers/cpuidle/governors/menu.c, the default where it is built
+    /// (rating 20, above teo's 19).
+    Menu,
+    /// drivers/cpuidle/governors/teo.c.
+    Teo,
+    /// drivers/cpuidle/governors/haltpoll.c, forced by the cpuidle-haltpoll
+    /// driver in KVM guests.
+    Haltpoll,
+}
+
+impl Governor {
+    pub const NAMES: [&'static str; 4] = ["none", "menu", "teo", "haltpoll"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "none" => Some(Governor::None),
+            "menu" => Some(Governor::Menu),
+            "teo" => Some(Governor::Teo),
+            "haltpoll" => Some(Governor::Haltpoll),
+            _ => None,
+        }
+    }
+}
+
 /// How long the kernel's work takes on one machine. All times in ns.
 ///
 /// Field meanings are fixed here so that every preset means the same thing:
@@ -144,6 +178,11 @@ pub struct CostModel {
     pub ipi_latency_ns: u64,
     /// cpuidle states, shallowest first; see the module doc for index 0.
     pub idle_states: Vec<IdleState>,
+    /// The cpuidle governor, which decides whether an idle CPU's tick stops.
+    pub governor: Governor,
+    /// haltpoll's `guest_halt_poll_ns` module parameter (its longest poll
+    /// window before halting; 0 = never poll). Only read with `Haltpoll`.
+    pub guest_halt_poll_ns: u64,
     /// Cache-refill penalty after a move to an SMT sibling.
     pub cache_refill_smt_ns: u64,
     /// ... to another core sharing the LLC.
@@ -302,6 +341,11 @@ pub fn kvm_guest() -> CostModel {
             // nohz_idle_exit_ns = 6.1 µs (after 1 ms idle the wakeup costs 6.8 µs more)
             IdleState::hw_ns("haltpoll idle", 6_132, 6_132),
         ],
+        // sysfs on this VM (2026-11, Linux 6.18): cpuidle current_driver and current_governor_ro
+        // "haltpoll" with haltpoll.guest_halt_poll_ns=0, so haltpoll_select always halts and
+        // leaves stop_tick set: the tick stops in every idle period (fidelity-notes §2 VM too)
+        governor: Governor::Haltpoll,
+        guest_halt_poll_ns: 0,
         // no SMT siblings in this guest: never charged
         cache_refill_smt_ns: 0,
         // calibrate: refill_ns(57 ns per line CPU0↔CPU1)
@@ -388,6 +432,10 @@ pub fn cascade_lake() -> CostModel {
             IdleState::hw("C1E", 10, 20),
             IdleState::hw("C6", 133, 600),
         ],
+        // estimate: menu is the default governor where it is built (rating 20 vs teo's 19) and
+        // the distros these machines ran build it; the seeds do not say otherwise
+        governor: Governor::Menu,
+        guest_halt_poll_ns: 0,
         // published: hyperthread siblings exchange a line in ~7–10 ns (shared L1/L2)
         cache_refill_smt_ns: refill_ns(10),
         // published: ~50–60 ns core-to-core within the socket (mesh, L3/snoop filter)
@@ -468,6 +516,10 @@ pub fn sandy_bridge_ep() -> CostModel {
             IdleState::hw("C3", 80, 211),
             IdleState::hw("C6", 104, 345),
         ],
+        // estimate: menu is the default governor where it is built (rating 20 vs teo's 19) and
+        // the distros these machines ran build it; the seeds do not say otherwise
+        governor: Governor::Menu,
+        guest_halt_poll_ns: 0,
         // published: hyperthread siblings ~7–10 ns
         cache_refill_smt_ns: refill_ns(10),
         // published: ~40 ns core-to-core on the Sandy Bridge-EP ring
@@ -538,6 +590,10 @@ pub fn haswell_ex() -> CostModel {
             IdleState::hw("C3", 33, 100),
             IdleState::hw("C6", 133, 400),
         ],
+        // estimate: menu is the default governor where it is built (rating 20 vs teo's 19) and
+        // the distros these machines ran build it; the seeds do not say otherwise
+        governor: Governor::Menu,
+        guest_halt_poll_ns: 0,
         // published: hyperthread siblings ~7–10 ns
         cache_refill_smt_ns: refill_ns(10),
         // published: ~60 ns core-to-core within an 18-core Haswell-EX die
@@ -609,6 +665,10 @@ pub fn milan() -> CostModel {
             IdleState::hw("C1", 1, 2),
             IdleState::hw("C2", 400, 800),
         ],
+        // estimate: menu is the default governor where it is built (rating 20 vs teo's 19) and
+        // the distros these machines ran build it; the seeds do not say otherwise
+        governor: Governor::Menu,
+        guest_halt_poll_ns: 0,
         // published: SMT siblings share L1/L2, ~7–10 ns
         cache_refill_smt_ns: refill_ns(10),
         // published: ~20–25 ns core-to-core inside a Zen 3 CCX
@@ -676,6 +736,10 @@ pub fn altra() -> CostModel {
         // estimate: Altra's ACPI LPI table exposes WFI; arm64 had no polling idle state (no
         // TIF_POLLING_NRFLAG) then, so every wakeup of an idle CPU needs an IPI
         idle_states: vec![IdleState::hw("WFI", 1, 1)],
+        // estimate: arm64 distros build menu (rating 20, the default); one idle state, so the
+        // idle loop skips the governor (kernel/idle.rs)
+        governor: Governor::Menu,
+        guest_halt_poll_ns: 0,
         // no SMT on Neoverse N1: never charged
         cache_refill_smt_ns: 0,
         // estimate: the kernel's LLC here is the 2-core cluster, which shares no cache, only the
@@ -753,6 +817,10 @@ pub fn power10() -> CostModel {
             IdleState::polling_state("snooze"),
             IdleState::hw("CEDE", 10, 100),
         ],
+        // estimate: menu is the default governor where it is built (rating 20 vs teo's 19) and
+        // the distros these machines ran build it; the seeds do not say otherwise
+        governor: Governor::Menu,
+        guest_halt_poll_ns: 0,
         // estimate: the 4 threads of a small core share its L1/L2: ~10 ns
         cache_refill_smt_ns: refill_ns(10),
         // LLC = small core = SMT siblings: never charged separately; same as SMT

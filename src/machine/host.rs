@@ -16,7 +16,7 @@
 //! Only online CPUs (`online`) are used, renumbered densely; the OS numbers
 //! stay available through [`Machine::os_cpu_id`].
 
-use super::cost::{self, CostModel, IdleState};
+use super::cost::{self, CostModel, Governor, IdleState};
 use super::topology::{CpuTopo, Machine};
 use std::collections::BTreeMap;
 use std::fs;
@@ -350,15 +350,41 @@ pub fn sysfs_idle_states(cpu_dir: &Path) -> Vec<IdleState> {
         .collect()
 }
 
+/// Where haltpoll's module parameters are.
+const HALTPOLL_PARAMS: &str = "/sys/module/haltpoll/parameters";
+
+/// The cpuidle governor under a sysfs CPU tree (`cpuidle/current_governor_ro`,
+/// or `current_governor` where it is writable), and haltpoll's
+/// `guest_halt_poll_ns` from its module parameters in `params`. No driver
+/// (`current_driver` "none" or absent) → None.
+pub fn sysfs_governor(cpu_root: &Path, params: &Path) -> (Governor, u64) {
+    let idle = cpu_root.join("cpuidle");
+    let driver = read(&idle.join("current_driver")).unwrap_or_else(|| "none".into());
+    let gov = read(&idle.join("current_governor_ro"))
+        .or_else(|| read(&idle.join("current_governor")))
+        .and_then(|g| Governor::parse(&g));
+    let gov = match gov {
+        Some(g) if driver != "none" => g,
+        _ => Governor::None,
+    };
+    let poll_ns = read(&params.join("guest_halt_poll_ns"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    (gov, poll_ns)
+}
+
 /// The cost model for this host: the measured KVM-guest model in a VM,
-/// the generic bare-metal x86 model otherwise; the idle states come from
-/// the host's cpuidle driver when it has one.
+/// the generic bare-metal x86 model otherwise; the idle states and the
+/// governor come from the host's cpuidle driver when it has one.
 pub fn host_cost(cpu0_dir: &Path, virtual_machine: bool) -> CostModel {
     let mut c = if virtual_machine {
         cost::kvm_guest()
     } else {
         cost::generic_x86()
     };
+    if let Some(root) = cpu0_dir.parent() {
+        (c.governor, c.guest_halt_poll_ns) = sysfs_governor(root, Path::new(HALTPOLL_PARAMS));
+    }
     let states = sysfs_idle_states(cpu0_dir);
     let candidate = CostModel {
         idle_states: states,
@@ -599,7 +625,10 @@ mod tests {
                 &res.to_string(),
             );
         }
+        s.write("cpu/cpuidle/current_driver", "intel_idle");
+        s.write("cpu/cpuidle/current_governor_ro", "teo");
         let c = host_cost(&s.cpu_root().join("cpu0"), true);
+        assert_eq!(c.governor, Governor::Teo);
         assert_eq!(c.idle_states.len(), 3);
         assert!(c.idle_states[0].polling && !c.idle_states[1].polling);
         assert_eq!(c.idle_states[2].exit_latency_ns, 133_000);
@@ -607,6 +636,17 @@ mod tests {
         // no cpuidle directory → the model's own states
         let c = host_cost(&s.cpu_root().join("cpu1"), false);
         assert_eq!(c.idle_states, cost::generic_x86().idle_states);
+        // a KVM guest with cpuidle-haltpoll, and one without a driver
+        s.write("cpu/cpuidle/current_driver", "haltpoll");
+        s.write("cpu/cpuidle/current_governor_ro", "haltpoll");
+        s.write("module/haltpoll/parameters/guest_halt_poll_ns", "200000");
+        let params = s.root.join("module/haltpoll/parameters");
+        assert_eq!(
+            sysfs_governor(&s.cpu_root(), &params),
+            (Governor::Haltpoll, 200_000)
+        );
+        s.write("cpu/cpuidle/current_driver", "none");
+        assert_eq!(sysfs_governor(&s.cpu_root(), &params).0, Governor::None);
     }
 
     /// The real host: works wherever /sys is mounted (2 CPUs on the project VM).

@@ -8,10 +8,6 @@ use serde_json::{json, Map, Value};
 
 pub fn to_json(out: &RunView) -> Value {
     let k = out.kernel;
-    let (nvcsw, nivcsw) = k
-        .tasks
-        .iter()
-        .fold((0, 0), |(v, i), t| (v + t.stats.nvcsw, i + t.stats.nivcsw));
     let st = &k.stats;
     let pr = &st.preempt;
     let cpus: Vec<Value> = k
@@ -83,6 +79,7 @@ pub fn to_json(out: &RunView) -> Value {
         }
         bench.insert(key, Value::Object(fields));
     }
+    let totals = totals_json(out);
     let completion = super::completion::to_json(k);
     json!({
         "completion": completion,
@@ -91,47 +88,13 @@ pub fn to_json(out: &RunView) -> Value {
             "wall_ns": out.wall_ns,
             "events": k.events.popped,
             "seed": out.seed,
+            "noise": serde_json::to_value(&k.noise.cfg).unwrap_or(Value::Null),
         },
         "machine": {
             "name": k.machine.name,
             "cpus": k.machine.nr_cpus(),
         },
-        "totals": {
-            "context_switches": k.task_switches(),
-            "rq_switches": st.rq_switches,
-            "voluntary_switches": nvcsw,
-            "involuntary_switches": nivcsw,
-            "cpu_migrations": st.cpu_migrations,
-            "wakeups": st.wakeups,
-            "ttwu_local": st.ttwu_local,
-            "ttwu_remote": st.ttwu_remote,
-            "ttwu_wakelist": st.ttwu_wakelist,
-            "forks": st.forks,
-            "ipis_sent": st.ipis_sent,
-            "ipis_avoided_polling": st.ipis_avoided_polling,
-            "rq_lock_wait_ns": st.rq_lock_wait_ns,
-            "ttwu_move_affine": st.ttwu_move_affine,
-            "ttwu_on_cpu": st.ttwu_on_cpu,
-            "sis_cpus_scanned": st.sis_scanned,
-            "newidle_pulls": st.newidle_pulls,
-            "idle_balance_pulls": st.idle_balance_pulls,
-            "task_clock_ns": k.tasks.iter().map(|t| t.se.sum_exec_runtime).sum::<u64>(),
-            "preempt_wakeup": pr.wakeup,
-            "preempt_tick": pr.tick,
-            "preempt_lazy_upgrade": pr.lazy_upgrade,
-            "preempt_other": pr.other,
-            "preempt_at_irq_return": pr.at_irq,
-            "preempt_at_exit_to_user": pr.at_user,
-            "preempt_at_cond_resched": pr.at_cond_resched,
-            "preempt_at_kernel": pr.at_kernel,
-            "resched_lazy_set": pr.lazy_set,
-            "resched_lazy_upgraded": pr.lazy_upgraded,
-            "rt_pushes": st.rt_pushes,
-            "rt_pulls": st.rt_pulls,
-            "rt_bandwidth_holds": st.rt_throttled,
-            "cfs_throttled": st.cfs_throttled,
-            "wakeup_latency_us": latency_us(&st.wakeup_latency),
-        },
+        "totals": totals,
         "resched_latency_us": latency_us(&pr.resched_latency),
         "balance": k.balance_json(),
         "pelt": super::cgroup::pelt_json(k),
@@ -164,5 +127,56 @@ pub fn latency_summary_us(h: &Histogram) -> Value {
         "p99": us(h.quantile(0.99)),
         "max": us(h.max),
         "mean": h.mean() / 1e3,
+    })
+}
+
+/// The `totals` object: machine-wide counters (split out of `to_json`,
+/// whose single `json!` would pass the macro's recursion limit).
+fn totals_json(out: &RunView) -> Value {
+    let k = out.kernel;
+    let (st, pr) = (&k.stats, &k.stats.preempt);
+    let (nvcsw, nivcsw) = k
+        .tasks
+        .iter()
+        .fold((0, 0), |(v, i), t| (v + t.stats.nvcsw, i + t.stats.nivcsw));
+    json!({
+        "context_switches": k.task_switches(),
+        "rq_switches": st.rq_switches,
+        "voluntary_switches": nvcsw,
+        "involuntary_switches": nivcsw,
+        "cpu_migrations": st.cpu_migrations,
+        "wakeups": st.wakeups,
+        "ttwu_local": st.ttwu_local,
+        "ttwu_remote": st.ttwu_remote,
+        "ttwu_wakelist": st.ttwu_wakelist,
+        "forks": st.forks,
+        "ipis_sent": st.ipis_sent,
+        "ipis_avoided_polling": st.ipis_avoided_polling,
+        "rq_lock_wait_ns": st.rq_lock_wait_ns,
+        "ttwu_move_affine": st.ttwu_move_affine,
+        "ttwu_on_cpu": st.ttwu_on_cpu,
+        "sis_cpus_scanned": st.sis_scanned,
+        "newidle_pulls": st.newidle_pulls,
+        "idle_balance_pulls": st.idle_balance_pulls,
+        "noise_irqs": k.noise.irqs,
+        "idle_ticks": st.idle_ticks,
+        "nohz_tick_stopped": st.nohz_tick_stops,
+        "idle_tick_balances": st.idle_tick_balances,
+        "task_clock_ns": k.tasks.iter().map(|t| t.se.sum_exec_runtime).sum::<u64>(),
+        "preempt_wakeup": pr.wakeup,
+        "preempt_tick": pr.tick,
+        "preempt_lazy_upgrade": pr.lazy_upgrade,
+        "preempt_other": pr.other,
+        "preempt_at_irq_return": pr.at_irq,
+        "preempt_at_exit_to_user": pr.at_user,
+        "preempt_at_cond_resched": pr.at_cond_resched,
+        "preempt_at_kernel": pr.at_kernel,
+        "resched_lazy_set": pr.lazy_set,
+        "resched_lazy_upgraded": pr.lazy_upgraded,
+        "rt_pushes": st.rt_pushes,
+        "rt_pulls": st.rt_pulls,
+        "rt_bandwidth_holds": st.rt_throttled,
+        "cfs_throttled": st.cfs_throttled,
+        "wakeup_latency_us": latency_us(&st.wakeup_latency),
     })
 }

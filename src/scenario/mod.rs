@@ -12,6 +12,7 @@ pub mod flags;
 pub mod output;
 
 use crate::kernel::features::{FairClass, KernelConfig, PreemptModel, Wakelist, FEATURES};
+use crate::kernel::noise::NoiseConfig;
 use crate::kernel::rt::RtBandwidth;
 use crate::kernel::task_group::{
     parse_cpu_max, CgroupSpec, TaskGroups, CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX, CGROUP_WEIGHT_MIN,
@@ -65,6 +66,8 @@ pub struct Scenario {
     /// `intel_idle.max_cstate=N`-style limit: idle states deeper than
     /// index N (0 = the shallowest, POLL on x86) are disabled.
     pub max_cstate: Option<usize>,
+    /// The cpuidle governor instead of the machine's own.
+    pub governor: Option<crate::machine::cost::Governor>,
     pub kernel: KernelConfig,
     pub workloads: Vec<Params>,
     /// `[[cgroup]]` task groups (cgroup v2 cpu controller).
@@ -296,6 +299,7 @@ impl Scenario {
             check: false,
             machine: "vm-2".into(),
             max_cstate: None,
+            governor: None,
             kernel: KernelConfig::default(),
             workloads: Vec::new(),
             cgroups: Vec::new(),
@@ -312,11 +316,28 @@ impl Scenario {
                             "max_cstate" => {
                                 sc.max_cstate = Some(get_u64(src, &key, mv, 0)? as usize)
                             }
-                            _ => return Err(unknown(src, &key, &["preset", "max_cstate"])),
+                            "cpuidle_governor" => {
+                                use crate::machine::cost::Governor;
+                                let g = Governor::parse(&as_str(mv)).ok_or_else(|| {
+                                    let names = Governor::NAMES.join("\", \"");
+                                    src.err(&key, format!("must be one of \"{names}\""))
+                                })?;
+                                sc.governor = Some(g);
+                            }
+                            _ => {
+                                return Err(unknown(
+                                    src,
+                                    &key,
+                                    &["preset", "max_cstate", "cpuidle_governor"],
+                                ))
+                            }
                         }
                     }
                 }
                 "kernel" => sc.resolve_kernel(src, expect_table(src, "kernel", v)?)?,
+                "noise" => {
+                    resolve_noise(src, &mut sc.kernel.noise, expect_table(src, "noise", v)?)?
+                }
                 "output" => {
                     for (ok, ov) in expect_table(src, "output", v)? {
                         let key = format!("output.{ok}");
@@ -363,7 +384,9 @@ impl Scenario {
                     return Err(unknown(
                         src,
                         k,
-                        &["sim", "machine", "kernel", "workload", "cgroup", "output"],
+                        &[
+                            "sim", "machine", "kernel", "noise", "workload", "cgroup", "output",
+                        ],
                     ))
                 }
             }
@@ -527,6 +550,10 @@ impl Scenario {
         if let Some(n) = self.max_cstate {
             m.insert("max_cstate".into(), Value::Integer(n as i64));
         }
+        if let Some(g) = self.governor {
+            let name = crate::machine::cost::Governor::NAMES[g as usize];
+            m.insert("cpuidle_governor".into(), Value::String(name.into()));
+        }
         root.insert("machine".into(), Value::Table(m));
         let k = &self.kernel;
         let mut kt = Table::new();
@@ -590,6 +617,7 @@ impl Scenario {
             kt.insert("domain".into(), Value::Table(dom));
         }
         root.insert("kernel".into(), Value::Table(kt));
+        root.insert("noise".into(), noise_table(&k.noise));
         let wl: Vec<Value> = self
             .workloads
             .iter()
@@ -621,6 +649,53 @@ impl Scenario {
         }
         root
     }
+}
+
+/// The `[noise]` table (noise.rs): each source's knob; a negative or
+/// unknown one is an error naming its line.
+fn resolve_noise(src: &Source, n: &mut NoiseConfig, t: &Table) -> Result<(), InputError> {
+    for (k, v) in t {
+        let key = format!("noise.{k}");
+        let flag = || {
+            v.as_bool()
+                .ok_or_else(|| src.err(&key, "must be true or false"))
+        };
+        match k.as_str() {
+            "enabled" => n.enabled = flag()?,
+            "tick_phase" => n.tick_phase = flag()?,
+            "timer_slack" => n.timer_slack = flag()?,
+            "cost_cv" => n.cost_cv = get_nonneg_f64(src, &key, v)?,
+            "irq_rate_hz" => n.irq_rate_hz = get_nonneg_f64(src, &key, v)?,
+            "irq_ns" => n.irq_ns = get_u64(src, &key, v, 0)?,
+            _ => return Err(unknown(src, &key, &NoiseConfig::KEYS)),
+        }
+    }
+    Ok(())
+}
+
+/// A finite number ≥ 0 (an integer is taken as one).
+fn get_nonneg_f64(src: &Source, key: &str, v: &Value) -> Result<f64, InputError> {
+    let x = match v {
+        Value::Float(f) => Some(*f),
+        Value::Integer(i) => Some(*i as f64),
+        _ => None,
+    };
+    match x {
+        Some(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(src.err(key, "must be a number ≥ 0")),
+    }
+}
+
+/// The resolved noise settings as a `[noise]` table.
+fn noise_table(n: &NoiseConfig) -> Value {
+    let mut t = Table::new();
+    t.insert("enabled".into(), Value::Boolean(n.enabled));
+    t.insert("tick_phase".into(), Value::Boolean(n.tick_phase));
+    t.insert("cost_cv".into(), Value::Float(n.cost_cv));
+    t.insert("timer_slack".into(), Value::Boolean(n.timer_slack));
+    t.insert("irq_rate_hz".into(), Value::Float(n.irq_rate_hz));
+    t.insert("irq_ns".into(), Value::Integer(n.irq_ns as i64));
+    Value::Table(t)
 }
 
 /// Every name in a domain flags spec (`+SD_X`, `-SD_X` or `SD_A|SD_B`) must

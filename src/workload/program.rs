@@ -147,11 +147,13 @@ impl Kernel {
         if self.tasks[p].prog.phase == 0 {
             if let Some(ns) = self.op_cost(p, &op) {
                 self.tasks[p].prog.phase = 1;
+                let ns = self.vary(ns);
                 return Some(self.charge(p, ns, Point::MightSleep));
             }
         }
         if std::mem::take(&mut self.tasks[p].prog.wait_cycle_due) {
             if let Some(ns) = self.wait_cycle_cost(&op) {
+                let ns = self.vary(ns);
                 return Some(self.charge(p, ns, Point::MightSleep));
             }
         }
@@ -166,6 +168,7 @@ impl Kernel {
                 let next = t.prog.ops.get(t.prog.pc).copied().unwrap_or(Op::Exit);
                 if let Some(cost) = self.op_cost(p, &next) {
                     self.tasks[p].prog.phase = 1;
+                    let cost = self.vary(cost);
                     return Some(self.charge_split(p, ns + cost, cost, Point::MightSleep));
                 }
                 Some(self.charge_split(p, ns, 0, Point::User))
@@ -703,7 +706,8 @@ impl Kernel {
     }
 
     /// hrtimer_nanosleep: arm the task's timer on this CPU (with the
-    /// default 50 µs timer slack of a normal task) and sleep.
+    /// default 50 µs timer slack of a normal task; where in the slack window
+    /// it fires is noise.rs's `slack_expiry`) and sleep.
     pub fn hrtimer_sleep(&mut self, p: Pid, cpu: usize, ns: u64) {
         self.hrtimer_sleep_until(p, cpu, self.now + ns);
     }
@@ -716,7 +720,7 @@ impl Kernel {
         } else {
             self.cfg.timer_slack_ns
         };
-        let at = at + slack;
+        let at = self.slack_expiry(cpu, at, slack);
         let t = &mut self.tasks[p];
         t.timer_cpu = cpu;
         t.state = TaskState::Interruptible;
