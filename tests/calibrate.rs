@@ -66,3 +66,18 @@ fn bad_arguments_exit_2() {
     assert_eq!(rc, 2);
     assert!(err.contains("--runs"), "{err}");
 }
+
+#[test]
+fn shipped_machine_files_load() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/machines");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let (rc, _, err) = schedlab(&["machines", "--domains", p.to_str().unwrap()]);
+            assert_eq!(rc, 0, "{}: {err}", p.display());
+            n += 1;
+        }
+    }
+    assert!(n >= 2, "{n} machine files");
+}

@@ -190,8 +190,11 @@ impl Kernel {
 
     /// The first tick boundary after now (ticks fall at `phase` + k·TICK).
     pub(crate) fn next_tick_after(&self, t: Time) -> Time {
-        let r = (t + self.tick_ns - self.noise.phase) % self.tick_ns;
-        t - r + self.tick_ns
+        let phase = self.noise.phase;
+        if t < phase {
+            return phase;
+        }
+        phase + ((t - phase) / self.tick_ns + 1) * self.tick_ns
     }
 
     /// When an hrtimer with soft expiry `at` and `slack` fires on `cpu`:

@@ -27,7 +27,7 @@
 //!
 //! Errors name the file, the line and the key.
 
-use super::cost::{self, CostModel};
+use super::cost::{self, CostModel, Governor};
 use super::topology::{uniform_distance, CpuTopo, Enumeration, Machine, Shape};
 use std::path::Path;
 use toml::{Table, Value};
@@ -363,6 +363,16 @@ impl MachineFile<'_> {
                     return Err(self.err(S, k, format!("negative cost {n}")))
                 }
                 (Value::Integer(_), Value::Integer(_)) => {}
+                (Value::String(_), Value::String(g)) if k == "governor" => {
+                    if Governor::parse(g).is_none() {
+                        let msg = format!(
+                            "unknown governor `{g}` (one of {})",
+                            Governor::NAMES.join(", ")
+                        );
+                        return Err(self.err(S, k, msg));
+                    }
+                }
+                (Value::String(_), _) => return Err(self.err(S, k, "expected a string")),
                 _ => return Err(self.err(S, k, "expected a whole number (ns)")),
             }
             merged.insert(k.clone(), v.clone());
