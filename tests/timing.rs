@@ -81,10 +81,12 @@ fn a_timer_wakee_beside_a_hog_waits_for_the_interrupt_and_the_switch() {
         .iter()
         .find(|t| t["comm"] == "periodic" && t["nr_voluntary_switches"].as_u64() > Some(100))
         .unwrap();
+    // (over all its wakeups, within the histogram's 1/16 buckets)
+    let all_p50 = lat[lat.len() / 2] as f64;
     let json_p50 = task["wakeup_latency_us"]["p50"].as_f64().unwrap() * 1e3;
     assert!(
-        (json_p50 - p50 as f64).abs() < 0.07 * p50 as f64,
-        "{json_p50} vs {p50}"
+        (json_p50 - all_p50).abs() < 0.07 * all_p50,
+        "{json_p50} vs {all_p50}"
     );
     // A machine whose timer interrupt is cheap wakes the task much sooner.
     let (bare, _) = hog_and_periodic("xeon-8269cy", "hog-xeon");
