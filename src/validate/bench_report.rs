@@ -156,21 +156,21 @@ fn mean_sd(samples: &[Sample], f: Metric) -> (f64, f64) {
     crate::compare::mean_sd(&samples.iter().map(f).collect::<Vec<_>>())
 }
 
-/// Four significant digits, without an exponent for the usual ranges.
-fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return "-".into();
+/// Decimals that give `x` four significant digits (0 for 0).
+fn decimals(x: f64) -> usize {
+    if x == 0.0 || !x.is_finite() {
+        return 0;
     }
-    let digits = if x == 0.0 {
-        0
-    } else {
-        (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize
-    };
-    format!("{x:.digits$}")
+    (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize
 }
 
+/// The mean to four significant digits, the sd to the same decimals.
 fn mean_text((m, sd): (f64, f64)) -> String {
-    format!("{} ± {}", num(m), num(sd))
+    if !m.is_finite() {
+        return "-".into();
+    }
+    let d = decimals(if m == 0.0 { sd } else { m });
+    format!("{m:.d$} ± {sd:.d$}")
 }
 
 /// The table, one row per benchmark and metric.
@@ -215,12 +215,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn numbers_keep_four_significant_digits() {
-        assert_eq!(num(7.43295), "7.433");
-        assert_eq!(num(0.071234), "0.07123");
-        assert_eq!(num(13.9), "13.90");
-        assert_eq!(num(40002.0), "40002");
-        assert_eq!(num(0.0), "0");
-        assert_eq!(num(f64::NAN), "-");
+    fn means_keep_four_significant_digits_and_sd_their_decimals() {
+        assert_eq!(mean_text((7.43295, 0.1234)), "7.433 ± 0.123");
+        assert_eq!(mean_text((0.071234, 0.002)), "0.07123 ± 0.00200");
+        assert_eq!(mean_text((13.9, 1e-15)), "13.90 ± 0.00");
+        assert_eq!(mean_text((40002.0, 3.4)), "40002 ± 3");
+        assert_eq!(mean_text((0.0, 0.0)), "0 ± 0");
+        assert_eq!(mean_text((f64::NAN, 0.0)), "-");
     }
 }
