@@ -496,8 +496,11 @@ fn to_json(a: &BenchArgs, h: &Header, measured: &[Measured], rows: &[Row]) -> Va
                 .collect();
             json!({
                 "name": m.bench.name(),
-                "perf": format!("perf {}", m.bench.perf_args(m.loops).join(" ")),
-                "pinned_cpu": m.bench.pin(),
+                "command": perf::command_line(&perf::stat_command(
+                    &a.perf,
+                    &m.bench.perf_args(m.loops),
+                    m.bench.pin()
+                )),
                 "workload": m.bench.workload(m.loops),
                 "loops": m.loops,
                 "ops": m.bench.ops(m.loops),

@@ -132,14 +132,20 @@ pub fn version(bin: &Path) -> Result<String, String> {
     Ok(text)
 }
 
-/// Run `perf stat -x, -e EVENTS -- [taskset -c CPU] perf ARGS…` once.
-pub fn run(bin: &Path, args: &[String], pin: Option<usize>) -> Result<RealRun, String> {
+/// `perf stat -x, -e EVENTS -- [taskset -c CPU] perf ARGS…`.
+pub fn stat_command(bin: &Path, args: &[String], pin: Option<usize>) -> Command {
     let mut cmd = Command::new(bin);
     cmd.args(["stat", "-x,", "-e", EVENTS, "--"]);
     if let Some(cpu) = pin {
         cmd.args(["taskset", "-c", &cpu.to_string()]);
     }
     cmd.arg(bin).args(args);
+    cmd
+}
+
+/// Run the benchmark once under perf stat.
+pub fn run(bin: &Path, args: &[String], pin: Option<usize>) -> Result<RealRun, String> {
+    let mut cmd = stat_command(bin, args, pin);
     let line = command_line(&cmd);
     let before = CpuStat::read()?;
     let start = Instant::now();
