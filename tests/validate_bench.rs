@@ -256,6 +256,10 @@ fn bad_flags_exit_2_before_any_real_run() {
     for (args, want) in [
         (&["--runs", "0"][..], "--runs must be at least 1"),
         (
+            &["--wait-idle=-1"][..],
+            "--wait-idle -1: give 0 to 3600 seconds",
+        ),
+        (
             &["--machine", "nosuch-machine"][..],
             "unknown machine \"nosuch-machine\"",
         ),

@@ -13,6 +13,7 @@ use crate::scenario::{parse_set_value, set_key, workload_table, Scenario, Source
 use clap::Args;
 use serde_json::{json, Value};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -32,6 +33,10 @@ pub struct BenchArgs {
     /// are the host's by default
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// Before each real run, wait up to this long for the host to be idle
+    /// for 0.5 s (other tasks below ~4 % of a CPU); 0 does not wait
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    wait_idle: f64,
     /// The perf binary to run
     #[arg(long, value_name = "PATH", default_value = "perf")]
     perf: PathBuf,
@@ -272,6 +277,12 @@ pub fn main(a: &BenchArgs) -> Result<i32, String> {
     if a.runs == 0 {
         return Err("--runs must be at least 1".into());
     }
+    if !(0.0..=3600.0).contains(&a.wait_idle) {
+        return Err(format!(
+            "--wait-idle {}: give 0 to 3600 seconds",
+            a.wait_idle
+        ));
+    }
     let json_dir = a.json.as_ref().and_then(|p| p.parent());
     if let Some(d) = json_dir.filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
         return Err(format!("--json: directory {} does not exist", d.display()));
@@ -326,6 +337,13 @@ fn measure_real(a: &BenchArgs, benches: &[Bench]) -> Result<Vec<Vec<RealRun>>, S
         eprintln!("real runs: round {round} of {}", a.runs);
         for (b, runs) in benches.iter().zip(&mut out) {
             let loops = b.loops(a.quick);
+            if a.wait_idle > 0.0 && !perf::wait_idle(Duration::from_secs_f64(a.wait_idle))? {
+                eprintln!(
+                    "  {}: the host stayed busy for {} s; running anyway",
+                    b.name(),
+                    a.wait_idle
+                );
+            }
             runs.push(perf::run(&a.perf, &b.perf_args(loops), b.pin())?);
         }
     }
@@ -453,7 +471,8 @@ fn busy_text(measured: &[Measured]) -> String {
     if !hits.is_empty() {
         s += &format!(
             "\nwarning: the host was busy: {} of {total} real runs were disturbed (other tasks \
-             above {:.0}% of the run's wall time, /proc/stat); re-run on an idle host:\n",
+             above {:.0}% of the run's wall time, /proc/stat); re-run on an idle host or with \
+             --wait-idle 60:\n",
             hits.len(),
             BUSY_SHARE * 100.0
         );
@@ -517,6 +536,7 @@ fn to_json(a: &BenchArgs, h: &Header, measured: &[Measured], rows: &[Row]) -> Va
         "idle_driver": read_line("/sys/devices/system/cpu/cpuidle/current_driver"),
         "runs": a.runs,
         "quick": a.quick,
+        "wait_idle_s": a.wait_idle,
         "machine": h.machine,
         "seeds": (a.seed..a.seed + a.runs).collect::<Vec<_>>(),
         "sim_settings": h.host.iter().map(|s| json!({"key": s.key, "value": s.value, "source": s.source})).collect::<Vec<_>>(),

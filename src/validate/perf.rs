@@ -5,7 +5,7 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The events every run counts, in `perf stat -e` syntax.
 pub const EVENTS: &str = "context-switches,cpu-migrations,task-clock";
@@ -201,6 +201,26 @@ fn failed(line: &str, out: &Output) -> String {
         ""
     };
     format!("`{line}` failed ({}):\n{err}{hint}", out.status)
+}
+
+/// Length of one idle check of `wait_idle`.
+const IDLE_WINDOW: Duration = Duration::from_millis(500);
+/// The host counts as idle when everything together used less CPU than
+/// this during a window (about 4 % of one CPU; /proc/stat has 10 ms ticks).
+const IDLE_BUSY_S: f64 = 0.02;
+
+/// Wait until a whole IDLE_WINDOW passes with the host idle, at most
+/// `max`; whether it did.
+pub fn wait_idle(max: Duration) -> Result<bool, String> {
+    let start = Instant::now();
+    while start.elapsed() < max {
+        let a = CpuStat::read()?;
+        std::thread::sleep(IDLE_WINDOW);
+        if CpuStat::read()?.busy_s - a.busy_s < IDLE_BUSY_S {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The host-wide CPU times of /proc/stat's `cpu` line, in seconds.
