@@ -68,8 +68,10 @@ enum Cmd {
     /// Measure simulator speed: events and context switches per wall second, peak RSS
     #[command(after_help = "Example:\n  schedlab bench")]
     Bench(crate::bench::BenchArgs),
-    /// Check the simulator against this host's real kernel (`validate pelt`)
-    #[command(after_help = "Example:\n  schedlab validate pelt --quick")]
+    /// Check the simulator against this host's real kernel (`validate pelt`, `validate bench`)
+    #[command(
+        after_help = "Examples:\n  schedlab validate pelt --quick\n  schedlab validate bench --quick"
+    )]
     Validate(crate::validate::ValidateArgs),
     /// Measure this host's kernel primitives and write a machine file for --machine FILE.toml
     #[command(

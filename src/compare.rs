@@ -340,7 +340,7 @@ fn flatten_all(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
 }
 
 /// Mean and sample standard deviation.
-fn mean_sd(xs: &[f64]) -> (f64, f64) {
+pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
     let n = xs.len() as f64;
     let m = xs.iter().sum::<f64>() / n;
     let var = if xs.len() > 1 {

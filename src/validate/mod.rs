@@ -1,13 +1,19 @@
 //! `schedlab validate`: check the simulator against the real kernel of this
 //! host. `validate pelt` runs duty-cycle tasks for real, samples their PELT
 //! signals from /proc, replays the same recorded intervals through the
-//! simulator's PELT code and compares. Exit 0 pass, 1 fail, 2 cannot run.
+//! simulator's PELT code and compares. `validate bench` runs perf's
+//! scheduler benchmarks for real and simulated. Exit 0 pass, 1 fail, 2
+//! cannot run.
 //!
 //! Layer: experiments, beside `compare`, `repro` and `bench`. Uses the
 //! layers below (kernel, workload, report, scenario, run); never `cli`.
 
+pub mod bench;
+pub mod bench_report;
 pub mod duty;
+pub mod hostkernel;
 pub mod pelt;
+pub mod perf;
 pub mod procfs;
 pub mod report;
 pub mod sample;
@@ -35,6 +41,13 @@ enum ValidateCmd {
     #[command(after_help = "Examples:\n  schedlab validate pelt\n  \
         schedlab validate pelt --quick --json pelt.json")]
     Pelt(PeltArgs),
+    /// Run `perf bench sched pipe` and `messaging` for real under `perf
+    /// stat` and simulated, and compare time, switches, migrations and CPU
+    /// time per operation against the fidelity targets
+    #[command(after_help = "Examples:\n  schedlab validate bench\n  \
+        schedlab validate bench --quick --runs 2 --json bench.json\n  \
+        schedlab validate bench --machine vm-2 --set kernel.preempt=full")]
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -62,6 +75,10 @@ pub fn main(args: &ValidateArgs) -> i32 {
                 2
             }
         },
+        ValidateCmd::Bench(a) => bench::main(a).unwrap_or_else(|why| {
+            eprintln!("schedlab validate bench: cannot run: {why}");
+            2
+        }),
     }
 }
 

@@ -1,0 +1,325 @@
+//! `schedlab validate bench`: reading perf 6.1's real output, the targets
+//! and the table, the exit code 2 when perf is missing, fails or prints
+//! something unreadable, and a short real run where perf works.
+
+mod common;
+use common::{schedlab, tmp};
+use schedlab::validate::bench::{all, real_sample, Bench};
+use schedlab::validate::bench_report::{metric_rows, ratio_row, score, table, Row, Sample, Target};
+use schedlab::validate::perf::{parse_bench, parse_stat_csv, BenchOut, Counters, RealRun};
+use std::process::Command;
+
+const PIPE_OUT: &str = include_str!("data/perf-6.1-bench-pipe.stdout.txt");
+const PIPE_ERR: &str = include_str!("data/perf-6.1-bench-pipe.stderr.txt");
+const MSG_OUT: &str = include_str!("data/perf-6.1-messaging-p-t-g4.stdout.txt");
+const MSG_ERR: &str = include_str!("data/perf-6.1-messaging-p-t-g4.stderr.txt");
+const NOT_SUPPORTED: &str = include_str!("data/perf-6.1-stat-not-supported.stderr.txt");
+
+#[test]
+fn reads_perf_6_1_pipe_and_messaging_output() {
+    let c = parse_stat_csv("pipe", PIPE_ERR).unwrap();
+    let want = Counters {
+        context_switches: 40007,
+        cpu_migrations: 1,
+        task_clock_ns: 51_710_000,
+    };
+    assert_eq!(c, want);
+    let b = parse_bench("pipe", PIPE_OUT).unwrap();
+    assert_eq!((b.total_s, b.usecs_per_op), (0.083, Some(4.17615)));
+    let c = parse_stat_csv("msg", MSG_ERR).unwrap();
+    assert_eq!(
+        (c.context_switches, c.cpu_migrations, c.task_clock_ns),
+        (2049, 27, 43_070_000)
+    );
+    let b = parse_bench("msg", MSG_OUT).unwrap();
+    assert_eq!((b.total_s, b.usecs_per_op), (0.018, None));
+    // Both streams in one text (perf stat's stderr may carry the
+    // benchmark's messages): the counters are still found.
+    let mixed = format!("{MSG_OUT}{MSG_ERR}");
+    assert_eq!(
+        parse_stat_csv("mixed", &mixed).unwrap().context_switches,
+        2049
+    );
+}
+
+#[test]
+fn unreadable_perf_output_names_the_line_and_event() {
+    let e = parse_stat_csv("f", NOT_SUPPORTED).unwrap_err();
+    assert!(e.contains("no `cpu-migrations` count"), "{e}");
+    let uncounted = PIPE_ERR.replace("40007,", "<not counted>,");
+    let e = parse_stat_csv("f", &uncounted).unwrap_err();
+    assert!(
+        e.starts_with("f, line 1: context-switches is <not counted>"),
+        "{e}"
+    );
+    let e = parse_stat_csv("f", &PIPE_ERR.replace("51.71,msec", "51.71,fortnights")).unwrap_err();
+    assert!(
+        e.contains("line 3: task-clock: unknown unit `fortnights`"),
+        "{e}"
+    );
+    let e = parse_bench("out", &PIPE_OUT.replace("0.083", "O.083")).unwrap_err();
+    assert!(
+        e.starts_with("out, line 4: cannot read the total time"),
+        "{e}"
+    );
+    let e = parse_bench("out", "# Running 'sched/pipe' benchmark:\n").unwrap_err();
+    assert!(e.contains("no `Total time: X [sec]` line"), "{e}");
+}
+
+#[test]
+fn real_numbers_per_operation() {
+    let run = |total_s, usecs_per_op| RealRun {
+        counters: Counters {
+            context_switches: 8000,
+            cpu_migrations: 40,
+            task_clock_ns: 2_000_000_000,
+        },
+        bench: BenchOut {
+            total_s,
+            usecs_per_op,
+        },
+        wall_s: 1.0,
+        other_cpu_s: 0.0,
+        steal_s: 0.0,
+    };
+    let msg = Bench::Messaging {
+        pipe: true,
+        threads: false,
+        groups: 4,
+    };
+    // 4 groups × 20 senders × 20 receivers × 50 loops = 80,000 messages.
+    let s = real_sample(&msg, 50, &run(0.4, None));
+    assert_eq!(
+        (s.usecs, s.switches, s.migrations, s.cpu_us),
+        (5.0, 0.1, 0.0005, 25.0)
+    );
+    // pipe's own usecs/op has more digits than its total time.
+    let s = real_sample(&Bench::Pipe { pinned: false }, 1000, &run(0.004, Some(4.2)));
+    assert_eq!((s.usecs, s.switches), (4.2, 8.0));
+    let names: Vec<String> = all().iter().map(Bench::name).collect();
+    assert_eq!(names.len(), 10);
+    assert!(
+        names.contains(&"messaging -p -t -g 4".to_string()),
+        "{names:?}"
+    );
+}
+
+fn row(target: Target, real: f64, sim: f64) -> Row {
+    Row {
+        bench: "b".into(),
+        metric: "m".into(),
+        real: (real, 0.0),
+        sim: (sim, 0.0),
+        target,
+    }
+}
+
+#[test]
+fn targets_pass_and_miss() {
+    let cases = [
+        (Target::Within(25.0), 10.0, 12.4, true),
+        (Target::Within(25.0), 10.0, 7.4, false),
+        (Target::Factor(3.0), 0.001, 0.0029, true),
+        (Target::Factor(3.0), 0.001, 0.00031, false),
+        (Target::Factor(3.0), 0.0, 0.0, true),
+        (Target::Factor(3.0), 0.0, 0.001, false),
+        (Target::Trend(2.0), 0.5, 0.3, true),
+        (Target::Trend(2.0), 0.5, 0.2, false),
+        (Target::Trend(2.0), 0.5, 1.2, false),
+        (Target::Trend(2.0), 1.5, 2.9, true),
+    ];
+    for (t, real, sim, want) in cases {
+        assert_eq!(
+            row(t, real, sim).verdict(),
+            Some(want),
+            "{t:?} real {real} sim {sim}"
+        );
+    }
+    assert_eq!(row(Target::Info, 1.0, 9.0).verdict(), None);
+    assert!((row(Target::Info, 4.0, 5.0).error_pct() - 25.0).abs() < 1e-9);
+}
+
+fn sample(usecs: f64, switches: f64) -> Sample {
+    Sample {
+        usecs,
+        switches,
+        migrations: 0.001,
+        cpu_us: 2.0,
+    }
+}
+
+#[test]
+fn rows_score_and_table_say_which_target_missed() {
+    let targets = [
+        Target::Within(35.0),
+        Target::Within(50.0),
+        Target::Factor(3.0),
+        Target::Info,
+    ];
+    let real = [sample(1.0, 0.10), sample(1.2, 0.14)];
+    let g1 = metric_rows("msg -g 1", "msg", targets, &real, &[sample(1.1, 0.3)]);
+    let (m, sd) = g1[0].real;
+    assert!(
+        (m - 1.1).abs() < 1e-12 && (sd - 0.02f64.sqrt()).abs() < 1e-12,
+        "{m} {sd}"
+    );
+    assert_eq!(g1[1].metric, "switches/msg");
+    assert_eq!(
+        g1.iter().map(Row::verdict).collect::<Vec<_>>(),
+        [Some(true), Some(false), Some(true), None]
+    );
+    let g4 = metric_rows(
+        "msg -g 4",
+        "msg",
+        targets,
+        &[sample(2.0, 0.06)],
+        &[sample(2.0, 0.08)],
+    );
+    let trend = ratio_row("msg -g 1→4", &g1[1], &g4[1], Target::Trend(2.0));
+    assert!((trend.real.0 - 0.5).abs() < 1e-9 && (trend.sim.0 - 0.08 / 0.3).abs() < 1e-9);
+    assert_eq!(trend.verdict(), Some(true));
+    let mut rows = g1.clone();
+    rows.extend(g4);
+    rows.push(trend);
+    assert_eq!(score(&rows), (7, 1));
+    let text = table(&rows);
+    let miss: Vec<&str> = text.lines().filter(|l| l.ends_with("MISS")).collect();
+    assert_eq!(miss.len(), 1, "{text}");
+    assert!(
+        miss[0].starts_with("msg -g 1 ") && miss[0].contains("switches/msg"),
+        "{text}"
+    );
+    assert!(miss[0].contains("+150.0%"), "{text}");
+}
+
+/// A fake perf: `--version` answers, anything else prints `out` to stdout
+/// and `err` to stderr and exits with `rc`.
+fn fake_perf(name: &str, out: &str, err: &str, rc: i32) -> String {
+    let path = tmp(name);
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'perf version 6.1.fake'; exit 0; fi\n\
+         printf '%s' '{out}'\nprintf '%s' '{err}' >&2\nexit {rc}\n"
+    );
+    std::fs::write(&path, script).unwrap();
+    Command::new("chmod").arg("+x").arg(&path).status().unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn missing_or_failing_perf_exits_2_with_the_reason() {
+    let (rc, _, err) = schedlab(&[
+        "validate",
+        "bench",
+        "--perf",
+        "/nonexistent/perf",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("perf not found") && err.contains("linux-perf"),
+        "{err}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["validate", "bench", "--runs", "1"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("perf not found (`perf`)"), "{err}");
+    let denied =
+        "Error:\nAccess to performance monitoring and observability operations is limited.\n\
+                  Consider adjusting /proc/sys/kernel/perf_event_paranoid setting";
+    let perf = fake_perf("perf-denied", "", denied, 255);
+    let (rc, _, err) = schedlab(&["validate", "bench", "--perf", &perf, "--runs", "1"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains(&format!("`{perf} stat -x, -e context-switches")),
+        "{err}"
+    );
+    assert!(
+        err.contains("perf_event_paranoid setting") && err.contains("sysctl"),
+        "{err}"
+    );
+    let perf = fake_perf("perf-garbled", "Total time: soon [sec]\n", PIPE_ERR, 0);
+    let (rc, _, err) = schedlab(&["validate", "bench", "--perf", &perf, "--runs", "1"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("line 1: cannot read the total time in `Total time: soon [sec]`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_flags_exit_2_before_any_real_run() {
+    for (args, want) in [
+        (&["--runs", "0"][..], "--runs must be at least 1"),
+        (
+            &["--wait-idle=-1"][..],
+            "--wait-idle -1: give 0 to 3600 seconds",
+        ),
+        (
+            &["--machine", "nosuch-machine"][..],
+            "unknown machine \"nosuch-machine\"",
+        ),
+        (&["--set", "kernel.nosuch=1"][..], "kernel.nosuch"),
+        (&["--set", "kernel.hz"][..], "expected KEY=VALUE"),
+        (
+            &["--json", "/nonexistent/dir/x.json"][..],
+            "directory /nonexistent/dir does not exist",
+        ),
+    ] {
+        let mut all = vec!["validate", "bench", "--perf", "/nonexistent/perf"];
+        all.extend(args);
+        let (rc, _, err) = schedlab(&all);
+        assert_eq!(rc, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+/// Whether this host's perf can count a command's context switches.
+fn perf_works() -> Result<(), String> {
+    let out = Command::new("perf")
+        .args(["stat", "-x,", "-e", "context-switches,task-clock", "true"])
+        .output()
+        .map_err(|e| format!("perf not runnable: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "perf stat fails: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn quick_real_run_where_perf_works() {
+    if let Err(why) = perf_works() {
+        println!("skipped: {why}");
+        return;
+    }
+    let path = tmp("validate-bench.json");
+    let p = path.display().to_string();
+    let (rc, out, err) = schedlab(&["validate", "bench", "--quick", "--runs", "1", "--json", &p]);
+    assert!(rc == 0 || rc == 1, "rc {rc}: {err}");
+    assert_eq!(
+        out.ends_with("targets missed (rows marked MISS)\n"),
+        rc == 1,
+        "{out}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let benches = v["benchmarks"].as_array().unwrap();
+    assert_eq!(benches.len(), 10);
+    for b in benches {
+        let real = &b["real"][0];
+        assert!(real["total_s"].as_f64().unwrap() > 0.0, "{b}");
+        assert!(real["context_switches"].as_u64().unwrap() > 0, "{b}");
+        assert!(real["per_op"]["usecs"].as_f64().unwrap() > 0.0, "{b}");
+        assert!(b["sim"][0]["switches"].as_f64().unwrap() > 0.0, "{b}");
+    }
+    // 10 benchmarks × 4 metrics, and 4 g1 → g4 ratios.
+    assert_eq!(v["rows"].as_array().unwrap().len(), 44);
+    assert_eq!(v["pass"].as_bool(), Some(rc == 0));
+}
