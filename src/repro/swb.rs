@@ -16,6 +16,10 @@ pub struct SwbArgs {
     /// (the seed ran 100000; times then scale with it)
     #[arg(long, default_value_t = 1.0)]
     ops_scale: f64,
+    /// Random seed of every run (sim.seed; default: the scenario files' 1),
+    /// so several seeds can be run one after another to see the spread
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
 const IDLE: (&str, &str) = (
@@ -44,10 +48,13 @@ struct Row {
 }
 
 /// Run one scenario with overrides and SWB_SMT_SKIP set to `skip`.
-fn run_one(row: &Row, skip: bool) -> Result<RunOutput, String> {
+fn run_one(row: &Row, skip: bool, seed: Option<u64>) -> Result<RunOutput, String> {
     let (file, text) = row.scenario;
     let mut sets = row.sets.clone();
     sets.push(("kernel.features.SWB_SMT_SKIP", skip.to_string()));
+    if let Some(seed) = seed {
+        sets.push(("sim.seed", seed.to_string()));
+    }
     run_embedded(file, text, &sets)
 }
 
@@ -76,6 +83,7 @@ fn table(
     rows: &[Row],
     metric: fn(&RunOutput) -> f64,
     swb: bool,
+    seed: Option<u64>,
 ) -> Result<(), String> {
     println!("\n{title}");
     let header = TABLE.header(
@@ -94,7 +102,7 @@ fn table(
         }
     );
     for row in rows {
-        let (b, a) = (run_one(row, false)?, run_one(row, true)?);
+        let (b, a) = (run_one(row, false, seed)?, run_one(row, true, seed)?);
         let (before, after) = (metric(&b), metric(&a));
         let extra = if swb {
             format!(
@@ -226,14 +234,14 @@ Notes (read before comparing):
 - Cost: simulated ns = CPUs and SMT siblings read x sis_scan_per_cpu_ns (25 ns on POWER10, an
   estimate). funclatency's numbers also include the function's fixed work and the kprobe/
   kretprobe overhead (hundreds of ns), which are not modelled: compare the gains, not the ns.
-- Idle system: simulated idle CPUs always stop their tick, so an idle machine barely balances;
-  the kernel keeps the tick on short idle periods and balances from it (CPU_IDLE).
+- Idle system: an idle CPU keeps its tick only when the cpuidle governor predicts a short idle
+  period, so an idle machine balances from a few ticks (CPU_IDLE), where its own core is idle.
 - stress-ng's op-time (1.9 ms) is calibrated on the seed's --cpu=12 -util=100 row; the other
   rows are predictions. At --cpu=96 the seed implies ~37 % speed per SMT4 thread, the model's
   SMT factor is 55 %, so fully loaded rows run faster in the simulation.
 - schbench (table 2 of the seed) needs the schbench workload (issue 3); hackbench rows run
   with 200 loops instead of 50000, so compare gains only.
-- One seed per cell: differences below ~1 % are noise.";
+- One seed per cell (--seed picks it): run several seeds to see the spread.";
 
 /// `schedlab repro swb`: the three tables and the notes.
 pub fn repro(args: &SwbArgs) -> Result<(), String> {
@@ -243,19 +251,22 @@ pub fn repro(args: &SwbArgs) -> Result<(), String> {
     println!(
         "schedlab repro swb: seed 001, sched/fair: optimize should_we_balance for higher SMT systems\n\
          machine power10-96 (24 SMT4 small cores; domains SMT, MC, PKG), HZ=100; \
-         before = SWB_SMT_SKIP off, after = on"
+         before = SWB_SMT_SKIP off, after = on; sim.seed {}",
+        args.seed.map_or("1 (the scenarios')".to_string(), |s| s.to_string())
     );
     table(
         "Table 1: should_we_balance, ns per call (seed: bcc funclatency average over 60 s)",
         &swb_rows(),
         swb_avg_ns,
         true,
+        args.seed,
     )?;
     table(
         "Table 2: hackbench 10 groups, seconds (seed: 50000 loops; sim: 200)",
         &hackbench_rows(),
         bench_seconds,
         false,
+        args.seed,
     )?;
     let ops = ((100_000.0 * args.ops_scale).round() as u64).max(1);
     table(
@@ -263,6 +274,7 @@ pub fn repro(args: &SwbArgs) -> Result<(), String> {
         &time_rows(args.ops_scale),
         bench_seconds,
         false,
+        args.seed,
     )?;
     println!("\n{NOTES}");
     Ok(())
