@@ -267,8 +267,9 @@ before the woken waiter has run (its entry is still queued). What does not: the 
 completion at all (only vfork waits on one), so the simulated fork times are identical across
 variants; with vfork the variants differ only in how a single waiter is woken, which costs the
 same. The seed's +4% fork-bomb mean and its kernbench spread are within that machine's run-to-run
-noise, which the simulator does not have: its per-fork times have no page-fault, allocator or
-cache variance, so their SD is near zero. The seed's kernbench columns (user 9 s, system 1676 s)
+noise. The simulated per-call SD comes from the noise model's per-cost variation (noise.cost_cv),
+not from page faults, allocator or cache state, and a seed draws the same costs in all three
+variants, so their rows are identical. The seed's kernbench columns (user 9 s, system 1676 s)
 also look transposed relative to `time` output; they are shown as published. Simulated system
 time covers fork/exec/exit, syscalls and wakeups only (no page faults or file I/O), so it is far
 below a real build's.
