@@ -25,6 +25,10 @@ pub struct PeltArgs {
     /// Also write the results as JSON to this file, atomically
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+    /// Random seed of every run (sim.seed; default: the scenario files' 1),
+    /// so several seeds can be run one after another to see the spread
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
 /// The group the deep runs put every hackbench task in.
@@ -122,12 +126,20 @@ struct Measured {
 }
 
 /// One run: a row's scenario at a depth (0 or 3) and filter setting.
-fn simulate(row: &Row, loops: u64, (deep, filter): (bool, bool)) -> Result<Measured, String> {
+fn simulate(
+    row: &Row,
+    loops: u64,
+    (deep, filter): (bool, bool),
+    seed: Option<u64>,
+) -> Result<Measured, String> {
     let path = format!("scenarios/seed-004-pelt/{}", row.file);
     let mut sets = vec![
         ("workload.0.loops", loops.to_string()),
         ("kernel.features.TG_LOAD_AVG_FILTER", filter.to_string()),
     ];
+    if let Some(seed) = seed {
+        sets.push(("sim.seed", seed.to_string()));
+    }
     if deep {
         sets.push(("workload.0.cgroup", format!("\"{DEEP}\"")));
         sets.push(("cgroup", format!("[{{ path = \"{DEEP}\", weight = 100 }}]")));
@@ -157,12 +169,17 @@ type Runs = [Measured; 4];
 
 const SIDES: [(bool, bool); 4] = [(false, false), (false, true), (true, false), (true, true)];
 
-/// Run every (row, side) job on all cores; results in row order. (hackbench
-/// draws no random numbers, so one seed is all there is.)
+/// Run every (row, side) job on all cores; results in row order. (One seed
+/// per run: with noise on, other seeds give other results; `--seed`.)
 fn run_all(rows: &[&Row], args: &PeltArgs) -> Result<Vec<Runs>, String> {
     let flat = crate::util::parallel::par_map(rows.len() * SIDES.len(), |i| {
         let row = rows[i / SIDES.len()];
-        simulate(row, loops(row.name, args.scale), SIDES[i % SIDES.len()])
+        simulate(
+            row,
+            loops(row.name, args.scale),
+            SIDES[i % SIDES.len()],
+            args.seed,
+        )
     })?;
     Ok(flat
         .chunks(SIDES.len())
@@ -290,7 +307,7 @@ fn to_json(rows: &[&Row], runs: &[Runs], args: &PeltArgs) -> Value {
             })
         })
         .collect();
-    json!({"seed": "004", "machine": "snb-32", "loops_divided_by": args.scale, "rows": rows})
+    json!({"seed": "004", "machine": "snb-32", "loops_divided_by": args.scale, "sim_seed": args.seed.unwrap_or(1), "rows": rows})
 }
 
 /// `schedlab repro pelt`.
@@ -307,8 +324,9 @@ pub fn repro(args: &PeltArgs) -> Result<(), String> {
     }
     let runs = run_all(&rows, args)?;
     println!(
-        "Seed 004: PELT rewrite, LKP hackbench on lkp-snb01 → snb-32 (KB/s, higher is better; loops ÷ {})\n",
-        args.scale
+        "Seed 004: PELT rewrite, LKP hackbench on lkp-snb01 → snb-32 (KB/s, higher is better; loops ÷ {}; sim.seed {})\n",
+        args.scale,
+        args.seed.map_or("1 (the scenarios')".to_string(), |s| s.to_string())
     );
     print!("{}", table(&rows, &runs));
     print!("{}", overhead(&rows, &runs));
