@@ -197,23 +197,22 @@ Notes (see README, \"Seed 000\"). Costs come from the cost model; nothing is fit
   queues the task (no remote rq lock, no remote activation), so later workers wake
   sooner. The seed's low latencies after 30 ms idle periods imply shallow idle
   states, so these scenarios set machine.max_cstate = 1.
-- context1 (xeon): barely faster after (seed +11 %), and absolute lps is ~8x
-  the seed's: the simulated kernel keeps most pairs on one CPU (local
+- context1 (xeon): no change beyond the spread (seed +11 %), and absolute
+  lps is ~5.6x the seed's: the simulated kernel keeps most pairs on one CPU (local
   wakeups, where no variant queues), where the real one evidently ran them
   across CPUs at ~30 us per round trip.
-- hackbench (xeon): slower after (seed -31 %). With the wakelist
-  the receivers sleep and are woken more often (+21 % wakeups at -l 10000):
-  woken a little sooner, they drain their sockets and block again. In this
-  cost model a sender saves only ~250 ns per queued wakeup; the seed's
-  machine evidently saved far more (remote rq cache misses under load).
-  A finding to investigate, not a fitted result.
-- altra-80: context1 shows no difference: every pair ends up on one CPU (80
-  copies, 160 tasks, 80 CPUs), so all wakeups are local and the wakelist never
-  applies. The preset's LLC is the 2-core cluster (as the kernel builds it on
+- hackbench (xeon): no change (seed -31 %). The wakers save CPU time, but
+  the enqueue only moves to the woken CPU, which does it after the IPI
+  arrives, so the wakee runs no sooner; remote rq-lock waits are ~0 on both
+  sides. The seed's machine evidently paid more per remote activation
+  (cache misses on a busy remote rq). A finding, not a fitted result.
+- altra-80: context1 shows no difference: nearly every pair ends up on one
+  CPU (80 copies, 160 tasks, 80 CPUs), so ~97 % of wakeups are local, where
+  the wakelist does not apply. The preset's LLC is the 2-core cluster (as the kernel builds it on
   Altra), so most other remote wakeups cross LLCs and are queued in both
-  variants: schbench does not move. hackbench does, like the seed: with the
-  load balancer spreading its 40 tasks over the clusters, queued wakeups
-  cut remote wakeups and rq-lock waits (see the counters above).";
+  variants: schbench does not move. hackbench moves the seed's way, but by
+  less than its seed-to-seed spread (placement of its 40 tasks over the
+  clusters); run `schedlab compare` on the scenario for mean ± sd.";
 
 fn msg(e: InputError) -> String {
     e.to_string()
