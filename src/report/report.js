@@ -136,7 +136,7 @@ function runCharts(D, p, shared) {
   if (D.cut_at !== null) $(p + "cut").textContent = "(timeline kept up to " + fmt(D.cut_at) + ")";
   timeline($(p + "tl"), D, $(p + "range"), $("tip"));
   const [lo, hi] = shared ? shared.latency : latencyRange([D]);
-  plot($(p + "cdf"), cdfSeries(D), { xlab: "wakeup → running latency (log)", ylab: "fraction", xlog: true, xmin: lo, xmax: hi });
+  plot($(p + "cdf"), cdfSeries(D), { xlab: "sched_waking → running latency (log)", ylab: "fraction", xlog: true, xmin: lo, xmax: hi });
   plot($(p + "util"), cpuSeries(D, 1), { xlab: "time", ylab: "util_avg", step: true, xmin: 0, xmax: end, ymax: shared ? shared.util : seriesMax(D, 1) });
   plot($(p + "nr"), cpuSeries(D, 2), { xlab: "time", ylab: "nr_running", step: true, xmin: 0, xmax: end, ymax: shared ? shared.nr : seriesMax(D, 2) });
   if (D.task_series.length) {
