@@ -73,7 +73,7 @@ fn can_pin(cpu: usize) -> Result<(), String> {
 
 /// Pick the CPUs from the host topology and the affinity mask.
 pub fn pick_cpus(m: &Machine, notes: &mut Vec<String>) -> Cpus {
-    let allowed = sys::allowed_cpus();
+    let allowed = crate::util::affinity::allowed_cpus();
     let os: Vec<usize> = (0..m.nr_cpus()).map(|c| m.os_cpu_id(c)).collect();
     let usable: Vec<usize> = (0..m.nr_cpus())
         .filter(|&c| allowed.contains(&os[c]))

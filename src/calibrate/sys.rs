@@ -53,20 +53,6 @@ pub fn pin(cpu: usize) -> Result<(), String> {
     }
 }
 
-/// OS CPUs the calling thread may run on.
-pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: as in `pin`.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
-
 /// Scheduling policies a benchmark thread may take (no privilege needed).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Policy {

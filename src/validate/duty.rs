@@ -103,20 +103,6 @@ pub fn pin(cpu: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// The CPUs this process may run on.
-pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data, filled in by the kernel.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
-
 /// This thread's kernel id.
 pub fn gettid() -> i32 {
     // SAFETY: no arguments, cannot fail.

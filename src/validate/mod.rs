@@ -99,7 +99,7 @@ fn pelt_main(a: &PeltArgs) -> Result<i32, String> {
         return Err(format!("--json: directory {} does not exist", d.display()));
     }
     preflight(&a.proc_root)?;
-    let cpus = duty::allowed_cpus();
+    let cpus = crate::util::affinity::allowed_cpus();
     let (&sampler_cpu, &worker_cpu) = match cpus.as_slice() {
         [first, .., last] => (first, last),
         _ => return Err(format!("needs 2 CPUs, this process may use {cpus:?}")),
