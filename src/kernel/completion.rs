@@ -483,8 +483,7 @@ impl Kernel {
         t.state = TaskState::Interruptible;
         t.prog.blocked = Blocked::Completion(c);
         if let (None, Some(d)) = (resumed, deadline) {
-            t.timer_cpu = cpu;
-            self.events.push(d, EventKind::Timer, p);
+            self.arm_task_timer(p, cpu, d);
         }
     }
 

@@ -160,16 +160,34 @@ impl Kernel {
         }
     }
 
+    /// Arm task `p`'s timer (a sleep or a wait's timeout) on `cpu` for `at`,
+    /// and index it under the CPU for the governors' next-timer lookup.
+    pub fn arm_task_timer(&mut self, p: usize, cpu: usize, at: Time) {
+        self.tasks[p].timer_cpu = cpu;
+        self.events.push(at, EventKind::Timer, p);
+        self.drop_stale_timers(cpu);
+        self.cpu_timers[cpu].push(std::cmp::Reverse((at, p)));
+    }
+
+    /// Pop `cpu`'s earliest indexed timers that no longer stand (fired,
+    /// cancelled or re-armed): lazy deletion keeps arming O(log n).
+    fn drop_stale_timers(&mut self, cpu: usize) {
+        while let Some(&std::cmp::Reverse((at, p))) = self.cpu_timers[cpu].peek() {
+            let armed = self.events.pending_time(EventKind::Timer, p) == Some(at);
+            if armed && self.tasks[p].timer_cpu == cpu {
+                return;
+            }
+            self.cpu_timers[cpu].pop();
+        }
+    }
+
     /// The earliest task timer armed on `cpu` (tick_nohz_get_sleep_length
     /// without the tick), µs from now; u64::MAX if none.
-    fn next_timer_us(&self, cpu: usize) -> u64 {
-        self.tasks
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.timer_cpu == cpu)
-            .filter_map(|(p, _)| self.events.pending_time(EventKind::Timer, p))
-            .min()
-            .map_or(u64::MAX, |t| t.saturating_sub(self.now) / 1000)
+    fn next_timer_us(&mut self, cpu: usize) -> u64 {
+        self.drop_stale_timers(cpu);
+        self.cpu_timers[cpu]
+            .peek()
+            .map_or(u64::MAX, |r| r.0 .0.saturating_sub(self.now) / 1000)
     }
 
     /// menu_select's stop_tick.

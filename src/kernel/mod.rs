@@ -155,6 +155,9 @@ pub struct Kernel {
     pub has_idle_cores: Vec<bool>,
     /// Each CPU's cpuidle governor state (idle.rs).
     pub cpuidle: Vec<idle::GovCpu>,
+    /// Task timers armed per CPU, earliest first (stale entries are dropped
+    /// lazily; see `arm_task_timer`).
+    cpu_timers: Vec<std::collections::BinaryHeap<std::cmp::Reverse<(Time, task::Pid)>>>,
     /// Run-to-run noise (noise.rs), seeded by `seed_noise`.
     pub noise: noise::Noise,
     /// sd_llc_shared->nr_idle_scan per LLC (SIS_UTIL), and when the tick
@@ -200,6 +203,7 @@ impl Kernel {
             lb: balance::LoadBalance::new(n, &cfg),
             has_idle_cores: vec![false; machine.nr_llcs],
             cpuidle: vec![Default::default(); n],
+            cpu_timers: vec![Default::default(); n],
             noise: noise::Noise::new(&cfg.noise, 1, cfg.tick_ns()),
             // As an idle LLC computes it: scan all of it.
             nr_idle_scan: (0..machine.nr_llcs)

@@ -722,10 +722,9 @@ impl Kernel {
         };
         let at = self.slack_expiry(cpu, at, slack);
         let t = &mut self.tasks[p];
-        t.timer_cpu = cpu;
         t.state = TaskState::Interruptible;
         t.prog.blocked = Blocked::Timer;
-        self.events.push(at, crate::engine::EventKind::Timer, p);
+        self.arm_task_timer(p, cpu, at);
     }
 
     /// A child of `parent` exited on `cpu`: wake the parent if it waits

@@ -484,8 +484,7 @@ fn timer_start(k: &mut Kernel, p: Pid, at: u64) {
     let t = &mut k.tasks[p];
     t.state = TaskState::Interruptible;
     t.prog.blocked = Blocked::Timer;
-    t.timer_cpu = 0;
-    k.events.push(at, crate::engine::EventKind::Timer, p);
+    k.arm_task_timer(p, 0, at);
 }
 
 /// Relative error of `sim` against `rec`, as a percentage string.
