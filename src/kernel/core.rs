@@ -288,26 +288,46 @@ impl Kernel {
             return;
         }
         rq.need_resched = true;
-        let local = from == Some(cpu);
-        let delay = match rq.act {
+        if from == Some(cpu) {
+            // The local CPU honours it at its next preemption point (the
+            // dispatch loop it is in, or the caller's: tick, timer irq); an
+            // idle one once it is out of its idle state.
+            let Activity::Idle { since } = self.rqs[cpu].act else {
+                return;
+            };
+            let exit = self.idle_state_at(self.now - since).exit_latency_ns;
+            return self.resched_at(cpu, self.resched_after, exit);
+        }
+        self.kick_cpu(cpu, from, self.resched_after);
+    }
+
+    /// Tell another CPU to look at its flags (smp_send_reschedule, and
+    /// send_call_function_single_ipi for the wakelist): an idle CPU that
+    /// polls only needs NEED_RESCHED set (set_nr_if_polling) and leaves its
+    /// idle state; anyone else gets an IPI, sent `after` ns from now (once
+    /// the sender's work before it is done).
+    pub(super) fn kick_cpu(&mut self, cpu: usize, from: Option<usize>, after: u64) {
+        let delay = match self.rqs[cpu].act {
             Activity::Idle { since } => {
                 let st = self.idle_state_at(self.now - since);
-                let exit = st.exit_latency_ns;
-                if local {
-                    exit
-                } else if st.polling {
+                let (polling, exit) = (st.polling, st.exit_latency_ns);
+                if polling {
+                    self.rqs[cpu].need_resched = true;
                     self.stats.ipis_avoided_polling += 1;
                     exit
                 } else {
                     self.count_ipi(cpu, from) + exit
                 }
             }
-            // The local CPU honours it at its next preemption point: the
-            // dispatch loop it is in, or the caller's (tick, timer irq).
-            _ if local => return,
             _ => self.count_ipi(cpu, from),
         };
-        let at = self.now + self.resched_after + self.vary(delay);
+        self.resched_at(cpu, after, delay);
+    }
+
+    /// The reschedule request reaches `cpu` `after` + `delay` ns from now
+    /// (the delay with its run-to-run variation).
+    fn resched_at(&mut self, cpu: usize, after: u64, delay: u64) {
+        let at = self.now + after + self.vary(delay);
         self.events.push_earliest(at, EventKind::Resched, cpu);
     }
 

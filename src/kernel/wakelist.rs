@@ -7,12 +7,11 @@
 //! TIF_POLLING_NRFLAG set. The target activates its own wakees
 //! (`sched_ttwu_pending`), touching only its own cache lines.
 
-use super::core::{Activity, WF_MIGRATED};
+use super::core::WF_MIGRATED;
 use super::fair::{ENQUEUE_MIGRATED, ENQUEUE_WAKEUP};
 use super::features::{Feature, Wakelist};
 use super::task::{Pid, TaskState};
 use super::Kernel;
-use crate::engine::EventKind;
 
 impl Kernel {
     /// ttwu_queue_cond: whether a wakeup from `from` onto `cpu` goes through
@@ -64,31 +63,8 @@ impl Kernel {
         // already on its way (llist_add's return value).
         if first {
             let after = self.waker_elapsed(waker, queue);
-            self.send_call_function_single_ipi(cpu, from, after);
+            self.kick_cpu(cpu, Some(from), after);
         }
-    }
-
-    /// send_call_function_single_ipi: an idle target that polls its flags
-    /// only needs NEED_RESCHED set (set_nr_if_polling); anyone else gets an
-    /// IPI, sent once the llist_add (`after` ns into the wakeup) is done.
-    fn send_call_function_single_ipi(&mut self, cpu: usize, from: usize, after: u64) {
-        let delay = match self.rqs[cpu].act {
-            Activity::Idle { since } => {
-                let st = self.idle_state_at(self.now - since);
-                let (polling, exit) = (st.polling, st.exit_latency_ns);
-                if polling {
-                    self.rqs[cpu].need_resched = true;
-                    self.stats.ipis_avoided_polling += 1;
-                    exit
-                } else {
-                    self.count_ipi(cpu, Some(from)) + exit
-                }
-            }
-            _ => self.count_ipi(cpu, Some(from)),
-        };
-        let delay = self.vary(delay);
-        self.events
-            .push_earliest(self.now + after + delay, EventKind::Resched, cpu);
     }
 
     /// sched_ttwu_pending: the target CPU takes its own rq lock and
