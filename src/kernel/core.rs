@@ -496,13 +496,10 @@ impl Kernel {
         rq.stats.nr_switches += 1;
         self.stats.rq_switches += 1;
         if next.is_none() {
-            self.trace_switch(cpu, prev, prev_state, None, preempt);
+            self.finish_task_switch(cpu, prev, prev_state, preempt);
         }
         if let Some(p) = prev {
             let t = &mut self.tasks[p];
-            if let Some(since) = t.stats.oncpu_since.take() {
-                t.stats.oncpu_ns += now - since;
-            }
             t.stats.nr_switches += 1;
             if voluntary {
                 t.stats.nvcsw += 1;
@@ -530,9 +527,10 @@ impl Kernel {
         false
     }
 
-    /// The switch to rq.curr is done and it starts running (the end of
-    /// context_switch): sched_switch fires now, and a task woken since its
-    /// last run has its wakeup → running latency taken.
+    /// The switch to rq.curr (a task, or idle at once) is done and it starts
+    /// running (the end of context_switch): sched_switch fires now, prev's
+    /// time on the CPU ends, and a task woken since its last run has its
+    /// wakeup → running latency taken.
     fn finish_task_switch(
         &mut self,
         cpu: usize,
@@ -542,6 +540,12 @@ impl Kernel {
     ) {
         let next = self.rqs[cpu].curr;
         self.trace_switch(cpu, prev, prev_state, next, preempt);
+        if let Some(p) = prev {
+            let t = &mut self.tasks[p].stats;
+            if let Some(since) = t.oncpu_since.take() {
+                t.oncpu_ns += self.now - since;
+            }
+        }
         if let Some(n) = next {
             let t = &mut self.tasks[n];
             t.stats.oncpu_since = Some(self.now);

@@ -90,6 +90,13 @@ pub struct TaskStats {
     pub oncpu_since: Option<u64>,
 }
 
+impl TaskStats {
+    /// Time on a CPU up to `now`, the stint in progress included.
+    pub fn oncpu_at(&self, now: u64) -> u64 {
+        self.oncpu_ns + self.oncpu_since.map_or(0, |s| now - s)
+    }
+}
+
 pub struct Task {
     pub pid: u32,
     pub tgid: u32,

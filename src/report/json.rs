@@ -56,7 +56,7 @@ pub fn to_json(out: &RunView) -> Value {
                 "nr_wakeups_local": t.stats.nr_wakeups_local,
                 "nr_wakeups_remote": t.stats.nr_wakeups_remote,
                 "wakeup_latency_us": latency_summary_us(&t.stats.wakeup_latency),
-                "oncpu_ns": t.stats.oncpu_ns,
+                "oncpu_ns": t.stats.oncpu_at(k.now),
                 "load_avg": a.load_avg,
                 "runnable_avg": a.runnable_avg,
                 "util_avg": a.util_avg,

@@ -563,7 +563,7 @@ impl Replay {
             let kt = &k.tasks[p];
             let sim = Recorded {
                 // On-CPU time as the trace shows it, like the recorded side.
-                runtime: kt.stats.oncpu_ns,
+                runtime: kt.stats.oncpu_at(k.now),
                 switches: kt.stats.nr_switches,
                 migrations: kt.stats.nr_migrations,
                 wait: kt.stats.wait_sum,
