@@ -12,7 +12,7 @@ use std::path::PathBuf;
 #[derive(Parser)]
 #[command(
     name = "schedlab",
-    version,
+    version = crate::util::version::LONG,
     about = "A fast, deterministic simulator of the Linux kernel's CPU scheduler",
     long_about = "A fast, deterministic simulator of the Linux kernel's CPU scheduler.\n\
         With no command it runs a built-in demo scenario.",

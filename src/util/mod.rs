@@ -9,3 +9,4 @@ pub mod affinity;
 pub mod fs;
 pub mod hist;
 pub mod parallel;
+pub mod version;
