@@ -386,12 +386,19 @@ impl Kernel {
         group_of: &dyn Fn(usize) -> usize,
         numa: bool,
     ) -> Vec<usize> {
-        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+        // Groups in order of first appearance; `index` maps a group id (a
+        // node, LLC or core number, all below the CPU count) to its place,
+        // so grouping is O(span) rather than a search per CPU.
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut index = vec![usize::MAX; self.machine.nr_cpus()];
         for &c in span {
             let g = group_of(c);
-            match groups.iter_mut().find(|(id, _)| *id == g) {
-                Some((_, v)) => v.push(c),
-                None => groups.push((g, vec![c])),
+            match index[g] {
+                usize::MAX => {
+                    index[g] = groups.len();
+                    groups.push(vec![c]);
+                }
+                i => groups[i].push(c),
             }
         }
         let stats = |cpus: &[usize]| {
@@ -399,24 +406,21 @@ impl Kernel {
             let running: usize = cpus.iter().map(|&c| self.rqs[c].nr_running).sum();
             (idle, running)
         };
-        let local_idx = groups
-            .iter()
-            .position(|(_, v)| v.contains(&local))
-            .unwrap_or(0);
+        let local_idx = groups.iter().position(|v| v.contains(&local)).unwrap_or(0);
         let mut best = local_idx;
-        let mut best_stats = stats(&groups[local_idx].1);
+        let mut best_stats = stats(&groups[local_idx]);
         let llc_size = self.machine.llc_cpus(self.machine.cpus[local].llc).len();
         if numa && best_stats.1 < (llc_size / 4).max(1) {
-            return std::mem::take(&mut groups[local_idx].1);
+            return std::mem::take(&mut groups[local_idx]);
         }
-        for (i, (_, cpus)) in groups.iter().enumerate() {
+        for (i, cpus) in groups.iter().enumerate() {
             let (idle, running) = stats(cpus);
             if idle > best_stats.0 || (idle == best_stats.0 && running < best_stats.1) {
                 best = i;
                 best_stats = (idle, running);
             }
         }
-        std::mem::take(&mut groups[best].1)
+        std::mem::take(&mut groups[best])
     }
 }
 
