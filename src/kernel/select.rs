@@ -386,41 +386,42 @@ impl Kernel {
         group_of: &dyn Fn(usize) -> usize,
         numa: bool,
     ) -> Vec<usize> {
-        // Groups in order of first appearance; `index` maps a group id (a
-        // node, LLC or core number, all below the CPU count) to its place,
-        // so grouping is O(span) rather than a search per CPU.
-        let mut groups: Vec<Vec<usize>> = Vec::new();
+        // Per group, in order of first appearance: (id, idle CPUs, tasks).
+        // `index` maps a group id (a node, LLC or core number, all below
+        // the CPU count) to its place, so this is O(span), with no list of
+        // CPUs built per group.
+        let mut groups: Vec<(usize, usize, usize)> = Vec::new();
         let mut index = vec![usize::MAX; self.machine.nr_cpus()];
         for &c in span {
             let g = group_of(c);
-            match index[g] {
-                usize::MAX => {
-                    index[g] = groups.len();
-                    groups.push(vec![c]);
-                }
-                i => groups[i].push(c),
+            if index[g] == usize::MAX {
+                index[g] = groups.len();
+                groups.push((g, 0, 0));
             }
+            let s = &mut groups[index[g]];
+            s.1 += self.idle_cpu(c) as usize;
+            s.2 += self.rqs[c].nr_running;
         }
-        let stats = |cpus: &[usize]| {
-            let idle = cpus.iter().filter(|&&c| self.idle_cpu(c)).count();
-            let running: usize = cpus.iter().map(|&c| self.rqs[c].nr_running).sum();
-            (idle, running)
+        let local_idx = if span.contains(&local) {
+            index[group_of(local)]
+        } else {
+            0
         };
-        let local_idx = groups.iter().position(|v| v.contains(&local)).unwrap_or(0);
-        let mut best = local_idx;
-        let mut best_stats = stats(&groups[local_idx]);
+        let (mut best_id, idle, running) = groups[local_idx];
+        let mut best_stats = (idle, running);
         let llc_size = self.machine.llc_cpus(self.machine.cpus[local].llc).len();
-        if numa && best_stats.1 < (llc_size / 4).max(1) {
-            return std::mem::take(&mut groups[local_idx]);
-        }
-        for (i, cpus) in groups.iter().enumerate() {
-            let (idle, running) = stats(cpus);
-            if idle > best_stats.0 || (idle == best_stats.0 && running < best_stats.1) {
-                best = i;
-                best_stats = (idle, running);
+        if !(numa && best_stats.1 < (llc_size / 4).max(1)) {
+            for &(g, idle, running) in &groups {
+                if idle > best_stats.0 || (idle == best_stats.0 && running < best_stats.1) {
+                    best_id = g;
+                    best_stats = (idle, running);
+                }
             }
         }
-        std::mem::take(&mut groups[best])
+        span.iter()
+            .copied()
+            .filter(|&c| group_of(c) == best_id)
+            .collect()
     }
 }
 
