@@ -13,7 +13,7 @@
 //! span.
 
 use crate::machine::Machine;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
 /// SD_* flags (include/linux/sched/sd_flags.h), in bit order.
@@ -374,11 +374,14 @@ impl SchedDomains {
                 if span.len() <= prev.len() {
                     continue;
                 }
-                let next = span_ids.len();
-                let id = *span_ids.entry(span.clone()).or_insert(next);
-                if id == sd.spans.len() {
-                    sd.spans.push(span.clone());
-                }
+                let id = match span_ids.get(span) {
+                    Some(&id) => id,
+                    None => {
+                        span_ids.insert(span.clone(), sd.spans.len());
+                        sd.spans.push(span.clone());
+                        sd.spans.len() - 1
+                    }
+                };
                 let mut d = sd_init(def.name, def.flags, def.distance, span.len() as u64);
                 d.span = id;
                 stack.push(d);
@@ -396,32 +399,41 @@ impl SchedDomains {
     /// lowest level's groups are single CPUs. Groups are shared by all CPUs
     /// of one domain span.
     fn build_groups(&mut self, m: &Machine) {
-        let mut group_ids: BTreeMap<(usize, Vec<usize>), usize> = BTreeMap::new();
+        // A group is known by its domain's span and either its single CPU
+        // (lowest level) or its child span (spans are deduplicated, so an
+        // id stands for its CPUs): keys of three words, no list of CPUs
+        // built for a group already made. Only looked up, never iterated.
+        let mut group_ids: HashMap<(usize, bool, usize), usize> = HashMap::new();
+        let mut covered: Vec<bool> = vec![false; m.nr_cpus()];
         for c in 0..self.cpu.len() {
             for lvl in 0..self.cpu[c].len() {
-                let span = self.spans[self.cpu[c][lvl].span].clone();
+                let sid = self.cpu[c][lvl].span;
+                let span = self.spans[sid].clone();
                 let start = span.iter().position(|&x| x == c).unwrap_or(0);
-                let mut covered: Vec<bool> = vec![false; m.nr_cpus()];
                 let mut groups = Vec::new();
                 for k in 0..span.len() {
                     let j = span[(start + k) % span.len()];
                     if covered[j] {
                         continue;
                     }
-                    let (cpus, flags) = match lvl {
-                        0 => (vec![j], 0),
+                    let child = match lvl {
+                        0 => None,
                         _ => {
-                            let child = self.child_of(j, &span);
-                            (self.spans[child.span].clone(), child.flags)
+                            let d = self.child_of(j, &span);
+                            Some((d.span, d.flags))
                         }
                     };
-                    for &x in &cpus {
-                        covered[x] = true;
-                    }
-                    let key = (self.cpu[c][lvl].span, cpus.clone());
+                    let key = match child {
+                        None => (sid, false, j),
+                        Some((cs, _)) => (sid, true, cs),
+                    };
                     let next = self.groups.len();
                     let id = *group_ids.entry(key).or_insert(next);
                     if id == next {
+                        let (cpus, flags) = match child {
+                            None => (vec![j], 0),
+                            Some((cs, f)) => (self.spans[cs].clone(), f),
+                        };
                         let capacity = cpus.iter().map(|&x| m.cpus[x].capacity as u64).sum();
                         self.groups.push(SchedGroup {
                             cpus,
@@ -430,7 +442,13 @@ impl SchedDomains {
                             imbalance: false,
                         });
                     }
+                    for &x in &self.groups[id].cpus {
+                        covered[x] = true;
+                    }
                     groups.push(id);
+                }
+                for &x in &span {
+                    covered[x] = false;
                 }
                 self.cpu[c][lvl].groups = groups;
             }
