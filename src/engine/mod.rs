@@ -87,11 +87,20 @@ impl Entry {
 }
 
 /// Indexed 4-ary min-heap of slots keyed by (time, seq).
+///
+/// A popped event stays at the root, marked `taken`, until the next heap
+/// operation that needs it gone: most handlers re-arm the slot they were
+/// called for (a CPU's next segment end), and replacing the root in place
+/// is one sift-down instead of a removal plus an insertion. Every event
+/// armed meanwhile is no earlier than the taken one (time never goes
+/// back, and its seq is larger), so the heap order holds.
 pub struct EventQueue {
     ncpus: usize,
     heap: Vec<Entry>,
     /// Per slot: index in `heap`, or NONE.
     pos: Vec<u32>,
+    /// Whether heap[0] is an event already popped.
+    taken: bool,
     seq: u64,
     pub popped: u64,
 }
@@ -102,6 +111,7 @@ impl EventQueue {
             ncpus,
             heap: Vec::new(),
             pos: Vec::new(),
+            taken: false,
             seq: 0,
             popped: 0,
         }
@@ -207,6 +217,14 @@ impl EventQueue {
         let e = Entry {
             key: (time as u128) << 64 | (self.seq as u128) << SLOT_BITS | slot as u128,
         };
+        if self.taken && (self.pos[slot] == 0 || e.key < self.heap[0].key) {
+            // Re-arming the taken slot replaces it (sift-down below); an
+            // event in the past would go above it, so drop it first.
+            self.taken = false;
+            if self.pos[slot] != 0 {
+                self.remove_at(0);
+            }
+        }
         match self.pos[slot] {
             NONE => {
                 self.heap.push(e);
@@ -226,52 +244,60 @@ impl EventQueue {
         }
     }
 
+    /// The heap index of `slot`'s pending event (not a taken one).
+    fn pending_at(&self, slot: usize) -> Option<usize> {
+        match self.pos.get(slot) {
+            Some(&i) if i != NONE && !(i == 0 && self.taken) => Some(i as usize),
+            _ => None,
+        }
+    }
+
     /// Arm (kind, idx) at `time` unless it already fires no later: two
     /// interrupts on their way to one CPU are served by the first.
     pub fn push_earliest(&mut self, time: Time, kind: EventKind, idx: usize) {
-        let slot = self.slot(kind, idx);
-        match self.pos.get(slot) {
-            Some(&i) if i != NONE && (self.heap[i as usize].key >> 64) as Time <= time => {}
+        match self.pending_at(self.slot(kind, idx)) {
+            Some(i) if (self.heap[i].key >> 64) as Time <= time => {}
             _ => self.push(time, kind, idx),
         }
     }
 
     /// Whether (kind, idx) has a pending event.
     pub fn is_pending(&self, kind: EventKind, idx: usize) -> bool {
-        let slot = self.slot(kind, idx);
-        self.pos.get(slot).is_some_and(|&p| p != NONE)
+        self.pending_at(self.slot(kind, idx)).is_some()
     }
 
     /// When (kind, idx) fires, if it is pending.
     pub fn pending_time(&self, kind: EventKind, idx: usize) -> Option<Time> {
-        let slot = self.slot(kind, idx);
-        match self.pos.get(slot) {
-            Some(&i) if i != NONE => Some((self.heap[i as usize].key >> 64) as Time),
-            _ => None,
+        self.pending_at(self.slot(kind, idx))
+            .map(|i| (self.heap[i].key >> 64) as Time)
+    }
+
+    /// Drop the pending event of (kind, idx), if any. (Removing an entry
+    /// below a taken root never lifts another entry above it.)
+    pub fn cancel(&mut self, kind: EventKind, idx: usize) {
+        if let Some(i) = self.pending_at(self.slot(kind, idx)) {
+            self.remove_at(i);
         }
     }
 
-    /// Drop the pending event of (kind, idx), if any.
-    pub fn cancel(&mut self, kind: EventKind, idx: usize) {
-        let slot = self.slot(kind, idx);
-        let Some(&i) = self.pos.get(slot) else { return };
-        if i == NONE {
-            return;
+    /// Remove the taken root, if there is one.
+    fn drop_taken(&mut self) {
+        if std::mem::take(&mut self.taken) {
+            self.remove_at(0);
         }
-        self.remove_at(i as usize);
     }
 
     /// Remove the entry at `i` (Floyd's method): walk the hole down along
     /// the smaller children to a leaf, then sift the last entry up from
     /// there; it usually belongs near the bottom, so this halves the
     /// comparisons of a plain sift-down.
-    fn remove_at(&mut self, mut i: usize) -> Entry {
+    fn remove_at(&mut self, mut i: usize) {
         let e = self.heap[i];
         self.pos[e.slot()] = NONE;
         let last = self.heap.pop().expect("non-empty heap");
         let n = self.heap.len();
         if i == n {
-            return e;
+            return;
         }
         loop {
             let first = ARITY * i + 1;
@@ -285,14 +311,12 @@ impl EventQueue {
         }
         self.place(i, last);
         self.sift_up(i);
-        e
     }
 
     pub fn pop(&mut self) -> Option<Event> {
-        if self.heap.is_empty() {
-            return None;
-        }
-        let e = self.remove_at(0);
+        self.drop_taken();
+        let e = *self.heap.first()?;
+        self.taken = true;
         self.popped += 1;
         let (kind, idx) = self.decode(e.slot());
         Some(Event {
@@ -303,7 +327,7 @@ impl EventQueue {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.len() == self.taken as usize
     }
 }
 
@@ -364,5 +388,48 @@ mod tests {
         got.sort();
         exp.sort();
         assert_eq!(got, exp);
+    }
+
+    #[test]
+    fn a_popped_event_is_gone_until_rearmed() {
+        // Against a model: the BTreeMap of pending (time, seq) per slot,
+        // with pops, re-arms of the popped slot, cancels and other pushes
+        // interleaved as a run does them.
+        let mut q = EventQueue::new(8);
+        let mut r = Rng::new(9, 0);
+        let mut want = std::collections::BTreeMap::new();
+        let (mut now, mut seq) = (0, 0);
+        for _ in 0..5000 {
+            seq += 1;
+            let cpu = r.range(0, 7) as usize;
+            match r.range(0, 5) {
+                0 => {
+                    q.cancel(EventKind::CpuDone, cpu);
+                    want.remove(&cpu);
+                }
+                1 | 2 => {
+                    // Now and then in the past: it must go before the taken root.
+                    let t = (now + r.range(0, 50)).saturating_sub(5);
+                    q.push(t, EventKind::CpuDone, cpu);
+                    want.insert(cpu, (t, seq));
+                }
+                _ => {
+                    let first = want.iter().min_by_key(|&(_, &k)| k).map(|(&c, &k)| (c, k));
+                    let got = q.pop().map(|e| (e.idx, e.time));
+                    assert_eq!(got, first.map(|(c, (t, _))| (c, t)));
+                    if let Some((c, (t, _))) = first {
+                        want.remove(&c);
+                        now = t;
+                        assert!(!q.is_pending(EventKind::CpuDone, c));
+                        assert_eq!(q.pending_time(EventKind::CpuDone, c), None);
+                    }
+                }
+            }
+            for c in 0..8 {
+                let t = want.get(&c).map(|&(t, _)| t);
+                assert_eq!(q.pending_time(EventKind::CpuDone, c), t);
+            }
+            assert_eq!(q.is_empty(), want.is_empty());
+        }
     }
 }
