@@ -102,8 +102,9 @@ pub fn run_with(
     if let Some(g) = sc.governor {
         m.cost.governor = g;
     }
-    let groups =
-        TaskGroups::build(&sc.cgroups).map_err(|e| RunError::Input(src.err("cgroup", e)))?;
+    let groups = TaskGroups::build(&sc.cgroups)
+        .and_then(|g| g.check_machine(m.nr_cpus()).map(|_| g))
+        .map_err(|e| RunError::Input(src.err("cgroup", e)))?;
     let mut workloads = Vec::new();
     for (i, p) in sc.workloads.iter().enumerate() {
         let (p, cgroup) = take_cgroup(p);
@@ -136,18 +137,8 @@ pub fn run_with(
         b.cgroup = tg;
         w.build(&mut k, &mut b);
         built.push((w, b.tasks));
-    }
-    let sources = crate::engine::PER_CPU * k.machine.nr_cpus() + 1 + k.tasks.len();
-    if sources > crate::engine::MAX_SLOTS {
-        return Err(RunError::Input(src.err(
-            "workload",
-            format!(
-                "{} tasks on {} CPUs is more than the simulator's {} event sources",
-                k.tasks.len(),
-                k.machine.nr_cpus(),
-                crate::engine::MAX_SLOTS
-            ),
-        )));
+        // After each workload, so many large ones stop at the first too many.
+        check_sources(src, &k).map_err(RunError::Input)?;
     }
     let endless = built.iter().any(|(w, _)| !w.is_finite());
     let timed = built.iter().filter_map(|(w, _)| w.run_for()).max();
@@ -181,6 +172,24 @@ pub fn run_with(
         })),
         Err(SimError::Invariant(m)) => Err(RunError::Invariant(m)),
     }
+}
+
+/// The tasks, CPUs and the end each need an event source; refuse more
+/// than the event queue has.
+fn check_sources(src: &Source, k: &Kernel) -> Result<(), InputError> {
+    let sources = crate::engine::PER_CPU * k.machine.nr_cpus() + 1 + k.tasks.len();
+    if sources <= crate::engine::MAX_SLOTS {
+        return Ok(());
+    }
+    Err(src.err(
+        "workload",
+        format!(
+            "{} tasks on {} CPUs is more than the simulator's {} event sources",
+            k.tasks.len(),
+            k.machine.nr_cpus(),
+            crate::engine::MAX_SLOTS
+        ),
+    ))
 }
 
 /// The tracers a run's `[output]` asks for (--trace, --html), if any.
