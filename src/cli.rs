@@ -2,10 +2,10 @@
 //! 2 on bad input (with file, line and key), 3 when --check finds a bug.
 
 use crate::report::{json::to_json, summary::summary};
-use crate::run::{run, RunError};
+use crate::run::{run_in, RunError};
 use crate::scenario::flags::{load_scenario, read_scenario, set_output, OutArgs, ScenarioArgs};
 use crate::scenario::{feature_lines, InputError, Scenario, Source, DEMO};
-use crate::util::fs::write_atomic;
+use crate::util::fs::{AtomicFile, OutputSet};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -154,20 +154,23 @@ fn load(args: &RunArgs) -> Result<(Source, Scenario), InputError> {
 }
 
 fn run_and_report(src: &Source, sc: &Scenario) -> i32 {
-    let json_path = sc.output.json.as_ref().map(PathBuf::from);
-    if let Some(path) = &json_path {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        if let Some(d) = dir.filter(|d| !d.is_dir()) {
-            eprintln!(
-                "schedlab: error: --json {}: directory {} does not exist",
-                path.display(),
-                d.display()
-            );
-            return 2;
-        }
-    }
+    // Every output is opened before the run: a bad path fails at once.
+    let outs = OutputSet::new();
+    let open = |flag: &str, path: &Option<String>| match path {
+        Some(p) => outs
+            .create(std::path::Path::new(p))
+            .map(Some)
+            .map_err(|e| eprintln!("schedlab: error: {flag}: {e}")),
+        None => Ok(None),
+    };
+    let (Ok(json), Ok(schedstat)) = (
+        open("--json", &sc.output.json),
+        open("--schedstat", &sc.output.schedstat),
+    ) else {
+        return 2;
+    };
     crate::progress::install(crate::progress::Kind::SimTime, sc.output.quiet);
-    let result = match run(src, sc) {
+    let result = match run_in(src, sc, None, &outs) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("schedlab: error: {e}");
@@ -177,20 +180,14 @@ fn run_and_report(src: &Source, sc: &Scenario) -> i32 {
             };
         }
     };
-    if let Some(path) = &json_path {
-        let text =
-            serde_json::to_string_pretty(&to_json(&result.view())).unwrap_or_default() + "\n";
-        if let Err(e) = write_atomic(path, text.as_bytes()) {
-            eprintln!("schedlab: error: cannot write {}: {e}", path.display());
-            return 2;
-        }
-    }
-    if let Some(path) = &sc.output.schedstat {
-        let text = result.kernel.schedstat_text();
-        if let Err(e) = write_atomic(std::path::Path::new(path), text.as_bytes()) {
-            eprintln!("schedlab: error: cannot write {path}: {e}");
-            return 2;
-        }
+    let json_text =
+        || serde_json::to_string_pretty(&to_json(&result.view())).unwrap_or_default() + "\n";
+    let written = write_out(json, json_text)
+        .and_then(|_| write_out(schedstat, || result.kernel.schedstat_text()))
+        .and_then(|_| outs.commit());
+    if let Err(e) = written {
+        eprintln!("schedlab: error: cannot write {e}");
+        return 2;
     }
     if sc.output.quiet {
         for (w, tasks) in &result.workloads {
@@ -202,6 +199,17 @@ fn run_and_report(src: &Source, sc: &Scenario) -> i32 {
         print!("{}", summary(&result.view()));
     }
     0
+}
+
+/// Write and stage one output of the set, if it was asked for.
+fn write_out(file: Option<AtomicFile>, text: impl FnOnce() -> String) -> std::io::Result<()> {
+    match file {
+        Some(mut f) => {
+            f.write_all(text().as_bytes())?;
+            f.commit()
+        }
+        None => Ok(()),
+    }
 }
 
 pub fn main() -> i32 {

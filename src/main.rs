@@ -5,5 +5,7 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Ctrl-C or a kill removes the temporaries of unfinished outputs.
+    schedlab::util::fs::install_signal_cleanup();
     std::process::exit(schedlab::cli::main());
 }

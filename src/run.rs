@@ -12,7 +12,7 @@ use crate::report::html::{HtmlReport, Sink};
 use crate::report::RunView;
 use crate::scenario::{InputError, Output, Scenario, Source};
 use crate::trace::{tee_all, Selection};
-use crate::util::fs::AtomicFile;
+use crate::util::fs::OutputSet;
 use crate::workload::params::Params;
 use crate::workload::{Builder, Workload};
 use std::time::Instant;
@@ -88,11 +88,27 @@ pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
 /// Makes a tracer for a run besides the ones its `[output]` asks for.
 pub type ExtraTracer<'a> = &'a (dyn Fn(&Kernel) -> Box<dyn Tracer> + Sync);
 
-/// Run a resolved scenario with an extra tracer (compare's HTML data).
+/// Run a resolved scenario with an extra tracer (compare's HTML data);
+/// its trace and HTML files are renamed into place at the end.
 pub fn run_with(
     src: &Source,
     sc: &Scenario,
     extra: Option<ExtraTracer>,
+) -> Result<RunOutput, RunError> {
+    let outs = OutputSet::new();
+    let out = run_in(src, sc, extra, &outs)?;
+    outs.commit()
+        .map_err(|e| RunError::Input(InputError::new(format!("cannot write {e}"))))?;
+    Ok(out)
+}
+
+/// Run a resolved scenario, its trace and HTML files opened in `outs` and
+/// left there, written, for the caller to commit with its other outputs.
+pub fn run_in(
+    src: &Source,
+    sc: &Scenario,
+    extra: Option<ExtraTracer>,
+    outs: &OutputSet,
 ) -> Result<RunOutput, RunError> {
     let mut m = machine::from_spec(&sc.machine)
         .map_err(|e| RunError::Input(src.err("machine.preset", e)))?;
@@ -102,8 +118,9 @@ pub fn run_with(
     if let Some(g) = sc.governor {
         m.cost.governor = g;
     }
-    let groups =
-        TaskGroups::build(&sc.cgroups).map_err(|e| RunError::Input(src.err("cgroup", e)))?;
+    let groups = TaskGroups::build(&sc.cgroups)
+        .and_then(|g| g.check_machine(m.nr_cpus()).map(|_| g))
+        .map_err(|e| RunError::Input(src.err("cgroup", e)))?;
     let mut workloads = Vec::new();
     for (i, p) in sc.workloads.iter().enumerate() {
         let (p, cgroup) = take_cgroup(p);
@@ -126,7 +143,7 @@ pub fn run_with(
         k.sd.set_level_flags(lvl, spec)
             .map_err(|e| RunError::Input(src.err(&format!("kernel.domain.{lvl}.flags"), e)))?;
     }
-    k.tracer = open_tracers(&sc.output, &k).map_err(RunError::Input)?;
+    k.tracer = open_tracers(&sc.output, &k, outs).map_err(RunError::Input)?;
     if let Some(make) = extra {
         k.tracer = Some(crate::trace::tee(k.tracer.take(), make(&k)));
     }
@@ -136,18 +153,8 @@ pub fn run_with(
         b.cgroup = tg;
         w.build(&mut k, &mut b);
         built.push((w, b.tasks));
-    }
-    let sources = crate::engine::PER_CPU * k.machine.nr_cpus() + 1 + k.tasks.len();
-    if sources > crate::engine::MAX_SLOTS {
-        return Err(RunError::Input(src.err(
-            "workload",
-            format!(
-                "{} tasks on {} CPUs is more than the simulator's {} event sources",
-                k.tasks.len(),
-                k.machine.nr_cpus(),
-                crate::engine::MAX_SLOTS
-            ),
-        )));
+        // After each workload, so many large ones stop at the first too many.
+        check_sources(src, &k).map_err(RunError::Input)?;
     }
     let endless = built.iter().any(|(w, _)| !w.is_finite());
     let timed = built.iter().filter_map(|(w, _)| w.run_for()).max();
@@ -183,14 +190,36 @@ pub fn run_with(
     }
 }
 
+/// The tasks, CPUs and the end each need an event source; refuse more
+/// than the event queue has.
+fn check_sources(src: &Source, k: &Kernel) -> Result<(), InputError> {
+    let sources = crate::engine::PER_CPU * k.machine.nr_cpus() + 1 + k.tasks.len();
+    if sources <= crate::engine::MAX_SLOTS {
+        return Ok(());
+    }
+    Err(src.err(
+        "workload",
+        format!(
+            "{} tasks on {} CPUs is more than the simulator's {} event sources",
+            k.tasks.len(),
+            k.machine.nr_cpus(),
+            crate::engine::MAX_SLOTS
+        ),
+    ))
+}
+
 /// The tracers a run's `[output]` asks for (--trace, --html), if any.
-fn open_tracers(out: &Output, k: &Kernel) -> Result<Option<Box<dyn Tracer>>, InputError> {
+fn open_tracers(
+    out: &Output,
+    k: &Kernel,
+    outs: &OutputSet,
+) -> Result<Option<Box<dyn Tracer>>, InputError> {
     let mut list: Vec<Box<dyn Tracer>> = Vec::new();
     let opts = out.trace.clone().unwrap_or_default();
     if !opts.path.is_empty() {
         list.push(
-            opts.open(k)
-                .map_err(|e| InputError::new(format!("--trace {}: {e}", opts.path)))?,
+            opts.open(k, outs)
+                .map_err(|e| InputError::new(format!("--trace: {e}")))?,
         );
     } else if out.trace.is_some() && out.html.is_none() {
         return Err(InputError::new(
@@ -198,8 +227,9 @@ fn open_tracers(out: &Output, k: &Kernel) -> Result<Option<Box<dyn Tracer>>, Inp
         ));
     }
     if let Some(path) = &out.html {
-        let file = AtomicFile::create(std::path::Path::new(path))
-            .map_err(|e| InputError::new(format!("--html {path}: {e}")))?;
+        let file = outs
+            .create(std::path::Path::new(path))
+            .map_err(|e| InputError::new(format!("--html: {e}")))?;
         let sel = Selection { names: opts.pelt };
         let sink = Sink::Page(file);
         list.push(Box::new(HtmlReport::new(sink, sel, k)));
@@ -216,7 +246,7 @@ fn close_tracers(k: &mut Kernel) -> Result<(), InputError> {
     match k.tracer.take() {
         Some(t) => t
             .finish(k)
-            .map_err(|e| InputError::new(format!("cannot write the trace: {e}"))),
+            .map_err(|e| InputError::new(format!("cannot write {e}"))),
         None => Ok(()),
     }
 }

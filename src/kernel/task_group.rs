@@ -17,6 +17,16 @@ pub const CGROUP_WEIGHT_MAX: u64 = 10_000;
 pub const CFS_PERIOD_DFL_US: u64 = 100_000;
 const CFS_PERIOD_MIN_US: u64 = 1_000;
 const CFS_PERIOD_MAX_US: u64 = 1_000_000;
+/// The most task groups a run may have, the root excluded (ancestors
+/// created on the way count too).
+pub const MAX_CGROUPS: usize = 1024;
+/// The deepest group: `/a` is at depth 1.
+pub const MAX_CGROUP_DEPTH: usize = 32;
+/// The most group runqueues (groups × CPUs): each group has a cfs_rq and
+/// a group entity on every CPU.
+pub const MAX_GROUP_RQS: usize = 1 << 20;
+/// How many declared groups an error lists before "and N more".
+const LISTED_GROUPS: usize = 8;
 
 /// A declared group: `[[cgroup]] path = "/a/b", weight = 100, max = "50000 100000"`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,7 +133,18 @@ fn components(path: &str) -> Result<Vec<&str>, String> {
             "cgroup path `{path}` has `{c}`: a group cannot be its own ancestor (cycle)"
         ));
     }
+    if parts.len() > MAX_CGROUP_DEPTH {
+        return Err(format!(
+            "cgroup path `{path}` is {} levels deep, above the limit of {MAX_CGROUP_DEPTH}",
+            parts.len()
+        ));
+    }
     Ok(parts)
+}
+
+/// A cgroup path in its one spelling: `/a//b/` is `/a/b`.
+pub fn normalize(path: &str) -> Result<String, String> {
+    Ok(format!("/{}", components(path)?.join("/")))
 }
 
 impl TaskGroups {
@@ -131,12 +152,13 @@ impl TaskGroups {
     /// with the defaults, as `mkdir -p` would.
     pub fn build(specs: &[CgroupSpec]) -> Result<TaskGroups, String> {
         let mut g = TaskGroups::default();
-        let mut declared: Vec<&str> = Vec::new();
+        let mut declared: Vec<String> = Vec::new();
         for s in specs {
-            if declared.contains(&s.path.as_str()) {
+            let path = normalize(&s.path)?;
+            if declared.contains(&path) {
                 return Err(format!("cgroup `{}` is declared twice", s.path));
             }
-            declared.push(&s.path);
+            declared.push(path);
             if !(CGROUP_WEIGHT_MIN..=CGROUP_WEIGHT_MAX).contains(&s.weight) {
                 return Err(format!(
                     "cgroup `{}`: weight {} is outside 1..10000",
@@ -144,6 +166,11 @@ impl TaskGroups {
                 ));
             }
             let id = g.ensure(&s.path)?;
+            if g.count() - 1 > MAX_CGROUPS {
+                return Err(format!(
+                    "more than {MAX_CGROUPS} cgroups (the limit), ancestors included"
+                ));
+            }
             let tg = &mut g.tgs[id];
             tg.weight = s.weight;
             tg.shares = shares_from_weight(s.weight);
@@ -185,15 +212,30 @@ impl TaskGroups {
         self.tgs.iter().position(|t| t.path == norm)
     }
 
-    /// A task's group by path, with an error naming the declared ones.
+    /// A task's group by path, with an error naming the first declared ones.
     pub fn lookup(&self, path: &str) -> Result<usize, String> {
         self.find(path).ok_or_else(|| {
-            let known: Vec<&str> = self.tgs.iter().map(|t| t.path.as_str()).collect();
+            let mut known: Vec<&str> = self.tgs.iter().map(|t| t.path.as_str()).collect();
+            let more = known.len().saturating_sub(LISTED_GROUPS);
+            known.truncate(LISTED_GROUPS);
+            let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
             format!(
-                "cgroup `{path}` is not declared (add [[cgroup]] path = \"{path}\" or --cgroup {path}:weight=100; declared: {})",
+                "cgroup `{path}` is not declared (add [[cgroup]] path = \"{path}\" or --cgroup {path}:weight=100; declared: {}{tail})",
                 known.join(", ")
             )
         })
+    }
+
+    /// Refuse more group runqueues (groups × CPUs) than [`MAX_GROUP_RQS`].
+    pub fn check_machine(&self, ncpus: usize) -> Result<(), String> {
+        let rqs = self.count().saturating_mul(ncpus);
+        if rqs > MAX_GROUP_RQS {
+            return Err(format!(
+                "{} groups × {ncpus} CPUs = {rqs} group runqueues, above the limit of {MAX_GROUP_RQS}",
+                self.count()
+            ));
+        }
+        Ok(())
     }
 
     /// Number of groups, the root included.
@@ -262,6 +304,26 @@ mod tests {
             .unwrap_err()
             .contains("cycle"));
         assert!(g.lookup("/x").unwrap_err().contains("not declared"));
+        assert!(TaskGroups::build(&[spec("/a", 1), spec("/a/", 2)])
+            .unwrap_err()
+            .contains("twice"));
+    }
+
+    #[test]
+    fn limits_are_checked() {
+        let deep = "/d".repeat(MAX_CGROUP_DEPTH + 1);
+        let e = TaskGroups::build(&[spec(&deep, 100)]).unwrap_err();
+        assert!(e.contains("limit of 32"), "{e}");
+        assert!(TaskGroups::build(&[spec(&"/d".repeat(MAX_CGROUP_DEPTH), 100)]).is_ok());
+        let many: Vec<_> = (0..=MAX_CGROUPS)
+            .map(|i| spec(&format!("/g{i}"), 100))
+            .collect();
+        let e = TaskGroups::build(&many).unwrap_err();
+        assert!(e.contains("more than 1024 cgroups"), "{e}");
+        let g = TaskGroups::build(&many[..MAX_CGROUPS]).unwrap();
+        let e = g.lookup("/x").unwrap_err();
+        assert!(e.contains("and 1017 more") && e.len() < 300, "{e}");
+        assert!(g.check_machine(1023).is_ok() && g.check_machine(1024).is_err());
     }
 
     #[test]

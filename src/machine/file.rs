@@ -226,7 +226,8 @@ impl MachineFile<'_> {
                 .build_cpus()
                 .map_err(|e| self.err(S, "", e))?,
         };
-        let nodes = cpus.iter().map(|c| c.node).max().unwrap_or(0) + 1;
+        // Capped so a sparse node id fails as "not dense", not as a huge table.
+        let nodes = (cpus.iter().map(|c| c.node).max().unwrap_or(0) + 1).min(cpus.len());
         let distance = match t.get("numa_distance") {
             None => uniform_distance(nodes, LOCAL, REMOTE),
             Some(v) => self.distance(v)?,
@@ -588,6 +589,18 @@ mod tests {
             );
             assert_eq!(back.name, "copy");
         }
+    }
+
+    #[test]
+    fn huge_machines_fail_on_the_limit_before_allocating() {
+        let cost = cost_toml(&super::super::cost::generic_x86(), |_| None);
+        let shape = "[topology]\nsockets = 4294967296\ncores_per_socket = 4294967296\nthreads_per_core = 2\n";
+        let e = load_text(&format!("{shape}{cost}")).unwrap_err();
+        assert!(e.contains("limit of 4096 CPUs"), "{e}");
+        let sparse =
+            "[topology]\ncpus = [{ core = 0, llc = 0, node = 1000000000000, socket = 0 }]\n";
+        let e = load_text(&format!("{sparse}{cost}")).unwrap_err();
+        assert!(e.contains("node ids are not dense"), "{e}");
     }
 
     #[test]

@@ -88,6 +88,18 @@ fn smp(spec: &str, args: &str) -> Result<Machine, String> {
         vals[i] = Some(n);
     }
     let cpus = vals[0].ok_or("smp: cpus=N is required, e.g. smp:cpus=8")?;
+    if cpus > topology::MAX_CPUS {
+        return Err(format!(
+            "smp: cpus={cpus} is above the limit of {} CPUs",
+            topology::MAX_CPUS
+        ));
+    }
+    if vals[1..4].iter().flatten().any(|&v| v > topology::MAX_CPUS) {
+        return Err(format!(
+            "smp: smt, llc and sockets must be at most {}",
+            topology::MAX_CPUS
+        ));
+    }
     let smt = vals[1].unwrap_or(1);
     let llc = vals[2].unwrap_or(1);
     let sockets = vals[3].unwrap_or(1);
@@ -168,6 +180,11 @@ mod tests {
         assert!(err("smp:cpus=4,numa=2").contains("unknown key \"numa\""));
         assert!(err("smp:cpus=4,cpus=8").contains("twice"));
         assert!(err("smp:cpus").contains("key=value"));
+        for huge in ["18446744073709551615", "4294967296", "100000", "4097"] {
+            assert!(err(&format!("smp:cpus={huge}")).contains("limit of 4096 CPUs"));
+        }
+        assert!(err("smp:cpus=8,smt=18446744073709551615").contains("at most 4096"));
+        assert_eq!(from_spec("smp:cpus=4096,smt=2").unwrap().nr_cpus(), 4096);
     }
 
     #[test]

@@ -88,6 +88,22 @@ impl Shape {
         self.sockets * self.cores_per_socket * self.threads_per_core
     }
 
+    /// The CPU count, or an error naming [`MAX_CPUS`] when it is above it
+    /// (checked before anything is allocated, overflow included).
+    fn checked_cpus(&self) -> Result<usize, String> {
+        let n = self
+            .sockets
+            .checked_mul(self.cores_per_socket)
+            .and_then(|n| n.checked_mul(self.threads_per_core));
+        match n {
+            Some(n) if n <= MAX_CPUS => Ok(n),
+            _ => Err(format!(
+                "shape: {} sockets × {} cores × {} threads is above the limit of {MAX_CPUS} CPUs",
+                self.sockets, self.cores_per_socket, self.threads_per_core
+            )),
+        }
+    }
+
     fn check(&self) -> Result<(), String> {
         let fields = [
             ("sockets", self.sockets),
@@ -101,6 +117,7 @@ impl Shape {
         if let Some((name, _)) = fields.iter().find(|(_, v)| *v == 0) {
             return Err(format!("shape: {name} must be at least 1"));
         }
+        self.checked_cpus()?;
         if !self.cores_per_socket.is_multiple_of(self.nodes_per_socket) {
             return Err(format!(
                 "shape: {} cores per socket do not split into {} nodes",
@@ -222,6 +239,15 @@ pub struct Machine {
     smt_width: usize,
 }
 
+/// The most CPUs a machine may have (the kernel's largest NR_CPUS on
+/// x86 is 8192; the simulator's event sources and per-CPU tables are sized
+/// for this many). Checked before anything per CPU is allocated.
+pub const MAX_CPUS: usize = 4096;
+
+/// The most CPUs one LLC may hold: a whole machine of [`MAX_CPUS`] may be
+/// one flat LLC.
+pub const MAX_LLC_CPUS: usize = MAX_CPUS;
+
 /// Members of each group, given each CPU's group id; ids must be dense.
 fn groups(
     cpus: &[CpuTopo],
@@ -229,6 +255,14 @@ fn groups(
     id: impl Fn(&CpuTopo) -> usize,
 ) -> Result<Vec<Vec<usize>>, String> {
     let count = cpus.iter().map(&id).max().map_or(0, |m| m + 1);
+    if count > cpus.len() {
+        // Dense ids never exceed the CPU count; refuse before allocating.
+        return Err(format!(
+            "topology: {what} ids are not dense ({what} {} with only {} CPUs)",
+            count - 1,
+            cpus.len()
+        ));
+    }
     let mut g = vec![Vec::new(); count];
     for c in cpus {
         g[id(c)].push(c.cpu);
@@ -274,6 +308,12 @@ impl Machine {
         if cpus.is_empty() {
             return Err("topology: a machine needs at least one CPU".into());
         }
+        if cpus.len() > MAX_CPUS {
+            return Err(format!(
+                "topology: {} CPUs is above the limit of {MAX_CPUS} CPUs",
+                cpus.len()
+            ));
+        }
         if let Some((i, c)) = cpus.iter().enumerate().find(|(i, c)| c.cpu != *i) {
             return Err(format!("topology: CPU record {i} says it is CPU {}", c.cpu));
         }
@@ -286,6 +326,12 @@ impl Machine {
         let core_cpus = groups(&cpus, "core", |c| c.core)?;
         let cluster_cpus = groups(&cpus, "cluster", |c| c.cluster)?;
         let llc_cpus = groups(&cpus, "llc", |c| c.llc)?;
+        if let Some(big) = llc_cpus.iter().find(|l| l.len() > MAX_LLC_CPUS) {
+            return Err(format!(
+                "topology: an LLC of {} CPUs is above the limit of {MAX_LLC_CPUS}",
+                big.len()
+            ));
+        }
         let coregroup_cpus = groups(&cpus, "coregroup", |c| c.coregroup)?;
         let node_cpus = groups(&cpus, "node", |c| c.node)?;
         let socket_cpus = groups(&cpus, "socket", |c| c.socket)?;

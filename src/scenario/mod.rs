@@ -15,7 +15,7 @@ use crate::kernel::features::{FairClass, KernelConfig, PreemptModel, Wakelist, F
 use crate::kernel::noise::NoiseConfig;
 use crate::kernel::rt::RtBandwidth;
 use crate::kernel::task_group::{
-    parse_cpu_max, CgroupSpec, TaskGroups, CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX, CGROUP_WEIGHT_MIN,
+    normalize, parse_cpu_max, CgroupSpec, CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX, CGROUP_WEIGHT_MIN,
 };
 use crate::workload::params::{parse_duration, Params};
 use std::fmt;
@@ -715,11 +715,10 @@ fn cgroup_spec(src: &Source, key: &str, t: &Table) -> Result<CgroupSpec, InputEr
         let fk = format!("{key}.{k}");
         match k.as_str() {
             "path" => {
-                spec.path = v
+                let path = v
                     .as_str()
-                    .ok_or_else(|| src.err(&fk, "must be a string such as \"/a/b\""))?
-                    .to_string();
-                TaskGroups::build(std::slice::from_ref(&spec)).map_err(|e| src.err(&fk, e))?;
+                    .ok_or_else(|| src.err(&fk, "must be a string such as \"/a/b\""))?;
+                spec.path = normalize(path).map_err(|e| src.err(&fk, e))?;
             }
             "weight" => {
                 let w = v

@@ -15,7 +15,7 @@ pub mod parse;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
-use crate::util::fs::AtomicFile;
+use crate::util::fs::{AtomicFile, OutputSet};
 use std::io;
 
 /// `--trace-format`
@@ -48,8 +48,8 @@ pub struct TraceOptions {
 
 impl TraceOptions {
     /// Open the output file and build the tracer.
-    pub fn open(&self, k: &Kernel) -> io::Result<Box<dyn Tracer>> {
-        let file = AtomicFile::create(std::path::Path::new(&self.path))?;
+    pub fn open(&self, k: &Kernel, outs: &OutputSet) -> io::Result<Box<dyn Tracer>> {
+        let file = outs.create(std::path::Path::new(&self.path))?;
         let sel = Selection {
             names: self.pelt.clone(),
         };
