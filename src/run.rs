@@ -126,7 +126,7 @@ pub fn run_with(
         k.sd.set_level_flags(lvl, spec)
             .map_err(|e| RunError::Input(src.err(&format!("kernel.domain.{lvl}.flags"), e)))?;
     }
-    k.tracer = open_tracers(&sc.output, &k).map_err(RunError::Input)?;
+    k.tracer = open_tracers(&sc.output, &k, sc.duration).map_err(RunError::Input)?;
     if let Some(make) = extra {
         k.tracer = Some(crate::trace::tee(k.tracer.take(), make(&k)));
     }
@@ -184,12 +184,16 @@ pub fn run_with(
 }
 
 /// The tracers a run's `[output]` asks for (--trace, --html), if any.
-fn open_tracers(out: &Output, k: &Kernel) -> Result<Option<Box<dyn Tracer>>, InputError> {
+fn open_tracers(
+    out: &Output,
+    k: &Kernel,
+    end: Option<u64>,
+) -> Result<Option<Box<dyn Tracer>>, InputError> {
     let mut list: Vec<Box<dyn Tracer>> = Vec::new();
     let opts = out.trace.clone().unwrap_or_default();
     if !opts.path.is_empty() {
         list.push(
-            opts.open(k)
+            opts.open(k, end)
                 .map_err(|e| InputError::new(format!("--trace {}: {e}", opts.path)))?,
         );
     } else if out.trace.is_some() && out.html.is_none() {
