@@ -5,7 +5,8 @@ use crate::report::{json::to_json, summary::summary};
 use crate::run::{run_in, RunError};
 use crate::scenario::flags::{load_scenario, read_scenario, set_output, OutArgs, ScenarioArgs};
 use crate::scenario::{feature_lines, InputError, Scenario, Source, DEMO};
-use crate::util::fs::{AtomicFile, OutputSet};
+use crate::util::fs::OutputSet;
+use crate::util::sink::{Sink, STDIO};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -90,13 +91,16 @@ struct MachinesArgs {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Scenario file (TOML); flags below override its keys
+    /// Scenario file (TOML; `-` reads it from stdin); flags below override its keys
     scenario: Option<PathBuf>,
     #[command(flatten)]
     common: ScenarioArgs,
     /// Verify the scheduler's invariants after every event [sim.check]
     #[arg(long)]
     check: bool,
+    /// Exit 0, not 4, when a benchmark did not finish within --duration
+    #[arg(long)]
+    allow_unfinished: bool,
     #[command(flatten)]
     out: OutArgs,
 }
@@ -153,12 +157,14 @@ fn load(args: &RunArgs) -> Result<(Source, Scenario), InputError> {
     )
 }
 
-fn run_and_report(src: &Source, sc: &Scenario) -> i32 {
+/// Exit status of a run whose benchmark did not finish (`--allow-unfinished`: 0).
+pub const EXIT_UNFINISHED: i32 = 4;
+
+fn run_and_report(src: &Source, sc: &Scenario, allow_unfinished: bool) -> i32 {
     // Every output is opened before the run: a bad path fails at once.
     let outs = OutputSet::new();
     let open = |flag: &str, path: &Option<String>| match path {
-        Some(p) => outs
-            .create(std::path::Path::new(p))
+        Some(p) => Sink::open(p, Some(&outs))
             .map(Some)
             .map_err(|e| eprintln!("schedlab: error: {flag}: {e}")),
         None => Ok(None),
@@ -189,20 +195,38 @@ fn run_and_report(src: &Source, sc: &Scenario) -> i32 {
         eprintln!("schedlab: error: cannot write {e}");
         return 2;
     }
-    if sc.output.quiet {
-        for (w, tasks) in &result.workloads {
-            for l in w.report(&result.kernel, tasks).lines {
-                println!("{l}");
-            }
-        }
+    let reports: Vec<_> = (result.workloads.iter())
+        .map(|(w, tasks)| w.report(&result.kernel, tasks))
+        .collect();
+    // With an output on stdout (`-`), the human-readable text goes to stderr.
+    let text = if sc.output.quiet {
+        reports
+            .iter()
+            .flat_map(|r| &r.lines)
+            .map(|l| format!("{l}\n"))
+            .collect()
     } else {
-        print!("{}", summary(&result.view()));
+        summary(&result.view())
+    };
+    if stdout_taken(sc) {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    let unfinished = reports
+        .iter()
+        .any(|r| r.fields.get("finished") == Some(&serde_json::Value::Bool(false)));
+    if unfinished && !allow_unfinished {
+        eprintln!(
+            "schedlab: a benchmark did not finish (exit {EXIT_UNFINISHED}; raise --duration, or --allow-unfinished)"
+        );
+        return EXIT_UNFINISHED;
     }
     0
 }
 
 /// Write and stage one output of the set, if it was asked for.
-fn write_out(file: Option<AtomicFile>, text: impl FnOnce() -> String) -> std::io::Result<()> {
+fn write_out(file: Option<Sink>, text: impl FnOnce() -> String) -> std::io::Result<()> {
     match file {
         Some(mut f) => {
             f.write_all(text().as_bytes())?;
@@ -210,6 +234,13 @@ fn write_out(file: Option<AtomicFile>, text: impl FnOnce() -> String) -> std::io
         }
         None => Ok(()),
     }
+}
+
+/// True when --json, --trace or --schedstat writes to stdout.
+fn stdout_taken(sc: &Scenario) -> bool {
+    let o = &sc.output;
+    let trace = o.trace.as_ref().map(|t| t.path.as_str());
+    [o.json.as_deref(), trace, o.schedstat.as_deref()].contains(&Some(STDIO))
 }
 
 pub fn main() -> i32 {
@@ -223,14 +254,14 @@ pub fn main() -> i32 {
         }),
         Some(Cmd::Demo(out)) => demo(&out),
         Some(Cmd::Replay(args)) => match load_replay(&args) {
-            Ok((src, sc)) => run_and_report(&src, &sc),
+            Ok((src, sc)) => run_and_report(&src, &sc, args.run.allow_unfinished),
             Err(e) => {
                 eprintln!("schedlab: error: {e}");
                 2
             }
         },
         Some(Cmd::Run(args)) => match load(&args) {
-            Ok((src, sc)) => run_and_report(&src, &sc),
+            Ok((src, sc)) => run_and_report(&src, &sc, args.allow_unfinished),
             Err(e) => {
                 eprintln!("schedlab: error: {e}");
                 2
@@ -324,7 +355,7 @@ fn demo(out: &OutArgs) -> i32 {
     };
     match Scenario::resolve(&src, &t) {
         Ok(sc) => {
-            let rc = run_and_report(&src, &sc);
+            let rc = run_and_report(&src, &sc, false);
             if rc == 0 && !sc.output.quiet {
                 println!(
                     "\nNext: change one thing and compare, e.g.\n  \

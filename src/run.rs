@@ -143,7 +143,7 @@ pub fn run_in(
         k.sd.set_level_flags(lvl, spec)
             .map_err(|e| RunError::Input(src.err(&format!("kernel.domain.{lvl}.flags"), e)))?;
     }
-    k.tracer = open_tracers(&sc.output, &k, outs).map_err(RunError::Input)?;
+    k.tracer = open_tracers(&sc.output, &k, outs, sc.duration).map_err(RunError::Input)?;
     if let Some(make) = extra {
         k.tracer = Some(crate::trace::tee(k.tracer.take(), make(&k)));
     }
@@ -213,12 +213,13 @@ fn open_tracers(
     out: &Output,
     k: &Kernel,
     outs: &OutputSet,
+    end: Option<u64>,
 ) -> Result<Option<Box<dyn Tracer>>, InputError> {
     let mut list: Vec<Box<dyn Tracer>> = Vec::new();
     let opts = out.trace.clone().unwrap_or_default();
     if !opts.path.is_empty() {
         list.push(
-            opts.open(k, outs)
+            opts.open(k, outs, end)
                 .map_err(|e| InputError::new(format!("--trace: {e}")))?,
         );
     } else if out.trace.is_some() && out.html.is_none() {

@@ -106,6 +106,12 @@ pub fn read_scenario(path: Option<&PathBuf>) -> Result<(Option<String>, String),
     let Some(p) = path else {
         return Ok((None, String::new()));
     };
+    if p.as_os_str() == crate::util::sink::STDIO {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| InputError::new(format!("<stdin>: cannot read scenario: {e}")))?;
+        return Ok((Some("<stdin>".into()), text));
+    }
     let name = p.display().to_string();
     let text = std::fs::read_to_string(p)
         .map_err(|e| InputError::new(format!("{name}: cannot read scenario: {e}")))?;

@@ -279,9 +279,11 @@ fn get_u64(src: &Source, key: &str, v: &Value, min: u64) -> Result<u64, InputErr
 
 fn get_duration(src: &Source, key: &str, v: &Value) -> Result<u64, InputError> {
     let ns = match v {
-        Value::Integer(n) if *n > 0 => Ok(*n as u64),
         Value::String(s) => parse_duration(s),
-        _ => Err("must be a duration such as \"3s\" or \"500ms\"".to_string()),
+        _ => Err(
+            "must be a duration with a unit (ns, us, ms or s), such as \"3s\" or \"500ms\""
+                .to_string(),
+        ),
     }
     .map_err(|e| src.err(key, e))?;
     if ns == 0 {
@@ -353,6 +355,7 @@ impl Scenario {
                                 .map_err(|e| src.err(&key, e))?,
                         }
                     }
+                    output::check(&sc.output).map_err(|e| src.err("output", e))?;
                 }
                 "workload" => {
                     let list = v.as_array().ok_or_else(|| {

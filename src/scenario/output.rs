@@ -3,6 +3,7 @@
 
 use super::Output;
 use crate::trace::{Format, TraceOptions};
+use crate::util::sink::{compression, STDIO};
 use crate::workload::params::parse_duration;
 
 /// `--trace-window 2s..3s`: the simulated time range kept, [start, end).
@@ -36,8 +37,15 @@ pub fn output_key(out: &mut Output, key: &str, v: &toml::Value) -> Result<(), St
     let trace = || out.trace.clone().unwrap_or_default();
     match key {
         "trace" => {
+            // Keys resolve in name order, so an explicit trace_format
+            // comes after this and wins over the extension.
             let path = s()?;
-            out.trace = Some(TraceOptions { path, ..trace() });
+            let format = Format::from_path(&path);
+            out.trace = Some(TraceOptions {
+                path,
+                format,
+                ..trace()
+            });
         }
         "trace_format" => {
             let format = Format::parse(&s()?)?;
@@ -56,6 +64,44 @@ pub fn output_key(out: &mut Output, key: &str, v: &toml::Value) -> Result<(), St
             "unknown key (known: json, quiet, trace, trace_format, trace_window, trace_pelt, html)"
                 .into(),
         ),
+    }
+    Ok(())
+}
+
+/// Checks across the `[output]` keys: at most one output on stdout,
+/// known compressions, and a trace format that can hold what is traced.
+pub fn check(out: &Output) -> Result<(), String> {
+    let trace = out.trace.as_ref().map(|t| t.path.clone());
+    let files = [
+        ("--json", out.json.clone()),
+        ("--trace", trace),
+        ("--schedstat", out.schedstat.clone()),
+    ];
+    let stdout: Vec<&str> = files
+        .iter()
+        .filter(|(_, p)| p.as_deref() == Some(STDIO))
+        .map(|(flag, _)| *flag)
+        .collect();
+    if stdout.len() > 1 {
+        return Err(format!(
+            "{} {} write to stdout (`-`): only one output can; give the others a file",
+            stdout.join(" and "),
+            if stdout.len() == 2 { "both" } else { "all" }
+        ));
+    }
+    for (flag, path) in &files {
+        if let Some(p) = path {
+            compression(p).map_err(|e| format!("{flag} {e}"))?;
+        }
+    }
+    if let Some(t) = &out.trace {
+        if t.format == Format::Dat && !t.pelt.is_empty() {
+            return Err(format!(
+                "--trace {} --trace-pelt: a trace.dat holds the sched tracepoints only, \
+                 not PELT counters; use --trace-format ftrace or chrome for them",
+                t.path
+            ));
+        }
     }
     Ok(())
 }

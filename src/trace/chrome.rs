@@ -7,7 +7,6 @@ use super::{prev_state, Selection, TraceFile, FLUSH_AT};
 use crate::kernel::task::Pid;
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
-use crate::util::fs::AtomicFile;
 use std::io::{self, Write};
 
 pub struct ChromeWriter {
@@ -28,9 +27,9 @@ fn us(ns: u64) -> String {
 }
 
 impl ChromeWriter {
-    pub fn new(out: AtomicFile, window: Option<(u64, u64)>, sel: Selection, k: &Kernel) -> Self {
+    pub fn new(out: TraceFile, window: Option<(u64, u64)>, sel: Selection, k: &Kernel) -> Self {
         let mut w = ChromeWriter {
-            out: TraceFile::new(out),
+            out,
             buf: Vec::with_capacity(FLUSH_AT + 1024),
             window: window.unwrap_or((0, u64::MAX)),
             sel,
@@ -167,7 +166,7 @@ impl ChromeWriter {
 impl Tracer for ChromeWriter {
     fn event(&mut self, k: &Kernel, ev: &TraceEvent) {
         self.write(k, ev);
-        self.out.flush_full(&mut self.buf);
+        self.out.flush_full(&mut self.buf, k.now);
     }
 
     fn finish(mut self: Box<Self>, k: &Kernel) -> io::Result<()> {

@@ -9,7 +9,6 @@ use super::{prev_state, prio, Selection, TraceFile, FLUSH_AT};
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
-use crate::util::fs::AtomicFile;
 use std::io::{self, Write};
 
 /// Append the decimal digits of `v`, left-padded with `pad` to `width`
@@ -59,9 +58,9 @@ pub struct FtraceWriter {
 }
 
 impl FtraceWriter {
-    pub fn new(out: AtomicFile, window: Option<(u64, u64)>, sel: Selection, k: &Kernel) -> Self {
+    pub fn new(out: TraceFile, window: Option<(u64, u64)>, sel: Selection, k: &Kernel) -> Self {
         let mut w = FtraceWriter {
-            out: TraceFile::new(out),
+            out,
             buf: Vec::with_capacity(FLUSH_AT + 1024),
             window: window.unwrap_or((0, u64::MAX)),
             sel,
@@ -311,7 +310,7 @@ impl Tracer for FtraceWriter {
             return;
         }
         self.write(k, ev);
-        self.out.flush_full(&mut self.buf);
+        self.out.flush_full(&mut self.buf, k.now);
     }
 
     fn finish(self: Box<Self>, _k: &Kernel) -> io::Result<()> {

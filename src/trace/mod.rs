@@ -9,13 +9,15 @@
 //! no workload, report, scenario or run; the run layer opens the tracers.
 
 pub mod chrome;
+pub mod dat;
 pub mod ftrace;
 pub mod parse;
 
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
-use crate::util::fs::{AtomicFile, OutputSet};
+use crate::util::fs::OutputSet;
+use crate::util::sink::Sink;
 use std::io;
 
 /// `--trace-format`
@@ -24,6 +26,8 @@ pub enum Format {
     #[default]
     Ftrace,
     Chrome,
+    /// trace-cmd's binary trace.dat (`dat.rs`).
+    Dat,
 }
 
 impl Format {
@@ -31,7 +35,24 @@ impl Format {
         match s {
             "ftrace" | "text" => Ok(Format::Ftrace),
             "chrome" | "json" => Ok(Format::Chrome),
-            _ => Err(format!("unknown trace format `{s}` (ftrace or chrome)")),
+            "dat" | "trace-cmd" => Ok(Format::Dat),
+            _ => Err(format!(
+                "unknown trace format `{s}` (ftrace, chrome or dat)"
+            )),
+        }
+    }
+
+    /// The format a trace path's extension names (past any `.gz`/`.zst`):
+    /// `.json` Chrome JSON, `.dat` trace-cmd, anything else ftrace text.
+    pub fn from_path(path: &str) -> Format {
+        let name = crate::util::sink::uncompressed_name(path);
+        match std::path::Path::new(name)
+            .extension()
+            .and_then(|e| e.to_str())
+        {
+            Some("json") => Format::Chrome,
+            Some("dat") => Format::Dat,
+            _ => Format::Ftrace,
         }
     }
 }
@@ -47,15 +68,31 @@ pub struct TraceOptions {
 }
 
 impl TraceOptions {
-    /// Open the output file and build the tracer.
-    pub fn open(&self, k: &Kernel, outs: &OutputSet) -> io::Result<Box<dyn Tracer>> {
-        let file = outs.create(std::path::Path::new(&self.path))?;
+    /// Open the output file (one of `outs`) and build the tracer; `end` is
+    /// the run's simulated end, if known, for the size warning.
+    pub fn open(
+        &self,
+        k: &Kernel,
+        outs: &OutputSet,
+        end: Option<u64>,
+    ) -> io::Result<Box<dyn Tracer>> {
+        let file = TraceFile {
+            out: Sink::open(&self.path, Some(outs))?,
+            error: None,
+            size: SizeWatch {
+                path: self.path.clone(),
+                end: end.map(|e| e.min(self.window.map_or(e, |w| w.1))),
+                bytes: 0,
+                warned: false,
+            },
+        };
         let sel = Selection {
             names: self.pelt.clone(),
         };
         Ok(match self.format {
             Format::Ftrace => Box::new(ftrace::FtraceWriter::new(file, self.window, sel, k)),
             Format::Chrome => Box::new(chrome::ChromeWriter::new(file, self.window, sel, k)),
+            Format::Dat => Box::new(dat::DatWriter::new(file, self.window, k)?),
         })
     }
 }
@@ -66,33 +103,94 @@ pub const FLUSH_AT: usize = 1 << 16;
 /// The file a trace writer's buffer goes to: written whenever the buffer
 /// is full, the first write error kept for the end of the run.
 pub struct TraceFile {
-    out: AtomicFile,
+    out: Sink,
     error: Option<io::Error>,
+    size: SizeWatch,
 }
 
 impl TraceFile {
-    pub fn new(out: AtomicFile) -> Self {
-        TraceFile { out, error: None }
-    }
-
     /// Write `buf` out and empty it, once it holds `FLUSH_AT` bytes.
-    pub fn flush_full(&mut self, buf: &mut Vec<u8>) {
+    pub fn flush_full(&mut self, buf: &mut Vec<u8>, now: u64) {
         if buf.len() >= FLUSH_AT {
-            if let Err(e) = self.out.write_all(buf) {
-                self.error.get_or_insert(e);
-            }
+            self.write(buf);
+            self.count(buf.len(), now);
             buf.clear();
         }
     }
 
+    /// Write `data` now, keeping the first error.
+    pub fn write(&mut self, data: &[u8]) {
+        if self.error.is_none() {
+            if let Err(e) = self.out.write_all(data) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Keep the first error for `finish`.
+    pub fn fail(&mut self, e: io::Error) {
+        self.error.get_or_insert(e);
+    }
+
+    /// `n` more bytes of trace at simulated time `now` (for the warning).
+    pub fn count(&mut self, n: usize, now: u64) {
+        self.size.add(n as u64, now);
+    }
+
     /// Write the rest and commit the file, or return the first error.
-    pub fn finish(self, rest: &[u8]) -> io::Result<()> {
-        let TraceFile { mut out, error } = self;
-        if let Some(e) = error {
+    pub fn finish(mut self, rest: &[u8]) -> io::Result<()> {
+        self.write(rest);
+        if let Some(e) = self.error {
             return Err(e);
         }
-        out.write_all(rest)?;
-        out.commit()
+        self.out.commit()
+    }
+}
+
+/// Bytes of trace after which the expected total is estimated once.
+const WARN_AFTER: u64 = 64 << 20;
+/// Expected totals at or above this are warned about.
+const WARN_TOTAL: u64 = 256 << 20;
+
+/// The expected size of a trace, from its bytes so far and the simulated
+/// time left: a warning on stderr when it is large.
+struct SizeWatch {
+    path: String,
+    end: Option<u64>,
+    bytes: u64,
+    warned: bool,
+}
+
+impl SizeWatch {
+    fn add(&mut self, n: u64, now: u64) {
+        self.bytes += n;
+        if self.warned || self.bytes < WARN_AFTER || now == 0 {
+            return;
+        }
+        self.warned = true;
+        let mib = |b: f64| b / (1u64 << 20) as f64;
+        let per_s = self.bytes as f64 / now as f64 * 1e9;
+        let expect = match self.end {
+            Some(end) if (self.bytes as f64 * end as f64 / now as f64) < WARN_TOTAL as f64 => {
+                return
+            }
+            Some(end) => format!(
+                "about {:.0} MiB by the end at {:.3} s",
+                mib(self.bytes as f64 * end as f64 / now as f64),
+                end as f64 / 1e9
+            ),
+            None => format!(
+                "{:.0} MiB per simulated second until the benchmark ends",
+                mib(per_s)
+            ),
+        };
+        eprintln!(
+            "schedlab: warning: --trace {}: {:.0} MiB after {:.3} simulated s, expect {expect} \
+             (uncompressed); narrow it with --trace-window or compress it with .gz/.zst",
+            self.path,
+            mib(self.bytes as f64),
+            now as f64 / 1e9
+        );
     }
 }
 

@@ -9,4 +9,5 @@ pub mod affinity;
 pub mod fs;
 pub mod hist;
 pub mod parallel;
+pub mod sink;
 pub mod version;

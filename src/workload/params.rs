@@ -19,7 +19,15 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let mult = match unit.trim() {
-        "" | "ns" => 1.0,
+        // A bare 0 is 0 in any unit; any other bare number is ambiguous
+        // (`--duration 1` once meant 1 ns).
+        "" if num.parse::<f64>() == Ok(0.0) => 1.0,
+        "" => {
+            return Err(format!(
+                "`{s}` has no time unit (use ns, us, ms or s, e.g. {s}s)"
+            ))
+        }
+        "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
@@ -190,7 +198,10 @@ mod tests {
         assert!(p.check_keys(&["groups"]).is_err());
         assert_eq!(parse_duration("8ms").unwrap(), 8_000_000);
         assert_eq!(parse_duration("1.5s").unwrap(), 1_500_000_000);
-        assert_eq!(parse_duration("250").unwrap(), 250);
+        assert_eq!(parse_duration("250ns").unwrap(), 250);
+        assert_eq!(parse_duration("0").unwrap(), 0);
+        let e = parse_duration("1").unwrap_err();
+        assert!(e.contains("no time unit") && e.contains("ms"), "{e}");
         assert!(parse_duration("3 parsecs").is_err());
         assert_eq!(
             parse_dist("1ms..2ms").unwrap(),

@@ -1,0 +1,194 @@
+//! Output files and exit codes: trace format and compression by
+//! extension, trace-cmd's trace.dat (read back with `trace-cmd report`
+//! when it is installed), `-` for stdout and stdin, exit 4 for an
+//! unfinished benchmark, durations without a unit, and bad output flags.
+
+mod common;
+use common::{schedlab, tmp};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+const RUN: &[&str] = &[
+    "run",
+    "--machine",
+    "vm-2",
+    "--workload",
+    "hackbench:groups=1,loops=20",
+    "-q",
+];
+
+fn run_with(extra: &[&str]) -> (i32, String, String) {
+    let mut args = RUN.to_vec();
+    args.extend(extra);
+    schedlab(&args)
+}
+
+fn path(name: &str) -> String {
+    tmp(name).display().to_string()
+}
+
+/// Events per name in ftrace-style text (`... name: fields`).
+fn count_events(text: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        if let Some(name) = l
+            .split_whitespace()
+            .find(|w| w.ends_with(':') && w.starts_with("sched_"))
+        {
+            *m.entry(name.trim_end_matches(':').to_string()).or_insert(0) += 1;
+        }
+    }
+    m
+}
+
+#[test]
+fn format_and_compression_follow_the_extension() {
+    let (txt, json, gz, zst) = (
+        path("e.txt"),
+        path("e.json"),
+        path("e.txt.gz"),
+        path("e.json.zst"),
+    );
+    for p in [&txt, &json, &gz, &zst] {
+        let (rc, _, err) = run_with(&["--trace", p]);
+        assert_eq!(rc, 0, "{p}: {err}");
+    }
+    let text = std::fs::read_to_string(&txt).unwrap();
+    assert!(text.starts_with("# tracer: nop"));
+    assert!(std::fs::read_to_string(&json)
+        .unwrap()
+        .starts_with("{\"traceEvents\""));
+    let mut unzipped = String::new();
+    let raw = std::fs::read(&gz).unwrap();
+    flate2::read::GzDecoder::new(&raw[..])
+        .read_to_string(&mut unzipped)
+        .unwrap();
+    assert_eq!(unzipped, text, ".gz holds the same trace as the text");
+    let raw = std::fs::read(&zst).unwrap();
+    let mut unz = Vec::new();
+    ruzstd::decoding::StreamingDecoder::new(&raw[..])
+        .unwrap()
+        .read_to_end(&mut unz)
+        .unwrap();
+    assert_eq!(unz, std::fs::read(&json).unwrap(), ".zst holds the JSON");
+    // --trace-format wins over the extension.
+    let odd = path("e2.json");
+    let (rc, _, err) = run_with(&["--trace", &odd, "--trace-format", "ftrace"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(std::fs::read_to_string(&odd)
+        .unwrap()
+        .starts_with("# tracer"));
+}
+
+#[test]
+fn trace_dat_reads_back_in_trace_cmd_with_the_text_traces_events() {
+    let (dat, txt) = (path("t.dat"), path("t.txt"));
+    let long = ["--workload", "periodic:tasks=3,run=1ms,sleep=300ms"];
+    for p in [&dat, &txt] {
+        let (rc, _, err) = run_with(&["--trace", p]);
+        assert_eq!(rc, 0, "{err}");
+        // Sleeps longer than a record's 27-bit delta need time extends.
+        let mut args = vec!["run", "--machine", "smp:cpus=2", "--duration", "1s", "-q"];
+        args.extend(long);
+        let p2 = format!(
+            "{p}.long.{}",
+            if p.ends_with("dat") { "dat" } else { "txt" }
+        );
+        args.extend(["--trace", &p2]);
+        let (rc, _, err) = schedlab(&args);
+        assert_eq!(rc, 0, "{err}");
+    }
+    let raw = std::fs::read(&dat).unwrap();
+    assert_eq!(&raw[..10], b"\x17\x08\x44tracing", "trace.dat magic");
+    assert_eq!(raw.len() % 4096, 0, "page-aligned CPU data");
+    let report = Command::new("trace-cmd")
+        .args(["report", "-i", &dat])
+        .stderr(Stdio::null())
+        .output();
+    let Some(report) = report.ok().filter(|o| o.status.success()) else {
+        eprintln!("note: trace-cmd not installed: SKIPPING the trace-cmd report check");
+        return;
+    };
+    let text = std::fs::read_to_string(&txt).unwrap();
+    let want = count_events(&text);
+    let got = count_events(&String::from_utf8_lossy(&report.stdout));
+    assert!(want["sched_switch"] > 100, "{want:?}");
+    assert_eq!(got, want, "trace-cmd report of the .dat vs the text trace");
+    let long = Command::new("trace-cmd")
+        .args(["report", "-i", &format!("{dat}.long.dat")])
+        .output()
+        .unwrap();
+    let long_text = std::fs::read_to_string(format!("{txt}.long.txt")).unwrap();
+    let last_ts = |s: &str| -> f64 {
+        let l = s.lines().rfind(|l| l.contains("sched_switch")).unwrap();
+        let ts = l
+            .split_whitespace()
+            .find(|w| w.ends_with(':') && w.contains('.'))
+            .unwrap();
+        ts.trim_end_matches(':').parse().unwrap()
+    };
+    let out = String::from_utf8_lossy(&long.stdout);
+    assert_eq!(count_events(&out), count_events(&long_text));
+    assert!((last_ts(&out) - last_ts(&long_text)).abs() < 2e-6);
+}
+
+#[test]
+fn dash_is_stdout_and_stdin() {
+    let (rc, out, err) = run_with(&["--json", "-"]);
+    assert_eq!(rc, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is the JSON alone");
+    assert!(v["totals"].is_object());
+    assert!(err.contains("Time:"), "the benchmark's lines go to stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["run", "-", "-q"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        child.stdin.as_mut().unwrap(),
+        b"[machine]\npreset = \"vm-2\"\n[[workload]]\nkind = \"pipe\"\nloops = 100\n",
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("pipe operations"));
+}
+
+#[test]
+fn unfinished_benchmark_exits_4_unless_allowed() {
+    let args = [
+        "--duration",
+        "1ms",
+        "--workload",
+        "hackbench:groups=1,loops=2000",
+    ];
+    let (rc, _, err) = run_with(&args);
+    assert_eq!(rc, 4, "{err}");
+    assert!(err.contains("did not finish") || err.contains("--allow-unfinished"));
+    let mut allowed = args.to_vec();
+    allowed.push("--allow-unfinished");
+    assert_eq!(run_with(&allowed).0, 0);
+}
+
+#[test]
+fn bad_output_flags_exit_2_naming_the_flag() {
+    let dat = path("b.dat");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--duration", "1"], "no time unit"),
+        (&["--trace", "x.txt.xz"], "--trace"),
+        (&["--json", "x.json.bz2"], "--json"),
+        (&["--json", "-", "--trace", "-"], "--json and --trace"),
+        (
+            &["--trace", &dat, "--trace-pelt", "hackbench"],
+            "--trace-pelt",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let (rc, _, err) = run_with(extra);
+        assert_eq!(rc, 2, "{extra:?}: {err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
