@@ -353,7 +353,7 @@ pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
 
 /// Two-sided p-value of Welch's unequal-variances t-test. Identical
 /// constant samples give 1; different constant samples give 0.
-fn welch_p(xs: &[f64], ys: &[f64]) -> f64 {
+pub fn welch_p(xs: &[f64], ys: &[f64]) -> f64 {
     let (n1, n2) = (xs.len() as f64, ys.len() as f64);
     if n1 < 2.0 || n2 < 2.0 {
         return 1.0;
@@ -365,7 +365,12 @@ fn welch_p(xs: &[f64], ys: &[f64]) -> f64 {
     }
     let t = (m1 - m2) / (v1 + v2).sqrt();
     let df = (v1 + v2).powi(2) / (v1 * v1 / (n1 - 1.0) + v2 * v2 / (n2 - 1.0));
-    // P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2)
+    t_two_sided_p(t, df)
+}
+
+/// P(|T| > t) for Student's t with `df` degrees of freedom:
+/// I_{df/(df+t²)}(df/2, 1/2).
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
     inc_beta(df / 2.0, 0.5, df / (df + t * t))
 }
 
