@@ -158,7 +158,7 @@ pub fn columns(metrics: &[String], results: &[Value]) -> Vec<String> {
             let Some(Value::Object(o)) = r.pointer(&pointer(prefix)) else {
                 continue;
             };
-            let inputs = input_params(r);
+            let inputs = crate::compare::input_params(r);
             for (k, v) in o {
                 if v.is_number() && !inputs.contains(&k.as_str()) {
                     keys.insert(format!("{prefix}.{k}"));
@@ -168,16 +168,6 @@ pub fn columns(metrics: &[String], results: &[Value]) -> Vec<String> {
         out.extend(keys);
     }
     out
-}
-
-/// The first workload's parameter names: inputs, not results.
-pub fn input_params(result: &Value) -> Vec<&'static str> {
-    result
-        .pointer("/benchmark/name")
-        .and_then(Value::as_str)
-        .and_then(crate::workload::kinds::kind)
-        .map(|k| k.keys())
-        .unwrap_or_default()
 }
 
 /// `totals.wakeup_latency_us.p99` as a JSON pointer.
