@@ -63,6 +63,17 @@ enum Cmd {
         schedlab compare scenarios/seed-000-wakelist/xeon-context1.toml --set-a kernel.wakelist=on_cpu_nr_le1 --set-b kernel.wakelist=idle --runs 5\n  \
         schedlab compare a.toml b.toml --runs 10 --json cmp.json")]
     Compare(crate::compare::CompareArgs),
+    /// Run every grid point × seed of a sweep file into a results directory
+    #[command(after_help = "Examples:\n  \
+        schedlab sweep scenarios/sweeps/wakelist.toml --jobs 2 --out results/wakelist\n  \
+        schedlab sweep scenarios/sweeps/wakelist.toml --out results/wakelist --resume --html results/wakelist/report.html")]
+    Sweep(crate::sweep::SweepArgs),
+    /// Write the HTML report of a sweep's results directory
+    #[command(
+        name = "sweep-report",
+        after_help = "Example:\n  schedlab sweep-report results/wakelist"
+    )]
+    SweepReport(crate::sweep::ReportArgs),
     /// Reproduce a seed's experiment, before vs after, beside the seed's numbers
     #[command(after_help = "Examples:\n  schedlab repro wakelist --runs 3\n  schedlab repro swb")]
     Repro(crate::repro::ReproArgs),
@@ -302,6 +313,8 @@ pub fn main() -> i32 {
         Some(Cmd::Bench(args)) => crate::bench::main(&args),
         Some(Cmd::Compare(args)) => crate::compare::main(&args),
         Some(Cmd::Repro(args)) => crate::repro::main(&args),
+        Some(Cmd::Sweep(args)) => crate::sweep::main(&args),
+        Some(Cmd::SweepReport(args)) => crate::sweep::report_main(&args),
         Some(Cmd::Validate(args)) => crate::validate::main(&args),
         Some(Cmd::Calibrate(args)) => crate::calibrate::main(&args),
     }

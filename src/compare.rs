@@ -36,6 +36,10 @@ pub struct CompareArgs {
     /// Override a key on side B only (repeatable)
     #[arg(long = "set-b", value_name = "KEY=VALUE")]
     set_b: Vec<String>,
+    /// One more side, named NAME, with these keys over the common flags
+    /// (repeatable; each is tested against A)
+    #[arg(long = "variant", value_name = "NAME:KEY=VALUE,...")]
+    variants: Vec<String>,
     /// Runs per side, with seeds seed, seed+1, …
     #[arg(long, default_value_t = 5)]
     runs: u64,
@@ -64,64 +68,164 @@ pub fn main(args: &CompareArgs) -> i32 {
     }
 }
 
+/// A named configuration: A, B or a `--variant`.
+pub type Side = (String, (Source, Scenario));
+
+/// The sides: A, B when it differs from A (or is a file of its own),
+/// then the variants. At least two, all different.
+fn sides(args: &CompareArgs) -> Result<Vec<Side>, InputError> {
+    let load = |file: Option<&PathBuf>, sets: &[String]| {
+        load_scenario(read_scenario(file)?, &args.common, false, None, sets)
+    };
+    let mut out = vec![("A".to_string(), load(args.a.as_ref(), &args.set_a)?)];
+    let b = load(args.b.as_ref().or(args.a.as_ref()), &args.set_b)?;
+    if args.variants.is_empty() || args.b.is_some() || !args.set_b.is_empty() {
+        out.push(("B".to_string(), b));
+    }
+    for v in &args.variants {
+        let (name, keys) = v.split_once(':').ok_or_else(|| {
+            InputError::new(format!("--variant `{v}`: expected NAME:KEY=VALUE,..."))
+        })?;
+        let name = name.trim();
+        if name.is_empty() || out.iter().any(|(n, _)| n == name) {
+            return Err(InputError::new(format!(
+                "--variant `{v}`: give each side a new, non-empty name (A and B are taken)"
+            )));
+        }
+        let sets: Vec<String> = keys.split(',').map(str::to_string).collect();
+        out.push((name.to_string(), load(args.a.as_ref(), &sets)?));
+    }
+    check_sides(&out)?;
+    Ok(out)
+}
+
+/// Two sides that are the same scenario cannot be compared.
+pub fn check_sides(sides: &[Side]) -> Result<(), InputError> {
+    for (i, (x, (_, a))) in sides.iter().enumerate() {
+        for (y, (_, b)) in &sides[..i] {
+            if a.to_table() == b.to_table() {
+                return Err(InputError::new(format!(
+                    "sides {y} and {x} are the same scenario: give two files or --set-a/--set-b/--variant that differ"
+                )));
+            }
+        }
+    }
+    if sides.len() < 2 {
+        return Err(InputError::new("give at least two sides to compare"));
+    }
+    Ok(())
+}
+
 fn compare(args: &CompareArgs) -> Result<(), InputError> {
     if args.runs == 0 {
         return Err(InputError::new("--runs must be at least 1"));
     }
-    let b_file = args.b.as_ref().or(args.a.as_ref());
-    let a = load_scenario(
-        read_scenario(args.a.as_ref())?,
-        &args.common,
-        false,
-        None,
-        &args.set_a,
-    )?;
-    let b = load_scenario(
-        read_scenario(b_file)?,
-        &args.common,
-        false,
-        None,
-        &args.set_b,
-    )?;
-    if a.1.to_table() == b.1.to_table() {
-        return Err(InputError::new(
-            "sides A and B are the same scenario: give two files or --set-a/--set-b that differ",
-        ));
-    }
-    crate::progress::install(crate::progress::Kind::Runs(Some(2 * args.runs)), args.quiet);
+    let sides = sides(args)?;
+    let n = sides.len() as u64;
+    crate::progress::install(crate::progress::Kind::Runs(Some(n * args.runs)), args.quiet);
     let html = args.html.is_some();
-    let (ra, ha) = run_side_html(&a, args.runs, html)?;
-    let (rb, hb) = run_side_html(&b, args.runs, html)?;
-    let noise_off = !a.1.kernel.noise.enabled && !b.1.kernel.noise.enabled;
-    let rows = metric_rows(&ra, &rb, noise_off);
-    print_table(&rows, args.runs, &a.1, &b.1);
-    if let (Some(path), Some(ha), Some(hb)) = (&args.html, ha, hb) {
-        let sides = [(&a.1, &b.1, ha), (&b.1, &a.1, hb)]
+    let mut results = Vec::new();
+    for (i, (_, side)) in sides.iter().enumerate() {
+        results.push(run_side_html(side, args.runs, html && i < 2)?);
+    }
+    let values: Vec<Vec<Metrics>> = results.iter().map(|r| r.0.clone()).collect();
+    let rows = all_rows(&sides, &values);
+    let (a, b) = (&sides[0].1 .1, &sides[1].1 .1);
+    for (i, (name, (_, sc))) in sides.iter().enumerate().skip(1) {
+        let mine: Vec<&Row> = rows.iter().filter(|r| r.side == *name).collect();
+        if i > 1 {
+            println!();
+        }
+        print_table(&mine, args.runs, a, sc, name);
+    }
+    let second = &sides[1].0;
+    if let (Some(path), Some(ha), Some(hb)) = (&args.html, results[0].1.take(), results[1].1.take())
+    {
+        let pair = [(a, b, ha), (b, a, hb)]
             .map(|(s, o, run)| json!({ "label": differences(s, o), "run": run }));
-        let [sa, sb] = sides;
+        let [sa, sb] = pair;
+        let first: Vec<Value> = rows
+            .iter()
+            .filter(|r| r.side == *second)
+            .map(Row::to_json)
+            .collect();
         let v = json!({
-            "title": format!("schedlab compare: {} run(s) per side, seeds {}..", args.runs, a.1.seed),
+            "title": format!("schedlab compare: {} run(s) per side, seeds {}..", args.runs, a.seed),
             "runs": args.runs,
             "a": sa,
             "b": sb,
-            "rows": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+            "rows": first,
         });
         write_atomic(path, compare_page(&v).as_bytes())
             .map_err(|e| InputError::new(format!("cannot write {}: {e}", path.display())))?;
     }
     if let Some(path) = &args.json {
-        let v = json!({
-            "runs": args.runs,
-            "confidence": CONFIDENCE,
-            "a": serde_json::to_value(a.1.to_table()).unwrap_or(Value::Null),
-            "b": serde_json::to_value(b.1.to_table()).unwrap_or(Value::Null),
-            "metrics": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
-        });
+        let v = compare_json(&sides, args.runs, &values, &rows);
         let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
         write_atomic(path, text.as_bytes())
             .map_err(|e| InputError::new(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(())
+}
+
+/// Every side after the first against the first.
+fn all_rows(sides: &[Side], values: &[Vec<Metrics>]) -> Vec<Row> {
+    let noise = |sc: &Scenario| sc.kernel.noise.enabled;
+    let a = &sides[0].1 .1;
+    sides
+        .iter()
+        .zip(values)
+        .skip(1)
+        .flat_map(|((name, (_, sc)), vs)| {
+            metric_rows(&values[0], vs, !noise(a) && !noise(sc))
+                .into_iter()
+                .map(move |mut r| {
+                    r.side = name.clone();
+                    r
+                })
+        })
+        .collect()
+}
+
+/// The comparison as JSON: each side's scenario and every run's values,
+/// and the statistics of each side against the first (A).
+fn compare_json(sides: &[Side], runs: u64, values: &[Vec<Metrics>], rows: &[Row]) -> Value {
+    let table = |sc: &Scenario| serde_json::to_value(sc.to_table()).unwrap_or(Value::Null);
+    let per_side: Vec<Value> = sides
+        .iter()
+        .zip(values)
+        .map(|((name, (_, sc)), vs)| {
+            let runs: Vec<Value> = vs
+                .iter()
+                .enumerate()
+                .map(|(i, m)| json!({ "seed": sc.seed + i as u64, "metrics": m }))
+                .collect();
+            json!({ "name": name, "scenario": table(sc), "runs": runs })
+        })
+        .collect();
+    json!({
+        "runs": runs,
+        "confidence": CONFIDENCE,
+        "a": table(&sides[0].1 .1),
+        "b": table(&sides[1].1 .1),
+        "sides": per_side,
+        "metrics": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+    })
+}
+
+/// Run every side `runs` times and compare each with the first: the
+/// `--json` document. For the Python package.
+pub fn compare_sides(sides: &[Side], runs: u64) -> Result<Value, InputError> {
+    if runs == 0 {
+        return Err(InputError::new("runs must be at least 1"));
+    }
+    check_sides(sides)?;
+    let values = sides
+        .iter()
+        .map(|(_, s)| run_side(s, runs))
+        .collect::<Result<Vec<_>, _>>()?;
+    let rows = all_rows(sides, &values);
+    Ok(compare_json(sides, runs, &values, &rows))
 }
 
 /// Run one side `runs` times in parallel; the flattened numeric metrics of
@@ -170,7 +274,21 @@ fn metrics(v: &Value) -> Map<String, Value> {
         let nested = format!("benchmark.{name}.");
         m.retain(|k, _| !k.starts_with(&nested));
     }
+    // Its parameters are inputs, not results.
+    for p in input_params(v) {
+        m.remove(&format!("benchmark.{p}"));
+    }
     m
+}
+
+/// The first workload's parameter names (a run's JSON): inputs, not results.
+pub fn input_params(result: &Value) -> Vec<&'static str> {
+    result
+        .pointer("/benchmark/name")
+        .and_then(Value::as_str)
+        .and_then(crate::workload::kinds::kind)
+        .map(|k| k.keys())
+        .unwrap_or_default()
 }
 
 fn flatten(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
@@ -187,9 +305,12 @@ fn flatten(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
 
 struct Row {
     metric: String,
+    /// The side compared with A.
+    side: String,
     a: (f64, f64),
     b: (f64, f64),
-    change_pct: f64,
+    /// None for a change from a mean of 0 (not a percentage).
+    change_pct: Option<f64>,
     p: f64,
     /// Both sides ran without noise (`noise.enabled = false`).
     noise_off: bool,
@@ -211,6 +332,7 @@ impl Row {
     fn to_json(&self) -> Value {
         json!({
             "metric": self.metric,
+            "side": self.side,
             "a_mean": self.a.0, "a_stddev": self.a.1,
             "b_mean": self.b.0, "b_stddev": self.b.1,
             "change_pct": self.change_pct,
@@ -230,13 +352,10 @@ fn metric_rows(ra: &[Map<String, Value>], rb: &[Map<String, Value>], noise_off: 
             return None;
         }
         let (a, b) = (mean_sd(&xs), mean_sd(&ys));
-        let change_pct = if a.0 != 0.0 {
-            (b.0 - a.0) / a.0.abs() * 100.0
-        } else {
-            f64::NAN
-        };
+        let change_pct = (a.0 != 0.0).then(|| (b.0 - a.0) / a.0.abs() * 100.0);
         Some(Row {
             metric: k.clone(),
+            side: "B".into(),
             a,
             b,
             change_pct,
@@ -247,18 +366,21 @@ fn metric_rows(ra: &[Map<String, Value>], rb: &[Map<String, Value>], noise_off: 
     .collect()
 }
 
-fn print_table(rows: &[Row], runs: u64, a: &Scenario, b: &Scenario) {
+fn print_table(rows: &[&Row], runs: u64, a: &Scenario, b: &Scenario, bname: &str) {
     println!(
-        "A/B comparison, {runs} run(s) per side (seeds {}..), Welch's t-test at {:.0}% confidence",
+        "A/{bname} comparison, {runs} run(s) per side (seeds {}..), Welch's t-test at {:.0}% confidence",
         a.seed,
         CONFIDENCE * 100.0
     );
-    for (name, side, other) in [("A", a, b), ("B", b, a)] {
+    for (name, side, other) in [("A", a, b), (bname, b, a)] {
         println!("  {name}: {}", differences(side, other));
     }
     println!(
         "\n{:<40} {:>24} {:>24} {:>9}  significant",
-        "metric", "A mean ± sd", "B mean ± sd", "change"
+        "metric",
+        "A mean ± sd",
+        format!("{bname} mean ± sd"),
+        "change"
     );
     for r in rows {
         let verdict = if runs < 2 {
@@ -276,15 +398,19 @@ fn print_table(rows: &[Row], runs: u64, a: &Scenario, b: &Scenario) {
         } else {
             format!("not significant (p={:.2})", r.p)
         };
+        let change = match r.change_pct {
+            Some(c) => format!("{c:.1}%"),
+            None if r.b.0 == 0.0 => "0.0%".into(),
+            None => "from 0".into(),
+        };
         println!(
-            "{:<40} {:>24} {:>24} {:>8.1}%  {verdict}",
+            "{:<40} {:>24} {:>24} {change:>9}  {verdict}",
             r.metric,
             fmt_ms(r.a),
             fmt_ms(r.b),
-            r.change_pct
         );
     }
-    if runs >= 2 && rows.iter().any(Row::exact) {
+    if runs >= 2 && rows.iter().any(|r| r.exact()) {
         println!(
             "\nexact: noise is off on both sides and every seed gave the same value (the workload\n\
              draws no random numbers), so the difference is the configuration's own; more runs\n\
@@ -353,7 +479,7 @@ pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
 
 /// Two-sided p-value of Welch's unequal-variances t-test. Identical
 /// constant samples give 1; different constant samples give 0.
-fn welch_p(xs: &[f64], ys: &[f64]) -> f64 {
+pub fn welch_p(xs: &[f64], ys: &[f64]) -> f64 {
     let (n1, n2) = (xs.len() as f64, ys.len() as f64);
     if n1 < 2.0 || n2 < 2.0 {
         return 1.0;
@@ -365,7 +491,12 @@ fn welch_p(xs: &[f64], ys: &[f64]) -> f64 {
     }
     let t = (m1 - m2) / (v1 + v2).sqrt();
     let df = (v1 + v2).powi(2) / (v1 * v1 / (n1 - 1.0) + v2 * v2 / (n2 - 1.0));
-    // P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2)
+    t_two_sided_p(t, df)
+}
+
+/// P(|T| > t) for Student's t with `df` degrees of freedom:
+/// I_{df/(df+t²)}(df/2, 1/2).
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
     inc_beta(df / 2.0, 0.5, df / (df + t * t))
 }
 

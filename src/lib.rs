@@ -14,6 +14,7 @@ pub mod report;
 pub mod repro;
 pub mod run;
 pub mod scenario;
+pub mod sweep;
 pub mod trace;
 pub mod util;
 pub mod validate;
