@@ -1,93 +1,185 @@
 //! `schedlab bench`: the simulator's own speed. Each case runs in a child
-//! process so that its peak RSS (VmHWM) is its own.
+//! process so that its peak RSS (VmHWM) is its own; the child reports one
+//! JSON line, the parent prints the table (or writes `--json`).
 
 use crate::run::run;
 use crate::scenario::{Scenario, Source};
 use clap::Args;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Instant;
 
-/// (name, machine, workload, simulated duration)
-pub const CASES: &[(&str, &str, &str, Option<&str>)] = &[
-    (
+/// One bench case: a short id for `--case`, its display name, the machine,
+/// the workload and the simulated duration (None: until the workload ends).
+pub struct Case {
+    pub id: &'static str,
+    pub name: &'static str,
+    machine: &'static str,
+    workload: &'static str,
+    duration: Option<&'static str>,
+    /// Extra scenario text (kernel settings).
+    extra: &'static str,
+}
+
+const fn case(
+    id: &'static str,
+    name: &'static str,
+    machine: &'static str,
+    workload: &'static str,
+    duration: Option<&'static str>,
+) -> Case {
+    Case {
+        id,
+        name,
+        machine,
+        workload,
+        duration,
+        extra: "",
+    }
+}
+
+/// The cases, in the order printed. The last one writes an ftrace text
+/// trace to a temporary file: the cost of tracing, and trace events
+/// written per wall second.
+pub const CASES: &[Case] = &[
+    case(
+        "periodic-64",
         "periodic-64 on smp:cpus=16",
         "smp:cpus=16",
         "periodic:tasks=64,run=1ms,sleep=1ms",
         Some("10s"),
     ),
-    (
+    case(
+        "periodic-256",
         "periodic-256 on smp:cpus=64",
         "smp:cpus=64",
         "periodic:tasks=256,run=1ms,sleep=1ms",
         Some("10s"),
     ),
-    (
+    case(
+        "hackbench",
         "hackbench g10 l1000 on xeon-8269cy",
         "xeon-8269cy",
         "hackbench:groups=10,loops=1000",
         None,
     ),
-    (
+    case(
+        "schbench",
         "schbench -m 2 -t 8 on xeon-8269cy",
         "xeon-8269cy",
         "schbench:m=2,t=8",
         Some("2s"),
     ),
-    (
+    case(
+        "hackbench-pipe-power10-96",
         "hackbench pipe g60 process power10-96",
         "power10-96",
         "hackbench:groups=60,loops=20,ipc=pipe,mode=process",
         None,
     ),
-    (
+    case(
+        "kernbench",
         "kernbench j32 on xeon-8269cy",
         "xeon-8269cy",
         "kernbench:jobs=32",
         None,
     ),
-    (
+    case(
+        "stress-ng-power10-320",
         "stress-ng --cpu 320 -l 50 on power10-320",
         "power10-320",
         "stress-ng:cpu=320,cpu-load=50",
         Some("2s"),
     ),
-    (
+    case(
+        "hackbench-milan",
         "hackbench g10 on milan-256",
         "milan-256",
         "hackbench:groups=10",
         None,
     ),
     // The core's targets again, every task three cgroup levels deep.
-    (
+    case(
+        "periodic-64-deep",
         "periodic-64 on smp:cpus=16, 3 levels deep",
         "smp:cpus=16",
         "periodic:tasks=64,run=1ms,sleep=1ms,cgroup=/bench/a/b",
         Some("10s"),
     ),
-    (
+    case(
+        "periodic-256-deep",
         "periodic-256 on smp:cpus=64, 3 levels deep",
         "smp:cpus=64",
         "periodic:tasks=256,run=1ms,sleep=1ms,cgroup=/bench/a/b",
         Some("10s"),
     ),
-    (
+    case(
+        "hackbench-deep",
         "hackbench g10 l1000 on xeon, 3 levels deep",
         "xeon-8269cy",
         "hackbench:groups=10,loops=1000,cgroup=/bench/a/b",
         None,
     ),
+    case(
+        "periodic-64-trace",
+        "periodic-64 on smp:cpus=16 --trace",
+        "smp:cpus=16",
+        "periodic:tasks=64,run=1ms,sleep=1ms",
+        Some("2s"),
+    ),
+    // Big machines, 4 tasks per CPU (issue 17).
+    case(
+        "periodic-1024cpus",
+        "periodic-4096 on smp:cpus=1024",
+        "smp:cpus=1024",
+        "periodic:tasks=4096,run=1ms,sleep=1ms",
+        Some("200ms"),
+    ),
+    case(
+        "periodic-4096cpus",
+        "periodic-16384 on smp:cpus=4096",
+        "smp:cpus=4096",
+        "periodic:tasks=16384,run=1ms,sleep=1ms",
+        Some("20ms"),
+    ),
+    // Seed 002's workload on its biggest machine (hz=100, preempt=none),
+    // at 0.1 % of the seed's 100000 loops: ×1000 is one side of the full
+    // run (the cost is linear in loops once the groups are forked).
+    Case {
+        extra: "[kernel]\nhz = 100\npreempt = \"none\"\n",
+        ..case(
+            "hackbench-pipe-power10-320",
+            "hackbench pipe g60 l100 process power10-320",
+            "power10-320",
+            "hackbench:groups=60,fds=20,loops=100,ipc=pipe,mode=process",
+            None,
+        )
+    },
 ];
+
+/// The index of the traced case in CASES.
+const TRACED: usize = 11;
 
 /// The group the `cgroup=` cases run in.
 const BENCH_CGROUP: &str = "[[cgroup]]\npath = \"/bench/a/b\"\n";
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Run only case N (used internally to measure each case's RSS)
-    #[arg(long, hide = true)]
-    case: Option<usize>,
+    /// Run only this case, by id or name (repeatable); an unknown one lists them
+    #[arg(long = "case", value_name = "NAME")]
+    cases: Vec<String>,
+    /// Also write the results as JSON to this file, atomically
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
     /// Print a digest of each case's results (its JSON without wall-clock
-    /// fields) instead of speeds: equal digests mean equal results
+    /// fields, and the traced case's ftrace text) instead of speeds: equal
+    /// digests mean equal results
     #[arg(long)]
     digest: bool,
+    /// Run case N in this process and print its numbers as JSON (the
+    /// parent runs each case so, to measure its own peak RSS)
+    #[arg(long, hide = true)]
+    child: Option<usize>,
 }
 
 /// FNV-1a, 64 bits: a stable hash (std's hashers may change between
@@ -118,90 +210,170 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// The first case again with `--trace` (ftrace text to a temporary file):
-/// the cost of tracing, and trace events written per wall second.
-const TRACED: (&str, &str, &str, Option<&str>) = (
-    "periodic-64 on smp:cpus=16 --trace",
-    "smp:cpus=16",
-    "periodic:tasks=64,run=1ms,sleep=1ms",
-    Some("2s"),
-);
-
-fn run_case(i: usize, digest: bool) -> i32 {
-    let (name, machine, workload, duration) = CASES.get(i).copied().unwrap_or(TRACED);
-    let mut text = format!("[machine]\npreset = \"{machine}\"\n");
-    if let Some(d) = duration {
+/// The scenario of case `c`, tracing to `trace` for the traced case.
+fn scenario(i: usize, trace: &std::path::Path) -> (Source, Scenario) {
+    let c = &CASES[i];
+    let mut text = format!("[machine]\npreset = \"{}\"\n{}", c.machine, c.extra);
+    if let Some(d) = c.duration {
         text += &format!("[sim]\nduration = \"{d}\"\n");
     }
-    if workload.contains("cgroup=") {
+    if c.workload.contains("cgroup=") {
         text += BENCH_CGROUP;
     }
-    let trace_path =
-        std::env::temp_dir().join(format!("schedlab-bench-{}.txt", std::process::id()));
-    if i == CASES.len() {
-        text += &format!("[output]\ntrace = {:?}\n", trace_path.display().to_string());
+    if i == TRACED {
+        text += &format!("[output]\ntrace = {:?}\n", trace.display().to_string());
     }
     let (src, mut t) = Source::parse(None, text).expect("bench scenario");
     t.insert(
         "workload".into(),
         toml::Value::Array(vec![
-            crate::scenario::workload_table(workload).expect("bench workload")
+            crate::scenario::workload_table(c.workload).expect("bench workload")
         ]),
     );
     let sc = Scenario::resolve(&src, &t).expect("bench scenario");
+    (src, sc)
+}
+
+/// Run case `i` here; print its digest line(s), or its numbers as one JSON
+/// line for the parent.
+fn run_case(i: usize, digest: bool) -> i32 {
+    let t0 = Instant::now();
+    let c = &CASES[i];
+    let trace_path =
+        std::env::temp_dir().join(format!("schedlab-bench-{}.txt", std::process::id()));
+    let (src, sc) = scenario(i, &trace_path);
     let out = match run(&src, &sc) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("{name}: {e}");
+            eprintln!("{}: {e}", c.name);
             return 1;
         }
     };
-    let k = &out.kernel;
+    // Before the trace file is read back, which would count in it.
+    let rss = peak_rss_kib();
+    let trace = std::fs::read(&trace_path).ok();
+    let _ = std::fs::remove_file(&trace_path);
     if digest {
-        let _ = std::fs::remove_file(&trace_path);
-        println!("{name:<44} {:016x}", results_digest(&out));
+        println!("{:<44} {:016x}", c.name, results_digest(&out));
+        if let Some(t) = trace {
+            println!("{:<44} {:016x}", format!("{} (ftrace)", c.id), fnv1a(&t));
+        }
         return 0;
     }
-    let wall = out.wall_ns as f64 / 1e9;
-    println!(
-        "{name:<44} {:>8.3} {:>10.2} {:>9.0} {:>10.2} {:>9.1} {:>8}",
-        wall,
-        k.task_switches() as f64 / wall / 1e6,
-        out.wall_ns as f64 / k.task_switches().max(1) as f64,
-        k.events.popped as f64 / wall / 1e6,
-        k.now as f64 / 1e9 / wall,
-        peak_rss_kib() / 1024
-    );
-    if let Ok(t) = std::fs::read_to_string(&trace_path) {
-        let lines = t.lines().filter(|l| !l.starts_with('#')).count();
-        println!(
-            "{:<36} {lines} trace events, {:.2} M events written per wall second",
-            "",
-            lines as f64 / wall / 1e6
-        );
-        let _ = std::fs::remove_file(&trace_path);
-    }
+    let k = &out.kernel;
+    let trace_events = trace.map(|t| {
+        t.split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty() && l[0] != b'#')
+            .count()
+    });
+    let line = json!({
+        "id": c.id,
+        "name": c.name,
+        "machine": c.machine,
+        "workload": c.workload,
+        "duration": c.duration,
+        "run_wall_ns": out.wall_ns,
+        "process_wall_ns": t0.elapsed().as_nanos() as u64,
+        "switches": k.task_switches(),
+        "events": k.events.popped,
+        "sim_ns": k.now,
+        "peak_rss_kib": rss,
+        "trace_events": trace_events,
+    });
+    println!("{line}");
     0
 }
 
+/// The case named `name` (its id or its name).
+fn find_case(name: &str) -> Option<usize> {
+    CASES.iter().position(|c| c.id == name || c.name == name)
+}
+
+/// This host and this build, as printed above the table.
+fn host() -> Value {
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    json!({
+        "build": crate::util::version::LONG,
+        "cpu": crate::machine::host::model_name().unwrap_or_else(|| "unknown".into()),
+        "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        "kernel": kernel,
+    })
+}
+
+/// A case's row from the child's numbers: per wall second of the run loop,
+/// and the whole process (start-up included).
+fn row(v: &Value) -> String {
+    let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
+    let (wall, proc_wall) = (f("run_wall_ns") / 1e9, f("process_wall_ns") / 1e9);
+    let sw = f("switches");
+    let mut s = format!(
+        "{:<44} {:>8.3} {:>8.3} {:>8.2} {:>8.2} {:>8.0} {:>8.2} {:>9.1} {:>8.1}",
+        v["name"].as_str().unwrap_or(""),
+        wall,
+        proc_wall,
+        sw / wall / 1e6,
+        sw / proc_wall / 1e6,
+        wall * 1e9 / sw.max(1.0),
+        f("events") / wall / 1e6,
+        f("sim_ns") / 1e9 / wall,
+        f("peak_rss_kib") / 1024.0
+    );
+    if let Some(n) = v["trace_events"].as_f64() {
+        s += &format!(
+            "\n{:<44} {n} trace events, {:.2} M events written per wall second",
+            "",
+            n / wall / 1e6
+        );
+    }
+    s
+}
+
+/// Run case `i` in a child process and read its JSON line.
+fn child(exe: &std::path::Path, i: usize) -> Option<Value> {
+    let out = std::process::Command::new(exe)
+        .args(["bench", "--child", &i.to_string()])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
+}
+
 pub fn main(args: &BenchArgs) -> i32 {
-    if let Some(i) = args.case {
-        return if i <= CASES.len() {
+    if let Some(i) = args.child {
+        return if i < CASES.len() {
             run_case(i, args.digest)
         } else {
             2
         };
     }
+    let mut selected = Vec::new();
+    for name in &args.cases {
+        match find_case(name) {
+            Some(i) => selected.push(i),
+            None => {
+                eprintln!("schedlab bench: unknown case {name:?}; the cases (id: name):");
+                for c in CASES {
+                    eprintln!("  {:<28} {}", c.id, c.name);
+                }
+                return 2;
+            }
+        }
+    }
+    if selected.is_empty() {
+        selected = (0..CASES.len()).collect();
+    }
     if args.digest {
-        return (0..=CASES.len())
-            .map(|i| run_case(i, true))
+        return selected
+            .iter()
+            .map(|&i| run_case(i, true))
             .max()
             .unwrap_or(0);
     }
-    println!(
-        "{:<44} {:>8} {:>10} {:>9} {:>10} {:>9} {:>8}",
-        "case", "wall s", "M csw/s", "ns/csw", "M ev/s", "sim/wall", "RSS MiB"
-    );
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
@@ -209,13 +381,35 @@ pub fn main(args: &BenchArgs) -> i32 {
             return 1;
         }
     };
+    let host = host();
+    println!(
+        "schedlab {} on {} ({} CPUs, Linux {})",
+        host["build"].as_str().unwrap_or(""),
+        host["cpu"].as_str().unwrap_or(""),
+        host["cpus"],
+        host["kernel"].as_str().unwrap_or("")
+    );
+    println!(
+        "{:<44} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}",
+        "case", "run s", "proc s", "M csw/s", "proc", "ns/csw", "M ev/s", "sim/wall", "RSS MiB"
+    );
     let mut rc = 0;
-    for i in 0..=CASES.len() {
-        let status = std::process::Command::new(&exe)
-            .args(["bench", "--case", &i.to_string()])
-            .status();
-        if !status.is_ok_and(|s| s.success()) {
-            rc = 1;
+    let mut results = Vec::new();
+    for &i in &selected {
+        match child(&exe, i) {
+            Some(v) => {
+                println!("{}", row(&v));
+                results.push(v);
+            }
+            None => rc = 1,
+        }
+    }
+    if let Some(path) = &args.json {
+        let doc = json!({"host": host, "cases": results});
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
+        if let Err(e) = crate::util::fs::write_atomic(path, text.as_bytes()) {
+            eprintln!("schedlab bench: {}: {e}", path.display());
+            return 1;
         }
     }
     rc

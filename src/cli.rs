@@ -78,7 +78,9 @@ enum Cmd {
     #[command(after_help = "Examples:\n  schedlab repro wakelist --runs 3\n  schedlab repro swb")]
     Repro(crate::repro::ReproArgs),
     /// Measure simulator speed: events and context switches per wall second, peak RSS
-    #[command(after_help = "Example:\n  schedlab bench")]
+    #[command(
+        after_help = "Examples:\n  schedlab bench\n  schedlab bench --case hackbench --case periodic-64 --json bench.json\n  schedlab bench --digest"
+    )]
     Bench(crate::bench::BenchArgs),
     /// Check the simulator against this host's real kernel (`validate pelt`, `validate bench`)
     #[command(

@@ -15,6 +15,7 @@
 use crate::machine::Machine;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
+use std::rc::Rc;
 
 /// SD_* flags (include/linux/sched/sd_flags.h), in bit order.
 pub const SD_BALANCE_NEWIDLE: u32 = 1 << 0;
@@ -225,31 +226,51 @@ struct LevelDef {
     name: &'static str,
     flags: u32,
     distance: u32,
-    span_of: Vec<Vec<usize>>,
+    /// Shared by the CPUs of one span (n copies of a 4096-CPU span were
+    /// 134 MB a level).
+    span_of: Vec<Rc<[usize]>>,
 }
 
 /// The topology levels in `sched_domain_topology` order.
 fn level_defs(m: &Machine) -> Vec<LevelDef> {
     let n = m.nr_cpus();
-    let by = |f: &dyn Fn(usize) -> Vec<usize>| (0..n).map(f).collect::<Vec<_>>();
-    let llc = by(&|c| m.llc_cpus(m.cpus[c].llc).to_vec());
-    let coregroup = by(&|c| m.coregroup_cpus(m.cpus[c].coregroup).to_vec());
+    // Each CPU's span by `key` (a group number below 2n): one shared copy
+    // per key.
+    let by = |key: &dyn Fn(usize) -> usize, f: &dyn Fn(usize) -> Vec<usize>| {
+        let mut made: Vec<Option<Rc<[usize]>>> = vec![None; 2 * n];
+        (0..n)
+            .map(|c| made[key(c)].get_or_insert_with(|| f(c).into()).clone())
+            .collect::<Vec<_>>()
+    };
+    let llc = by(&|c| m.cpus[c].llc, &|c| m.llc_cpus(m.cpus[c].llc).to_vec());
+    let coregroup = by(&|c| m.cpus[c].coregroup, &|c| {
+        m.coregroup_cpus(m.cpus[c].coregroup).to_vec()
+    });
     // arm64's cpu_clustergroup_mask falls back to the SMT mask when the
     // cluster is the whole core group: CLS then degenerates.
-    let cluster = by(&|c| {
-        let cl = m.cluster_cpus(m.cpus[c].cluster);
-        if cl == llc[c].as_slice() {
-            m.smt_siblings(c).to_vec()
-        } else {
-            cl.to_vec()
-        }
-    });
+    let whole = |c: usize| m.cluster_cpus(m.cpus[c].cluster) == &*llc[c];
+    let cluster = by(
+        &|c| {
+            if whole(c) {
+                n + m.cpus[c].core
+            } else {
+                m.cpus[c].cluster
+            }
+        },
+        &|c| {
+            if whole(c) {
+                m.smt_siblings(c).to_vec()
+            } else {
+                m.cluster_cpus(m.cpus[c].cluster).to_vec()
+            }
+        },
+    );
     let mut defs = vec![
         LevelDef {
             name: "SMT",
             flags: SD_SHARE_CPUCAPACITY | SD_SHARE_LLC,
             distance: 0,
-            span_of: by(&|c| m.smt_siblings(c).to_vec()),
+            span_of: by(&|c| m.cpus[c].core, &|c| m.smt_siblings(c).to_vec()),
         },
         LevelDef {
             name: "CLS",
@@ -291,13 +312,15 @@ fn level_defs(m: &Machine) -> Vec<LevelDef> {
         name: "PKG",
         flags: 0,
         distance: 0,
-        span_of: by(&|c| m.node_cpus(m.cpus[c].node).to_vec()),
+        span_of: by(&|c| m.cpus[c].node, &|c| {
+            m.node_cpus(m.cpus[c].node).to_vec()
+        }),
     });
     defs.push(LevelDef {
         name: "NODE",
         flags: 0,
         distance: 0,
-        span_of: by(&|c| node_span(c, local)),
+        span_of: by(&|c| m.cpus[c].node, &|c| node_span(c, local)),
     });
     let mut dists: Vec<u32> = m.numa_distance.iter().flatten().copied().collect();
     dists.sort_unstable();
@@ -307,7 +330,7 @@ fn level_defs(m: &Machine) -> Vec<LevelDef> {
             name: "NUMA",
             flags: SD_NUMA,
             distance: d,
-            span_of: by(&|c| node_span(c, d)),
+            span_of: by(&|c| m.cpus[c].node, &|c| node_span(c, d)),
         });
     }
     defs
@@ -362,7 +385,9 @@ impl SchedDomains {
     pub fn build(m: &Machine) -> SchedDomains {
         let defs = level_defs(m);
         let mut sd = SchedDomains::default();
-        let mut span_ids: BTreeMap<Vec<usize>, usize> = BTreeMap::new();
+        // Span ids by content, and by shared copy (looked up only).
+        let mut span_ids: BTreeMap<Rc<[usize]>, usize> = BTreeMap::new();
+        let mut copy_ids: HashMap<*const usize, usize> = HashMap::new();
         // Which levels survive (not degenerate), per CPU.
         for c in 0..m.nr_cpus() {
             let mut stack: Vec<SchedDomain> = Vec::new();
@@ -374,18 +399,18 @@ impl SchedDomains {
                 if span.len() <= prev.len() {
                     continue;
                 }
-                let id = match span_ids.get(span) {
-                    Some(&id) => id,
-                    None => {
-                        span_ids.insert(span.clone(), sd.spans.len());
-                        sd.spans.push(span.clone());
-                        sd.spans.len() - 1
+                let id = *copy_ids.entry(span.as_ptr()).or_insert_with(|| {
+                    let next = sd.spans.len();
+                    let id = *span_ids.entry(span.clone()).or_insert(next);
+                    if id == next {
+                        sd.spans.push(span.to_vec());
                     }
-                };
+                    id
+                });
                 let mut d = sd_init(def.name, def.flags, def.distance, span.len() as u64);
                 d.span = id;
                 stack.push(d);
-                prev = span;
+                prev = &span[..];
             }
             sd.cpu.push(stack);
         }
@@ -399,53 +424,35 @@ impl SchedDomains {
     /// lowest level's groups are single CPUs. Groups are shared by all CPUs
     /// of one domain span.
     fn build_groups(&mut self, m: &Machine) {
-        // A group is known by its domain's span and either its single CPU
-        // (lowest level) or its child span (spans are deduplicated, so an
-        // id stands for its CPUs): keys of three words, no list of CPUs
-        // built for a group already made. Only looked up, never iterated.
+        // A group is known by its domain's span and its single CPU (lowest
+        // level) or its child span (spans are deduplicated, so an id stands
+        // for its CPUs). Per (domain span, lowest or not), the group id of
+        // the CPU at each position of the span is found once, when a walk
+        // first reaches it, not once per CPU of the span.
         let mut group_ids: HashMap<(usize, bool, usize), usize> = HashMap::new();
+        let mut at: HashMap<(usize, bool), Vec<usize>> = HashMap::new();
         let mut covered: Vec<bool> = vec![false; m.nr_cpus()];
         for c in 0..self.cpu.len() {
             for lvl in 0..self.cpu[c].len() {
                 let sid = self.cpu[c][lvl].span;
                 let span = self.spans[sid].clone();
+                let ids = at
+                    .entry((sid, lvl == 0))
+                    .or_insert_with(|| vec![usize::MAX; span.len()]);
                 let start = span.iter().position(|&x| x == c).unwrap_or(0);
                 let mut groups = Vec::new();
                 for k in 0..span.len() {
-                    let j = span[(start + k) % span.len()];
-                    if covered[j] {
+                    let pos = (start + k) % span.len();
+                    if covered[span[pos]] {
                         continue;
                     }
-                    let child = match lvl {
-                        0 => None,
-                        _ => {
-                            let d = self.child_of(j, &span);
-                            Some((d.span, d.flags))
-                        }
-                    };
-                    let key = match child {
-                        None => (sid, false, j),
-                        Some((cs, _)) => (sid, true, cs),
-                    };
-                    let next = self.groups.len();
-                    let id = *group_ids.entry(key).or_insert(next);
-                    if id == next {
-                        let (cpus, flags) = match child {
-                            None => (vec![j], 0),
-                            Some((cs, f)) => (self.spans[cs].clone(), f),
-                        };
-                        let capacity = cpus.iter().map(|&x| m.cpus[x].capacity as u64).sum();
-                        self.groups.push(SchedGroup {
-                            cpus,
-                            flags,
-                            capacity,
-                            imbalance: false,
-                        });
+                    if ids[pos] == usize::MAX {
+                        ids[pos] = self.group_at(m, sid, &span, pos, lvl == 0, &mut group_ids);
                     }
-                    for &x in &self.groups[id].cpus {
+                    for &x in &self.groups[ids[pos]].cpus {
                         covered[x] = true;
                     }
-                    groups.push(id);
+                    groups.push(ids[pos]);
                 }
                 for &x in &span {
                     covered[x] = false;
@@ -453,6 +460,43 @@ impl SchedDomains {
                 self.cpu[c][lvl].groups = groups;
             }
         }
+    }
+
+    /// The id of the group of the CPU at `pos` of span `sid`, made if new.
+    fn group_at(
+        &mut self,
+        m: &Machine,
+        sid: usize,
+        span: &[usize],
+        pos: usize,
+        lowest: bool,
+        group_ids: &mut HashMap<(usize, bool, usize), usize>,
+    ) -> usize {
+        let j = span[pos];
+        let child = (!lowest).then(|| {
+            let d = self.child_of(j, span);
+            (d.span, d.flags)
+        });
+        let key = match child {
+            None => (sid, false, j),
+            Some((cs, _)) => (sid, true, cs),
+        };
+        let next = self.groups.len();
+        let id = *group_ids.entry(key).or_insert(next);
+        if id == next {
+            let (cpus, flags) = match child {
+                None => (vec![j], 0),
+                Some((cs, f)) => (self.spans[cs].clone(), f),
+            };
+            let capacity = cpus.iter().map(|&x| m.cpus[x].capacity as u64).sum();
+            self.groups.push(SchedGroup {
+                cpus,
+                flags,
+                capacity,
+                imbalance: false,
+            });
+        }
+        id
     }
 
     /// CPU j's widest domain strictly inside `span` (its child level there).

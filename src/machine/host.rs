@@ -326,7 +326,7 @@ pub fn is_virtual_machine() -> bool {
 }
 
 /// The CPU model name from /proc/cpuinfo ("model name" on x86, "cpu" on POWER).
-fn model_name() -> Option<String> {
+pub fn model_name() -> Option<String> {
     let info = fs::read_to_string("/proc/cpuinfo").ok()?;
     info.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;

@@ -1,0 +1,45 @@
+//! `schedlab bench`: case selection, its JSON and its errors (no timings
+//! are asserted: the numbers depend on the machine).
+
+mod common;
+use common::{schedlab, tmp};
+
+#[test]
+fn an_unknown_case_exits_2_and_lists_the_cases() {
+    let (rc, out, err) = schedlab(&["bench", "--case", "no-such-case"]);
+    assert_eq!(rc, 2, "{out}{err}");
+    assert!(err.contains("no-such-case"), "{err}");
+    for id in ["periodic-64", "hackbench", "periodic-1024cpus"] {
+        assert!(err.lines().any(|l| l.trim_start().starts_with(id)), "{err}");
+    }
+    assert!(out.is_empty(), "nothing runs: {out}");
+}
+
+#[test]
+fn selected_cases_run_in_order_and_reach_the_json() {
+    let p = tmp("bench.json");
+    let (rc, out, err) = schedlab(&[
+        "bench",
+        "--case",
+        "schbench",
+        "--case",
+        "kernbench j32 on xeon-8269cy",
+        "--json",
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    // The header names the build and the host.
+    assert!(out.lines().next().unwrap().contains("commit"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    assert!(v["host"]["build"].as_str().unwrap().contains("commit"));
+    let cases = v["cases"].as_array().unwrap();
+    let ids: Vec<_> = cases.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["schbench", "kernbench"]);
+    for c in cases {
+        assert!(c["switches"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["events"].as_u64().unwrap() >= c["switches"].as_u64().unwrap());
+        assert!(c["peak_rss_kib"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["process_wall_ns"].as_u64() >= c["run_wall_ns"].as_u64());
+        assert!(out.contains(c["name"].as_str().unwrap()), "{out}");
+    }
+}
