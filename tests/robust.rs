@@ -190,3 +190,59 @@ fn two_outputs_on_one_path_are_refused() {
         "two outputs",
     );
 }
+
+#[test]
+fn set_errors_name_set_not_the_scenario_file() {
+    let err = input_error(
+        &["run", "scenarios/hackbench.toml", "--set", "kernel.hz=7"],
+        "--set kernel.hz=7: key `kernel.hz`",
+    );
+    assert!(!err.contains("hackbench.toml"), "{err}");
+    input_error(
+        &["run", "scenarios/hackbench.toml", "-w", "pipe:loopz=3"],
+        "--workload pipe:loopz=3: key `workload.0.loopz`",
+    );
+}
+
+#[test]
+fn errors_keep_their_line_in_a_shipped_scenario() {
+    // scenarios/hackbench.toml has `[kernel.features]  # comment`.
+    let text = std::fs::read_to_string("scenarios/hackbench.toml").unwrap();
+    let (at, _) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.starts_with("[kernel.features]"))
+        .unwrap();
+    let bad = text.replacen("[kernel.features]", "[kernel.features]\nNOPE = true", 1);
+    let p = common::tmp("features.toml");
+    std::fs::write(&p, bad).unwrap();
+    let want = format!("features.toml:{}: key `kernel.features.NOPE`", at + 2);
+    input_error(&["run", p.to_str().unwrap()], &want);
+}
+
+#[test]
+fn html_write_errors_name_the_html_file() {
+    let d = scratch("html");
+    std::fs::create_dir(d.join("page.html")).unwrap();
+    let p = d.join("page.html").display().to_string();
+    let err = input_error(&["run", "-w", "pipe:loops=10", "--html", &p], "--html: ");
+    assert!(err.contains("page.html: is a directory"), "{err}");
+}
+
+#[test]
+fn a_trace_window_with_three_dots_is_an_error() {
+    let d = scratch("window");
+    let p = d.join("t.txt").display().to_string();
+    input_error(
+        &[
+            "run",
+            "-w",
+            "pipe:loops=10",
+            "--trace",
+            &p,
+            "--trace-window",
+            "0ms...10ms",
+        ],
+        "--trace-window 0ms...10ms: key `output.trace_window`",
+    );
+}

@@ -57,9 +57,10 @@ pub fn load_scenario(
     out: Option<&OutArgs>,
     extra: &[String],
 ) -> Result<(Source, Scenario), InputError> {
-    let (src, mut t) = Source::parse(file, text)?;
+    let (mut src, mut t) = Source::parse(file, text)?;
     if let Some(m) = &args.machine {
         set_key(&mut t, "machine.preset", Value::String(m.clone()))?;
+        src.set_by("machine.preset", format!("--machine {m}"));
     }
     if !args.workloads.is_empty() {
         let list = args
@@ -68,6 +69,9 @@ pub fn load_scenario(
             .map(|w| workload_table(w))
             .collect::<Result<Vec<_>, _>>()?;
         t.insert("workload".into(), Value::Array(list));
+        for (i, w) in args.workloads.iter().enumerate() {
+            src.set_by(&format!("workload.{i}"), format!("--workload {w}"));
+        }
     }
     if !args.cgroups.is_empty() {
         let mut list = match t.remove("cgroup") {
@@ -75,6 +79,7 @@ pub fn load_scenario(
             _ => Vec::new(),
         };
         for c in &args.cgroups {
+            src.set_by(&format!("cgroup.{}", list.len()), format!("--cgroup {c}"));
             list.push(cgroup_table(c)?);
         }
         t.insert("cgroup".into(), Value::Array(list));
@@ -84,18 +89,26 @@ pub fn load_scenario(
     }
     if let Some(d) = &args.duration {
         set_key(&mut t, "sim.duration", Value::String(d.clone()))?;
+        src.set_by("sim.duration", format!("--duration {d}"));
     }
     if check {
         set_key(&mut t, "sim.check", Value::Boolean(true))?;
     }
     if let Some(out) = out {
         set_output(&mut t, out)?;
+        for (k, v) in out.trace.keys() {
+            src.set_by(
+                &format!("output.{k}"),
+                format!("--{} {v}", k.replace('_', "-")),
+            );
+        }
     }
     for kv in args.sets.iter().chain(extra) {
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| InputError::new(format!("--set `{kv}`: expected KEY=VALUE")))?;
         set_key(&mut t, k.trim(), parse_set_value(v.trim()))?;
+        src.set_by(k.trim(), format!("--set {kv}"));
     }
     let sc = Scenario::resolve(&src, &t)?;
     Ok((src, sc))

@@ -107,91 +107,156 @@ ipc = "pipe"
 pub struct Source {
     pub file: Option<String>,
     pub text: String,
+    /// Keys set by flags, each with the flag that set it (`--set k=v`):
+    /// an error at or below such a key names the flag, not the file.
+    pub overrides: Vec<(String, String)>,
 }
 
 impl Source {
     pub fn parse(file: Option<String>, text: String) -> Result<(Source, Table), InputError> {
         match text.parse::<Table>() {
-            Ok(t) => Ok((Source { file, text }, t)),
+            Ok(t) => {
+                let overrides = Vec::new();
+                Ok((
+                    Source {
+                        file,
+                        text,
+                        overrides,
+                    },
+                    t,
+                ))
+            }
             Err(e) => {
                 let line = e
                     .span()
                     .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+                let reason = line
+                    .and_then(|l| control_char(text.lines().nth(l - 1)?))
+                    .unwrap_or_else(|| e.message().trim().to_string());
                 Err(InputError {
                     file,
                     line,
                     key: None,
-                    msg: format!("malformed TOML: {}", e.message()),
+                    msg: format!("malformed TOML: {reason}"),
                 })
             }
         }
     }
 
+    /// Record that flag `label` set `key` (and everything below it).
+    pub fn set_by(&mut self, key: &str, label: impl Into<String>) {
+        self.overrides.push((key.to_string(), label.into()));
+    }
+
     /// The line where `key` (a dotted path such as `kernel.hz` or
-    /// `workload.1.loops`) is set, found by scanning the text.
+    /// `workload.1.loops`) is set, found by scanning the text: each line's
+    /// table header (`[[workload]]` counted) joined with its key, dotted
+    /// keys and trailing comments allowed.
     pub fn line_of(&self, path: &str) -> Option<usize> {
-        let parts: Vec<&str> = path.split('.').collect();
-        // Split at the first list index: `workload.1` + `loops`.
-        let idx_pos = parts.iter().position(|p| p.parse::<usize>().is_ok());
-        let (table, nth, rest): (String, usize, &[&str]) = match idx_pos {
-            Some(i) => (
-                parts[..i].join("."),
-                parts[i].parse().unwrap_or(0),
-                &parts[i + 1..],
-            ),
-            None => (String::new(), 0, &parts[..]),
-        };
         let mut header = String::new();
-        let mut seen = 0usize;
-        let mut in_scope = idx_pos.is_none();
-        for (i, line) in self.text.lines().enumerate() {
-            let l = line.trim();
-            if l.starts_with('[') {
-                header = l.trim_matches(|c| c == '[' || c == ']').trim().to_string();
-                if idx_pos.is_some() {
-                    if header == table {
-                        in_scope = seen == nth;
-                        seen += 1;
-                        if in_scope && rest.is_empty() {
-                            return Some(i + 1);
-                        }
-                    } else if !header.starts_with(&format!("{table}.")) {
-                        in_scope = false;
+        let mut arrays: Vec<(String, usize)> = Vec::new();
+        for (i, raw) in self.text.lines().enumerate() {
+            let l = strip_comment(raw).trim();
+            if let Some(name) = l.strip_prefix("[[").and_then(|r| r.strip_suffix("]]")) {
+                let name = dotted(name);
+                let n = match arrays.iter_mut().find(|(a, _)| *a == name) {
+                    Some((_, n)) => {
+                        *n += 1;
+                        *n
                     }
-                } else if header == path {
+                    None => {
+                        arrays.push((name.clone(), 0));
+                        0
+                    }
+                };
+                header = format!("{name}.{n}");
+            } else if let Some(name) = l.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+                header = indexed(&dotted(name), &arrays);
+            } else if let Some((key, _)) = l.split_once('=') {
+                let key = dotted(key);
+                let full = if header.is_empty() {
+                    key
+                } else {
+                    format!("{header}.{key}")
+                };
+                if full == path {
                     return Some(i + 1);
                 }
                 continue;
-            }
-            if !in_scope {
+            } else {
                 continue;
             }
-            let key = l.split('=').next().unwrap_or("").trim().trim_matches('"');
-            let want_table = if idx_pos.is_some() {
-                let mut h = table.clone();
-                for p in &rest[..rest.len().saturating_sub(1)] {
-                    h = format!("{h}.{p}");
-                }
-                h
-            } else {
-                rest[..rest.len().saturating_sub(1)].join(".")
-            };
-            if rest.last() == Some(&key) && header == want_table && l.contains('=') {
+            if header == path {
                 return Some(i + 1);
             }
         }
         None
     }
 
-    /// An error about `key`, located in the file.
+    /// An error about `key`, located in the file, or naming the flag that
+    /// set it.
     pub fn err(&self, key: &str, msg: impl Into<String>) -> InputError {
+        let by_flag = self
+            .overrides
+            .iter()
+            .rev()
+            .find(|(k, _)| key == k || key.starts_with(&format!("{k}.")));
+        let (file, line) = match by_flag {
+            Some((_, label)) => (Some(label.clone()), None),
+            None => (self.file.clone(), self.line_of(key)),
+        };
         InputError {
-            file: self.file.clone(),
-            line: self.line_of(key),
+            file,
+            line,
             key: Some(key.to_string()),
             msg: msg.into(),
         }
     }
+}
+
+/// A line without its `# comment` (a `#` inside a string is kept).
+fn strip_comment(line: &str) -> &str {
+    let mut quote = None;
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, '#') => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
+
+/// A TOML key path in one spelling: `a . "b"` is `a.b`.
+fn dotted(key: &str) -> String {
+    key.split('.')
+        .map(|p| p.trim().trim_matches(|c| c == '"' || c == '\''))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// `[workload.x]` after the second `[[workload]]` is `workload.1.x`.
+fn indexed(name: &str, arrays: &[(String, usize)]) -> String {
+    for (a, n) in arrays {
+        if let Some(rest) = name.strip_prefix(&format!("{a}.")) {
+            return format!("{a}.{n}.{rest}");
+        }
+    }
+    name.to_string()
+}
+
+/// The reason a line is malformed when it holds a control character.
+fn control_char(line: &str) -> Option<String> {
+    let (col, c) = line
+        .chars()
+        .enumerate()
+        .find(|&(_, c)| c.is_control() && c != '\t')?;
+    Some(format!(
+        "control character U+{:04X} at column {} (TOML allows only tab, in comments too)",
+        c as u32,
+        col + 1
+    ))
 }
 
 /// Parse the value of a `--set key=value`: a TOML literal, else a string.
@@ -825,6 +890,45 @@ mod tests {
         assert_eq!(e.key.as_deref(), Some("sim.duration"));
         let e = resolve("[sim\nseed=1").unwrap_err();
         assert!(e.msg.contains("malformed TOML") && e.line.is_some());
+    }
+
+    #[test]
+    fn errors_keep_their_line_after_comments_and_dotted_keys() {
+        let line = |text: &str| resolve(text).unwrap_err().line;
+        let w = "[[workload]]\nkind = 'pipe'\n";
+        // A header with a comment, as in scenarios/hackbench.toml.
+        assert_eq!(
+            line(&format!("[kernel.features]  # c\nNOPE = true\n{w}")),
+            Some(2)
+        );
+        assert_eq!(line(&format!("[kernel] # c\nhz = 7 # c\n{w}")), Some(2));
+        // Dotted keys, at the root and inside a table.
+        assert_eq!(line(&format!("sim.seed = 1\nkernel.hz = 7\n{w}")), Some(2));
+        assert_eq!(
+            line(&format!("[kernel]\nfeatures.NOPE = true\n{w}")),
+            Some(2)
+        );
+        assert_eq!(
+            line(&format!("[ kernel . \"features\" ]\nNOPE = true\n{w}")),
+            Some(2)
+        );
+        // The second workload's key, past a `#` inside a string.
+        let two = "[[workload]]\nkind = 'pipe' # x\n[[workload]]\nkind = '#'\nloops = 1\n";
+        let (src, _) = Source::parse(None, two.into()).unwrap();
+        assert_eq!(src.line_of("workload.1.loops"), Some(5));
+        assert_eq!(src.line_of("workload.1"), Some(3));
+        assert_eq!(src.line_of("workload.0.loops"), None);
+    }
+
+    #[test]
+    fn a_control_character_in_a_comment_has_a_reason() {
+        let e = resolve("[sim]\nseed = 1 # a\u{1}b\n").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert!(
+            e.msg.contains("control character U+0001 at column 13"),
+            "{}",
+            e.msg
+        );
     }
 
     #[test]

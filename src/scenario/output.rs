@@ -8,9 +8,12 @@ use crate::workload::params::parse_duration;
 
 /// `--trace-window 2s..3s`: the simulated time range kept, [start, end).
 pub fn parse_window(s: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| format!("trace window `{s}`: expected START..END, e.g. 2s..3s"))?;
+    let bad = || format!("trace window `{s}`: expected START..END, e.g. 2s..3s");
+    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+    // `0ms...10ms` is not a window from 0 to 0.10 ms.
+    if b.starts_with('.') || b.contains("..") {
+        return Err(bad());
+    }
     let start = if a.trim().is_empty() {
         0
     } else {
@@ -104,4 +107,19 @@ pub fn check(out: &Output) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_window;
+
+    #[test]
+    fn windows_parse_and_three_dots_are_refused() {
+        assert_eq!(parse_window("2ms..3ms"), Ok((2_000_000, 3_000_000)));
+        assert_eq!(parse_window("..3ms"), Ok((0, 3_000_000)));
+        assert_eq!(parse_window("1ms.."), Ok((1_000_000, u64::MAX)));
+        for bad in ["0ms...10ms", "1ms..2ms..3ms", "1ms", "3ms..2ms"] {
+            assert!(parse_window(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -99,6 +99,7 @@ pub fn from_table(src: &Source, mut t: Table, dir: &Path) -> Result<Plan, InputE
             Source {
                 file: src.file.clone(),
                 text: src.text.clone(),
+                overrides: src.overrides.clone(),
             },
             t,
         ),
