@@ -148,17 +148,35 @@ impl Features {
         self.on & (1 << f as u32) != 0
     }
 
+    /// Set one feature; `NO_NAME` is NAME negated, as in the kernel's
+    /// sched_features file.
     pub fn set(&mut self, name: &str, value: bool) -> Result<(), String> {
-        let (f, ..) = FEATURES
-            .iter()
-            .find(|(_, n, ..)| *n == name)
-            .ok_or_else(|| format!("unknown feature `{name}` (see `schedlab features`)"))?;
+        let find = |n: &str| FEATURES.iter().find(|(_, k, ..)| *k == n);
+        let (f, value) = match (find(name), name.strip_prefix("NO_").and_then(find)) {
+            (Some((f, ..)), _) => (f, value),
+            (None, Some((f, ..))) => (f, !value),
+            (None, None) => {
+                let hint = crate::util::suggest::did_you_mean(
+                    name.strip_prefix("NO_").unwrap_or(name),
+                    FEATURES.iter().map(|(_, n, ..)| *n),
+                );
+                return Err(format!(
+                    "unknown feature `{name}`{hint} (see `schedlab features`)"
+                ));
+            }
+        };
         if value {
             self.on |= 1 << *f as u32;
         } else {
             self.on &= !(1 << *f as u32);
         }
         Ok(())
+    }
+
+    /// `"NO_PLACE_LAG RUN_TO_PARITY"`: names to turn on and `NO_` names to
+    /// turn off, separated by spaces, as written to sched_features.
+    pub fn set_list(&mut self, list: &str) -> Result<(), String> {
+        list.split_whitespace().try_for_each(|n| self.set(n, true))
     }
 
     /// Every feature with its value, in the table's order.

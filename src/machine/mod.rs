@@ -47,7 +47,8 @@ pub fn from_spec(spec: &str) -> Result<Machine, String> {
     }
     presets::build(spec).unwrap_or_else(|| {
         Err(format!(
-            "unknown machine {spec:?}: use host, smp:cpus=N[,smt=S,llc=L,sockets=K], FILE.toml, or one of: {}",
+            "unknown machine {spec:?}{}: use host, smp:cpus=N[,smt=S,llc=L,sockets=K], FILE.toml, or one of: {}",
+            crate::util::suggest::did_you_mean(spec, presets::names().iter().copied()),
             presets::names().join(", ")
         ))
     })

@@ -329,9 +329,11 @@ fn expect_table<'a>(src: &Source, key: &str, v: &'a Value) -> Result<&'a Table, 
 }
 
 fn unknown(src: &Source, key: &str, known: &[&str]) -> InputError {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    let hint = crate::util::suggest::did_you_mean(last, known.iter().copied());
     src.err(
         key,
-        format!("unknown key (known here: {})", known.join(", ")),
+        format!("unknown key{hint} (known here: {})", known.join(", ")),
     )
 }
 
@@ -587,6 +589,11 @@ impl Scenario {
                             kc.domain_flags.push((lvl.clone(), spec));
                         }
                     }
+                }
+                "features" if v.is_str() => {
+                    kc.features
+                        .set_list(&as_str(v))
+                        .map_err(|e| src.err(&key, e))?;
                 }
                 "features" => {
                     for (f, fv) in expect_table(src, &key, v)? {
@@ -929,6 +936,24 @@ mod tests {
             "{}",
             e.msg
         );
+    }
+
+    #[test]
+    fn no_feature_spellings_turn_a_feature_off() {
+        use crate::kernel::features::Feature;
+        let lag = |text: &str| {
+            resolve(&format!("{text}\n[[workload]]\nkind='pipe'\n"))
+                .unwrap()
+                .kernel
+                .features
+                .enabled(Feature::PlaceLag)
+        };
+        assert!(lag(""));
+        assert!(!lag("[kernel.features]\nNO_PLACE_LAG = true"));
+        assert!(lag("[kernel.features]\nNO_PLACE_LAG = false"));
+        assert!(!lag("[kernel]\nfeatures = \"NO_PLACE_LAG RUN_TO_PARITY\""));
+        let e = resolve("[kernel]\nfeatures = \"NO_PLACE_LAGG\"\n").unwrap_err();
+        assert!(e.msg.contains("did you mean `PLACE_LAG`"), "{e}");
     }
 
     #[test]

@@ -10,4 +10,5 @@ pub mod fs;
 pub mod hist;
 pub mod parallel;
 pub mod sink;
+pub mod suggest;
 pub mod version;

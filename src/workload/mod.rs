@@ -79,8 +79,9 @@ impl Workload {
         let kind = kinds::kind(&p.kind).ok_or_else(|| {
             let names: Vec<&str> = kinds::KINDS.iter().map(|k| k.name).collect();
             format!(
-                "unknown workload `{}` (known: {})",
+                "unknown workload `{}`{} (known: {})",
                 p.kind,
+                crate::util::suggest::did_you_mean(&p.kind, names.iter().copied()),
                 names.join(", ")
             )
         })?;

@@ -92,8 +92,9 @@ impl Params {
         for k in self.values.keys() {
             if !known.contains(&k.as_str()) {
                 return Err(format!(
-                    "unknown parameter `{k}` for workload `{}` (known: {})",
+                    "unknown parameter `{k}` for workload `{}`{} (known: {})",
                     self.kind,
+                    crate::util::suggest::did_you_mean(k, known.iter().copied()),
                     known.join(", ")
                 ));
             }
