@@ -163,11 +163,10 @@ fn plot(plan: &Plan, pi: usize, param: &str, metric: &str, cells: &Cells) -> Str
     let hi = all
         .map(|&(_, m, c)| m + c)
         .fold(f64::NEG_INFINITY, f64::max);
-    let (lo, hi) = if lo.is_finite() && hi > lo {
-        (lo, hi)
-    } else {
-        (lo.min(0.0), lo.max(0.0) + 1.0)
-    };
+    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 0.0) };
+    // A margin keeps the points off the axes; a flat line gets one too.
+    let pad = ((hi - lo) * 0.08).max(lo.abs() * 0.01).max(1e-9);
+    let (lo, hi) = (lo - pad, hi + pad);
     let (w, ht, left, top, bottom) = (420.0, 240.0, 70.0, 20.0, 40.0);
     let px = |x: usize| left + (x as f64 + 0.5) * (w - left - 10.0) / xs.len().max(1) as f64;
     let py = |y: f64| top + (hi - y) / (hi - lo) * (ht - top - bottom);

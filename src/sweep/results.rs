@@ -53,7 +53,7 @@ pub fn open(
                 ),
             });
         }
-    } else if !force && dir.read_dir().is_ok_and(|mut d| d.next().is_some()) {
+    } else if !force && has_files(dir) {
         return Err(InputError {
             file: Some(dir.display().to_string()),
             line: None,
@@ -70,6 +70,14 @@ pub fn open(
     Ok((0..plan.points.len())
         .filter(|&i| !resume || !done(&point_path(dir, &plan.points[i])))
         .collect())
+}
+
+/// Any file but the temporary ones a killed sweep may leave (`.NAME.tmpPID`).
+fn has_files(dir: &Path) -> bool {
+    dir.read_dir().is_ok_and(|d| {
+        d.flatten()
+            .any(|e| !e.file_name().to_string_lossy().starts_with('.'))
+    })
 }
 
 /// A point's file exists and records no error.
