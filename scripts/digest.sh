@@ -11,12 +11,13 @@ n=0
 case_() {
     n=$((n + 1))
     "$bin" "$@" -q --json "$dir/$n.json" >/dev/null
-    # Strip wall-clock fields (sim.wall_ns and any *wall* key), sort keys.
+    # Strip wall-clock fields (sim.wall_ns and any *wall* key) and meta
+    # (build, command line, date), sort keys.
     python3 -c '
 import json, sys
 def clean(x):
     if isinstance(x, dict):
-        return {k: clean(v) for k, v in x.items() if "wall" not in k}
+        return {k: clean(v) for k, v in x.items() if "wall" not in k and k != "meta"}
     if isinstance(x, list):
         return [clean(v) for v in x]
     return x

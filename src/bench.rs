@@ -190,9 +190,13 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The results of a run as a digest: its JSON without `sim.wall_ns`.
+/// The results of a run as a digest: its JSON without `sim.wall_ns` and
+/// `meta` (build, command line, date).
 fn results_digest(out: &crate::run::RunOutput) -> u64 {
     let mut v = crate::report::json::to_json(&out.view());
+    if let Some(o) = v.as_object_mut() {
+        o.remove("meta");
+    }
     if let Some(sim) = v.get_mut("sim").and_then(|s| s.as_object_mut()) {
         sim.remove("wall_ns");
     }

@@ -7,7 +7,7 @@
 
 use crate::kernel::tracepoint::Tracer;
 use crate::kernel::Kernel;
-use crate::report::html::{compare_page, HtmlReport, Sink};
+use crate::report::html::{compare_page, HtmlReport, Slot};
 use crate::report::json::to_json;
 use crate::run::{run_with, ExtraTracer};
 use crate::scenario::flags::{load_scenario, read_scenario, ScenarioArgs};
@@ -17,7 +17,6 @@ use crate::util::fs::write_atomic;
 use clap::Args;
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 /// One run's flattened numeric results.
 pub type Metrics = Map<String, Value>;
@@ -141,6 +140,7 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
     let second = &sides[1].0;
     if let (Some(path), Some(ha), Some(hb)) = (&args.html, results[0].1.take(), results[1].1.take())
     {
+        let what = ha["header"]["title"].as_str().unwrap_or("").to_string();
         let pair = [(a, b, ha), (b, a, hb)]
             .map(|(s, o, run)| json!({ "label": differences(s, o), "run": run }));
         let [sa, sb] = pair;
@@ -150,7 +150,8 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
             .map(Row::to_json)
             .collect();
         let v = json!({
-            "title": format!("schedlab compare: {} run(s) per side, seeds {}..", args.runs, a.seed),
+            "title": format!("schedlab compare: {what}, {} run(s) per side, seeds {}..", args.runs, a.seed),
+            "meta": crate::report::meta::meta(),
             "runs": args.runs,
             "a": sa,
             "b": sb,
@@ -160,7 +161,7 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
             .map_err(|e| InputError::new(format!("cannot write {}: {e}", path.display())))?;
     }
     if let Some(path) = &args.json {
-        let v = compare_json(&sides, args.runs, &values, &rows);
+        let v = crate::report::meta::with_meta(compare_json(&sides, args.runs, &values, &rows));
         let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
         write_atomic(path, text.as_bytes())
             .map_err(|e| InputError::new(format!("cannot write {}: {e}", path.display())))?;
@@ -240,19 +241,21 @@ fn run_side_html(
     runs: u64,
     html: bool,
 ) -> Result<(Vec<Metrics>, Option<Value>), InputError> {
-    let slot = Arc::new(Mutex::new(None));
+    let slot = Slot::default();
     let report = |k: &Kernel| -> Box<dyn Tracer> {
-        Box::new(HtmlReport::new(
-            Sink::Data(slot.clone()),
-            Selection::default(),
-            k,
-        ))
+        Box::new(HtmlReport::new(slot.clone(), Selection::default(), None, k))
     };
     let metrics = crate::util::parallel::par_map(runs as usize, |i| {
         let mut sc = sc.clone();
         sc.seed += i as u64;
         let extra = (html && i == 0).then_some(&report as ExtraTracer);
         let r = run_with(src, &sc, extra).map_err(|e| e.to_string())?;
+        if let (Some(d), true) = (
+            slot.lock().unwrap_or_else(|e| e.into_inner()).as_mut(),
+            i == 0,
+        ) {
+            d["header"] = crate::report::meta::run_header(&r.view());
+        }
         Ok(metrics(&to_json(&r.view())))
     })
     .map_err(InputError::new)?;

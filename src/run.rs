@@ -8,11 +8,11 @@ use crate::kernel::tracepoint::Tracer;
 use crate::kernel::ProgressHook;
 use crate::kernel::{Kernel, SimError};
 use crate::machine;
-use crate::report::html::{HtmlReport, Sink};
+use crate::report::html::{pelt_warning, run_page, HtmlReport, Slot};
 use crate::report::RunView;
 use crate::scenario::{InputError, Output, Scenario, Source};
 use crate::trace::{tee_all, Selection};
-use crate::util::fs::OutputSet;
+use crate::util::fs::{AtomicFile, OutputSet};
 use crate::workload::params::Params;
 use crate::workload::{Builder, Workload};
 use std::time::Instant;
@@ -143,7 +143,9 @@ pub fn run_in(
         k.sd.set_level_flags(lvl, spec)
             .map_err(|e| RunError::Input(src.err(&format!("kernel.domain.{lvl}.flags"), e)))?;
     }
-    k.tracer = open_tracers(&sc.output, &k, outs, sc.duration).map_err(RunError::Input)?;
+    let (tracer, page) =
+        open_tracers(&sc.output, &k, outs, sc.duration).map_err(RunError::Input)?;
+    k.tracer = tracer;
     if let Some(make) = extra {
         k.tracer = Some(crate::trace::tee(k.tracer.take(), make(&k)));
     }
@@ -174,12 +176,16 @@ pub fn run_in(
     }
     let wall_ns = t0.elapsed().as_nanos() as u64;
     match result {
-        Ok(()) => Ok(RunOutput {
-            scenario: sc.clone(),
-            kernel: k,
-            workloads: built,
-            wall_ns,
-        }),
+        Ok(()) => {
+            let out = RunOutput {
+                scenario: sc.clone(),
+                kernel: k,
+                workloads: built,
+                wall_ns,
+            };
+            finish_outputs(&out, page).map_err(RunError::Input)?;
+            Ok(out)
+        }
         Err(SimError::Deadlock(m)) => Err(RunError::Input(InputError {
             file: src.file.clone(),
             line: None,
@@ -208,13 +214,18 @@ fn check_sources(src: &Source, k: &Kernel) -> Result<(), InputError> {
     ))
 }
 
-/// The tracers a run's `[output]` asks for (--trace, --html), if any.
+/// The `--html` page still to write after the run: its file and the data
+/// its tracer collects.
+type Page = Option<(AtomicFile, Slot)>;
+
+/// The tracers a run's `[output]` asks for (--trace, --html), if any, and
+/// the HTML page to write once the run is over.
 fn open_tracers(
     out: &Output,
     k: &Kernel,
     outs: &OutputSet,
     end: Option<u64>,
-) -> Result<Option<Box<dyn Tracer>>, InputError> {
+) -> Result<(Option<Box<dyn Tracer>>, Page), InputError> {
     let mut list: Vec<Box<dyn Tracer>> = Vec::new();
     let opts = out.trace.clone().unwrap_or_default();
     if !opts.path.is_empty() {
@@ -227,19 +238,47 @@ fn open_tracers(
             "--trace-format/--trace-window/--trace-pelt need --trace PATH",
         ));
     }
+    let mut page = None;
     if let Some(path) = &out.html {
         let file = outs
             .create(std::path::Path::new(path))
             .map_err(|e| InputError::new(format!("--html: {e}")))?;
         let sel = Selection { names: opts.pelt };
-        let sink = Sink::Page(file);
-        list.push(Box::new(HtmlReport::new(sink, sel, k)));
+        let slot = Slot::default();
+        list.push(Box::new(HtmlReport::new(slot.clone(), sel, opts.window, k)));
+        page = Some((file, slot));
     }
-    Ok(match list.len() {
+    let tracer = match list.len() {
         0 => None,
         1 => list.pop(),
         _ => Some(tee_all(list)),
-    })
+    };
+    Ok((tracer, page))
+}
+
+/// After a run: warn about `--trace-pelt` names that select nothing that
+/// ran, and write the HTML page with the run's header.
+fn finish_outputs(out: &RunOutput, page: Page) -> Result<(), InputError> {
+    if let Some(t) = &out.scenario.output.trace {
+        let sel = Selection {
+            names: t.pelt.clone(),
+        };
+        if let Some(w) = pelt_warning(&out.kernel, &sel) {
+            eprintln!("schedlab: warning: {w}");
+        }
+    }
+    let Some((mut file, slot)) = page else {
+        return Ok(());
+    };
+    let mut data = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let Some(data) = data.as_mut() else {
+        return Ok(());
+    };
+    data["header"] = crate::report::meta::run_header(&out.view());
+    data["meta"] = crate::report::meta::meta();
+    file.write_all(run_page(data).as_bytes())
+        .and_then(|()| file.commit())
+        .map_err(|e| InputError::new(format!("cannot write the --html page: {e}")))
 }
 
 /// Complete and commit the tracer's output after a successful run.

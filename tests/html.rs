@@ -5,7 +5,7 @@
 //! skip is printed (and by .ci/run).
 
 mod common;
-use common::{schedlab, tmp};
+use common::tmp;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,16 +19,49 @@ const WORKLOAD: &[&str] = &[
     "300ms",
 ];
 
-fn run_report(name: &str) -> PathBuf {
+/// SOURCE_DATE_EPOCH of the tests' runs: 2023-11-14T22:13:20Z.
+const EPOCH: &str = "1700000000";
+
+/// Run schedlab with a fixed SOURCE_DATE_EPOCH: (exit code, stdout, stderr).
+fn schedlab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .output()
+        .expect("run schedlab");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `run WORKLOAD --html NAME` with `extra` flags: the page and stderr.
+fn report_with(name: &str, workload: &[&str], extra: &[&str]) -> (PathBuf, String) {
     let h = tmp(name);
     let mut args = vec!["run"];
-    args.extend(WORKLOAD);
+    args.extend(workload);
     let p = h.display().to_string();
-    args.extend(["--html", &p, "--trace-pelt", "1000", "-q"]);
+    args.extend(["--html", &p, "-q"]);
+    args.extend(extra);
     let (rc, _, err) = schedlab(&args);
     assert_eq!(rc, 0, "{err}");
-    h
+    (h, err)
 }
+
+fn run_report(name: &str) -> PathBuf {
+    report_with(name, WORKLOAD, &["--trace-pelt", "1000"]).0
+}
+
+/// A 24-CPU machine: above 16 CPUs, so heatmaps, in two LLC groups.
+const BIG: &[&str] = &[
+    "--machine",
+    "smp:cpus=24,llc=12",
+    "--workload",
+    "periodic:tasks=30,run=2ms,sleep=1ms",
+    "--duration",
+    "100ms",
+];
 
 fn compare_report(name: &str) -> PathBuf {
     let h = tmp(name);
@@ -73,15 +106,158 @@ fn assert_run_data(v: &Value) {
     assert_eq!(v["ncpus"], 2);
     assert!(!v["cdfs"][0]["q"].as_array().unwrap().is_empty());
     assert!(v["counters"].as_array().unwrap().len() > 5);
+    // The header: the benchmark's own lines, the seed, the scenario.
+    let h = &v["header"];
+    assert_eq!(h["title"], "periodic on vm-2 (2 CPUs)");
+    assert!(h["results"][0].as_str().unwrap().starts_with("periodic:"));
+    assert!(h["scenario"].as_str().unwrap().contains("[machine]"), "{h}");
+    assert!(h["seed"].is_u64());
+}
+
+/// The slices (cpu, start, end, task) of a page's flat, delta-coded array.
+fn slices(v: &Value) -> Vec<[u64; 4]> {
+    let f: Vec<u64> = serde_json::from_value(v["slices"].clone()).unwrap();
+    let mut t = 0;
+    f.chunks(4)
+        .map(|c| {
+            t += c[1];
+            [c[0], t, t + c[2], c[3]]
+        })
+        .collect()
+}
+
+/// `meta`: the build, the argument list and SOURCE_DATE_EPOCH's date.
+fn assert_meta(m: &Value, flag: &str) {
+    assert_eq!(m["version"], env!("CARGO_PKG_VERSION"));
+    assert!(!m["commit"].as_str().unwrap().is_empty());
+    assert_eq!(m["date"], "2023-11-14T22:13:20Z");
+    let cmd: Vec<String> = serde_json::from_value(m["command"].clone()).unwrap();
+    assert!(cmd.iter().any(|a| a == flag), "{cmd:?}");
 }
 
 #[test]
 fn html_report_is_self_contained_with_data() {
     let text = std::fs::read_to_string(run_report("r.html")).unwrap();
     assert_self_contained(&text);
+    assert!(text.contains("<title>schedlab: periodic on vm-2 (2 CPUs)</title>"));
     let v = page_data(&text, "D");
     assert_run_data(&v);
+    assert_meta(&v["meta"], "--html");
     assert!(!v["task_series"].as_array().unwrap().is_empty());
+    assert!(v["pelt_warning"].is_null());
+    // Two CPUs: per-CPU lines, no heatmap.
+    assert_eq!(v["cpu_series"].as_array().unwrap().len(), 2);
+    // Each latency panel counts its samples: all tasks is the sum of the
+    // comms (one comm here), and the three tasks' first runs are counted.
+    let cdfs = v["cdfs"].as_array().unwrap();
+    let n = cdfs[0]["n"].as_u64().unwrap();
+    assert!(n > 100, "{n}");
+    let by_comm: u64 = cdfs[1..].iter().map(|c| c["n"].as_u64().unwrap()).sum();
+    assert_eq!(n, by_comm);
+    assert_eq!(cdfs[0]["new"], 3);
+}
+
+#[test]
+fn json_carries_meta() {
+    let path = tmp("meta.json");
+    let p = path.display().to_string();
+    let mut args = vec!["run"];
+    args.extend(WORKLOAD);
+    args.extend(["--json", &p, "-q"]);
+    let (rc, _, err) = schedlab(&args);
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_meta(&v["meta"], "--json");
+}
+
+#[test]
+fn compare_json_carries_meta() {
+    let path = tmp("cmeta.json");
+    let p = path.display().to_string();
+    let mut args = vec!["compare"];
+    args.extend(WORKLOAD);
+    args.extend([
+        "--set-b",
+        "kernel.hz=1000",
+        "--runs",
+        "1",
+        "--json",
+        &p,
+        "-q",
+    ]);
+    let (rc, _, err) = schedlab(&args);
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_meta(&v["meta"], "--json");
+}
+
+#[test]
+fn big_machines_get_heatmaps_by_llc_group() {
+    let (page, _) = report_with("big.html", BIG, &[]);
+    let v = page_data(&std::fs::read_to_string(page).unwrap(), "D");
+    assert_eq!(v["ncpus"], 24);
+    assert!(v["cpu_series"].as_array().unwrap().is_empty());
+    let groups = v["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    let mut cpus: Vec<u64> = groups
+        .iter()
+        .flat_map(|g| serde_json::from_value::<Vec<u64>>(g["cpus"].clone()).unwrap())
+        .collect();
+    cpus.sort_unstable();
+    assert_eq!(cpus, (0..24).collect::<Vec<u64>>());
+    for key in ["util", "nr", "busy"] {
+        let rows = v["bins"][key].as_array().unwrap();
+        assert_eq!(rows.len(), 24);
+        let n = rows[0].as_array().unwrap().len();
+        assert!((100..=1024).contains(&n), "{n} bins");
+    }
+    // 30 tasks on 24 CPUs: every CPU was busy some of the time.
+    for cpu in v["bins"]["busy"].as_array().unwrap() {
+        assert!(cpu.as_array().unwrap().iter().any(|b| b.as_u64() > Some(0)));
+    }
+}
+
+#[test]
+fn trace_window_applies_to_the_page() {
+    let (page, _) = report_with("win.html", WORKLOAD, &["--trace-window", "100ms..200ms"]);
+    let v = page_data(&std::fs::read_to_string(page).unwrap(), "D");
+    assert_eq!(
+        (v["start"].as_u64(), v["end"].as_u64()),
+        (Some(100_000_000), Some(200_000_000))
+    );
+    let s = slices(&v);
+    assert!(s.len() > 50);
+    assert!(s.iter().all(|s| s[1] >= 100_000_000 && s[2] <= 200_000_000));
+    assert_eq!(v["bins"]["start"], 100_000_000);
+}
+
+#[test]
+fn trace_pelt_of_tasks_that_never_ran_warns() {
+    let (page, err) = report_with("pelt.html", WORKLOAD, &["--trace-pelt", "nosuchcomm"]);
+    assert!(err.contains("warning: --trace-pelt nosuchcomm"), "{err}");
+    assert!(err.contains("comms that ran: periodic"), "{err}");
+    let v = page_data(&std::fs::read_to_string(page).unwrap(), "D");
+    assert!(v["pelt_warning"].as_str().unwrap().contains("periodic"));
+}
+
+#[test]
+fn summary_condenses_cpus_per_llc_above_32() {
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--machine",
+        "xeon-8269cy",
+        "--workload",
+        "periodic:tasks=8",
+        "--duration",
+        "20ms",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("by LLC group"), "{out}");
+    assert!(
+        out.contains("socket 1 · LLC 1 · CPUs 26-51,78-103"),
+        "{out}"
+    );
+    assert!(!out.contains("cpu103"), "{out}");
 }
 
 #[test]
@@ -89,6 +265,8 @@ fn compare_html_has_both_sides_and_the_statistics() {
     let text = std::fs::read_to_string(compare_report("c.html")).unwrap();
     assert_self_contained(&text);
     let v = page_data(&text, "C");
+    assert_meta(&v["meta"], "--html");
+    assert!(v["title"].as_str().unwrap().contains("periodic on vm-2"));
     for (side, label) in [("a", "kernel.hz=250"), ("b", "kernel.hz=1000")] {
         assert_eq!(v[side]["label"], label);
         assert_run_data(&v[side]["run"]);
@@ -103,9 +281,12 @@ fn compare_html_has_both_sides_and_the_statistics() {
     for k in ["a_mean", "b_mean", "a_stddev", "p_value", "significant"] {
         assert!(!ctx[k].is_null(), "{k}");
     }
-    // Same command, same page, byte for byte.
+    // Same command (but the output's name), same page, byte for byte.
     let again = std::fs::read_to_string(compare_report("c2.html")).unwrap();
-    assert!(again == text, "compare --html is not deterministic");
+    assert!(
+        again.replace("c2.html", "c.html") == text,
+        "compare --html is not deterministic"
+    );
 }
 
 fn find(names: &[&str]) -> Option<String> {
@@ -177,6 +358,10 @@ fn check_in_chromium(chrome: &str, page: &Path, shot: &str) {
 fn html_scripts_run_without_errors() {
     let pages = [
         (run_report("rb.html"), "run-report.png"),
+        (
+            report_with("bigb.html", BIG, &[]).0,
+            "run-report-24cpus.png",
+        ),
         (compare_report("cb.html"), "compare-report.png"),
     ];
     if let Some(chrome) = find(&["chromium", "chromium-browser", "google-chrome"]) {

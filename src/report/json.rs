@@ -1,5 +1,6 @@
-//! The `--json` results file. Everything but `sim.wall_ns` is a pure
-//! function of the scenario and seed.
+//! The `--json` results file. Everything but `sim.wall_ns` and `meta`
+//! (the build, command line and date) is a pure function of the scenario
+//! and seed.
 
 use super::RunView;
 use crate::kernel::pelt;
@@ -83,6 +84,7 @@ pub fn to_json(out: &RunView) -> Value {
     let totals = totals_json(out);
     let completion = super::completion::to_json(k);
     json!({
+        "meta": super::meta::meta(),
         "completion": completion,
         "sim": {
             "simulated_ns": k.now,

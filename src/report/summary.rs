@@ -91,23 +91,7 @@ pub fn summary(out: &RunView) -> String {
         k.cfg.preempt.name()
     );
     let _ = writeln!(s, "\n{secs:>18.9} seconds time elapsed (simulated)\n");
-    let _ = writeln!(s, " per-CPU utilisation:");
-    let mut line = String::new();
-    for (i, rq) in k.rqs.iter().enumerate() {
-        let total = (rq.stats.busy_ns + rq.stats.idle_ns).max(1);
-        let _ = write!(
-            line,
-            " cpu{i:<3} {:5.1}%",
-            rq.stats.busy_ns as f64 * 100.0 / total as f64
-        );
-        if i % 8 == 7 {
-            let _ = writeln!(s, "{line}");
-            line.clear();
-        }
-    }
-    if !line.is_empty() {
-        let _ = writeln!(s, "{line}");
-    }
+    per_cpu_block(&mut s, k);
     balance_block(&mut s, k);
     super::cgroup::summary_block(&mut s, k);
     let wall = out.wall_ns as f64 / 1e9;
@@ -120,6 +104,44 @@ pub fn summary(out: &RunView) -> String {
         secs / wall.max(1e-9)
     );
     s
+}
+
+/// Above this many CPUs the per-CPU utilisation is one line per group of
+/// LLCs (mean, min, max) instead of one number per CPU.
+const CONDENSE_ABOVE: usize = 32;
+
+/// Each CPU's busy share of the run: per CPU on small machines, per group
+/// of LLCs (`cpu_groups`) above `CONDENSE_ABOVE` CPUs.
+fn per_cpu_block(s: &mut String, k: &crate::kernel::Kernel) {
+    let pct: Vec<f64> = k
+        .rqs
+        .iter()
+        .map(|rq| {
+            let total = (rq.stats.busy_ns + rq.stats.idle_ns).max(1);
+            rq.stats.busy_ns as f64 * 100.0 / total as f64
+        })
+        .collect();
+    if pct.len() > CONDENSE_ABOVE {
+        let _ = writeln!(s, " per-CPU utilisation, by LLC group (mean, min .. max):");
+        for g in super::cpu_groups(&k.machine) {
+            let v: Vec<f64> = g.cpus.iter().map(|&c| pct[c]).collect();
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+            let _ = writeln!(s, "   {mean:5.1}%  {lo:5.1}% .. {hi:5.1}%   {}", g.label);
+        }
+        return;
+    }
+    let _ = writeln!(s, " per-CPU utilisation:");
+    for (row, chunk) in pct.chunks(8).enumerate() {
+        let line: String = chunk
+            .iter()
+            .enumerate()
+            .map(|(j, p)| format!(" cpu{:<3} {p:5.1}%", row * 8 + j))
+            .collect();
+        let _ = writeln!(s, "{line}");
+    }
 }
 
 /// The load balancer's counters and should_we_balance's cost histogram.

@@ -332,7 +332,10 @@ pub fn repro(args: &PeltArgs) -> Result<(), String> {
     print!("{}", overhead(&rows, &runs));
     println!("\n{NOTE}");
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&to_json(&rows, &runs, args)).unwrap_or_default();
+        let text = serde_json::to_string_pretty(&crate::report::meta::with_meta(to_json(
+            &rows, &runs, args,
+        )))
+        .unwrap_or_default();
         write_atomic(path, (text + "\n").as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }

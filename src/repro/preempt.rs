@@ -391,7 +391,7 @@ pub fn repro(args: &PreemptArgs) -> Result<(), String> {
     }
     print!("{}", verdict(&results));
     if let Some(p) = &args.json {
-        let text = serde_json::to_string_pretty(&json!({ "study": "seed-002-preempt", "loops": args.loops, "seeds": args.seeds, "runs": json_rows }))
+        let text = serde_json::to_string_pretty(&crate::report::meta::with_meta(json!({ "study": "seed-002-preempt", "loops": args.loops, "seeds": args.seeds, "runs": json_rows })))
             .unwrap_or_default()
             + "\n";
         write_atomic(p, text.as_bytes())

@@ -322,7 +322,9 @@ pub fn main(a: &BenchArgs) -> Result<i32, String> {
     print!("{}", text(a, &header, &measured, &rows));
     if let Some(path) = &a.json {
         let v = to_json(a, &header, &measured, &rows);
-        let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
+        let text = serde_json::to_string_pretty(&crate::report::meta::with_meta(v))
+            .unwrap_or_default()
+            + "\n";
         write_atomic(path, text.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }

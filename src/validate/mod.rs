@@ -109,7 +109,10 @@ fn pelt_main(a: &PeltArgs) -> Result<i32, String> {
     let outcome = compare(&tl, &samples, worker_cpu, sampler_cpu)?;
     print!("{}", report::text(&outcome));
     if let Some(path) = &a.json {
-        let text = serde_json::to_string_pretty(&report::to_json(&outcome)).unwrap_or_default();
+        let text = serde_json::to_string_pretty(&crate::report::meta::with_meta(report::to_json(
+            &outcome,
+        )))
+        .unwrap_or_default();
         write_atomic(path, (text + "\n").as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }

@@ -23,12 +23,14 @@ pub fn tmp(name: &str) -> std::path::PathBuf {
     dir.join(name)
 }
 
-/// A results file without the one field that depends on the wall clock.
+/// A results file without the fields that depend on the wall clock and the
+/// command line (`sim.wall_ns`, `meta`).
 #[allow(dead_code)]
 pub fn json_without_wall(path: &std::path::Path) -> serde_json::Value {
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     v["sim"].as_object_mut().unwrap().remove("wall_ns");
+    v.as_object_mut().unwrap().remove("meta");
     v
 }
 

@@ -7,20 +7,28 @@ const html = fs.readFileSync(process.argv[2], "utf8");
 const m = html.match(/<script>([\s\S]*)<\/script>/);
 if (!m) { console.error("no inline script"); process.exit(1); }
 let calls = 0;
-const ctx = new Proxy({ measureText: (s) => ({ width: 6 * String(s).length }) }, {
+const ctx = new Proxy({
+  measureText: (s) => ({ width: 6 * String(s).length }),
+  createImageData: (w, h) => ({ data: new Uint8ClampedArray(w * h * 4) }),
+}, {
   get: (t, k) => (k in t ? t[k] : () => { calls++; }),
   set: (t, k, v) => { t[k] = v; return true; },
 });
-const el = () => ({
-  width: 1200, height: 200, style: {}, textContent: "", innerHTML: "",
-  getContext: () => ctx, addEventListener: () => {},
-  getBoundingClientRect: () => ({ left: 0, top: 0, width: 1200, height: 200 }),
-  insertRow: () => ({ insertCell: () => ({}), appendChild: () => {} }),
-});
+const el = () => {
+  const e = {
+    width: 1200, height: 200, style: {}, textContent: "", innerHTML: "", value: "",
+    getContext: () => ctx, addEventListener: () => {}, lastChild: null,
+    getBoundingClientRect: () => ({ left: 0, top: 0, width: 1200, height: 200 }),
+    insertRow: () => ({ insertCell: () => ({}), appendChild: () => {} }),
+    appendChild: (c) => { e.lastChild = c; return c; },
+  };
+  return e;
+};
 const els = {};
 global.document = {
   getElementById: (id) => (els[id] = els[id] || el()),
   createElement: el,
+  createTextNode: (t) => ({ textContent: t }),
   body: { dataset: {} },
 };
 global.window = { addEventListener: () => {} };
