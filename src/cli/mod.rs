@@ -7,8 +7,10 @@ use crate::scenario::flags::{load_scenario, read_scenario, set_output, OutArgs, 
 use crate::scenario::{feature_lines, InputError, Scenario, Source, DEMO};
 use crate::util::fs::OutputSet;
 use crate::util::sink::{Sink, STDIO};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
+
+mod generate;
 
 #[derive(Parser)]
 #[command(
@@ -92,6 +94,22 @@ enum Cmd {
         after_help = "Examples:\n  schedlab calibrate --output my-host.toml\n  schedlab calibrate --quick"
     )]
     Calibrate(crate::calibrate::CalibrateArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(after_help = "Examples:\n  \
+        schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab\n  \
+        schedlab completions zsh > ~/.zfunc/_schedlab\n  \
+        schedlab completions fish > ~/.config/fish/completions/schedlab.fish")]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page schedlab(1), or write one page per command into a directory
+    #[command(after_help = "Examples:\n  schedlab man | man -l -\n  schedlab man --dir man/man1")]
+    Man {
+        /// Write schedlab.1 and a page per subcommand (schedlab-run.1, ...) into this directory
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -319,6 +337,8 @@ pub fn main() -> i32 {
         Some(Cmd::SweepReport(args)) => crate::sweep::report_main(&args),
         Some(Cmd::Validate(args)) => crate::validate::main(&args),
         Some(Cmd::Calibrate(args)) => crate::calibrate::main(&args),
+        Some(Cmd::Completions { shell }) => generate::completions(Cli::command(), shell),
+        Some(Cmd::Man { dir }) => generate::man(Cli::command(), dir.as_deref()),
     }
 }
 
