@@ -49,7 +49,7 @@ pub struct CompareArgs {
     /// (timelines, latency CDFs, util_avg, nr_running) and all the metrics
     #[arg(long, value_name = "PATH")]
     html: Option<PathBuf>,
-    /// No progress bar
+    /// Quiet: no progress bar, and only the results: the table, no notes
     #[arg(long, short)]
     quiet: bool,
 }
@@ -135,7 +135,7 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
         if i > 1 {
             println!();
         }
-        print_table(&mine, args.runs, a, sc, name);
+        print_table(&mine, args.runs, (a, sc, name), args.quiet);
     }
     let second = &sides[1].0;
     if let (Some(path), Some(ha), Some(hb)) = (&args.html, results[0].1.take(), results[1].1.take())
@@ -369,7 +369,8 @@ fn metric_rows(ra: &[Map<String, Value>], rb: &[Map<String, Value>], noise_off: 
     .collect()
 }
 
-fn print_table(rows: &[&Row], runs: u64, a: &Scenario, b: &Scenario, bname: &str) {
+/// One side against A; `quiet` leaves out the closing note.
+fn print_table(rows: &[&Row], runs: u64, (a, b, bname): (&Scenario, &Scenario, &str), quiet: bool) {
     println!(
         "A/{bname} comparison, {runs} run(s) per side (seeds {}..), Welch's t-test at {:.0}% confidence",
         a.seed,
@@ -413,7 +414,7 @@ fn print_table(rows: &[&Row], runs: u64, a: &Scenario, b: &Scenario, bname: &str
             fmt_ms(r.b),
         );
     }
-    if runs >= 2 && rows.iter().any(|r| r.exact()) {
+    if !quiet && runs >= 2 && rows.iter().any(|r| r.exact()) {
         println!(
             "\nexact: noise is off on both sides and every seed gave the same value (the workload\n\
              draws no random numbers), so the difference is the configuration's own; more runs\n\

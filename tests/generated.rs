@@ -9,7 +9,14 @@ fn completions_name_every_subcommand_for_each_shell() {
     for shell in ["bash", "zsh", "fish"] {
         let (rc, out, err) = schedlab(&["completions", shell]);
         assert_eq!(rc, 0, "{shell}: {err}");
-        for sub in ["run", "compare", "repro", "sweep-report", "completions", "man"] {
+        for sub in [
+            "run",
+            "compare",
+            "repro",
+            "sweep-report",
+            "completions",
+            "man",
+        ] {
             assert!(out.contains(sub), "{shell} completion lacks {sub}");
         }
         // Flags of a subcommand and the values of an enum are offered too.
@@ -25,7 +32,11 @@ fn completion_script_is_valid_bash() {
     let (_, out, _) = schedlab(&["completions", "bash"]);
     let path = tmp("schedlab.bash");
     std::fs::write(&path, out).unwrap();
-    let Ok(st) = std::process::Command::new("bash").arg("-n").arg(&path).status() else {
+    let Ok(st) = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .status()
+    else {
         eprintln!("no bash here: skipped the syntax check");
         return;
     };
@@ -43,7 +54,12 @@ fn man_page_on_stdout_and_one_page_per_command_in_a_directory() {
     let dir = tmp("man");
     let (rc, _, err) = schedlab(&["man", "--dir", &dir.display().to_string()]);
     assert_eq!(rc, 0, "{err}");
-    for page in ["schedlab.1", "schedlab-run.1", "schedlab-repro-swb.1", "schedlab-man.1"] {
+    for page in [
+        "schedlab.1",
+        "schedlab-run.1",
+        "schedlab-repro-swb.1",
+        "schedlab-man.1",
+    ] {
         let text = std::fs::read_to_string(dir.join(page)).unwrap_or_default();
         assert!(text.contains(".TH"), "{page} missing or empty");
     }

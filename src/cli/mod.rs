@@ -1,5 +1,5 @@
-//! The command line: parse, call the library, print. Exit 0 on success,
-//! 2 on bad input (with file, line and key), 3 when --check finds a bug.
+//! The command line: parse, call the library, print. The exit statuses
+//! are [`EXIT_CODES`].
 
 use crate::report::{json::to_json, summary::summary};
 use crate::run::{run_in, RunError};
@@ -7,7 +7,7 @@ use crate::scenario::flags::{load_scenario, read_scenario, set_output, OutArgs, 
 use crate::scenario::{feature_lines, InputError, Scenario, Source, DEMO};
 use crate::util::fs::OutputSet;
 use crate::util::sink::{Sink, STDIO};
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
 mod generate;
@@ -274,8 +274,33 @@ fn stdout_taken(sc: &Scenario) -> bool {
     [o.json.as_deref(), trace, o.schedstat.as_deref()].contains(&Some(STDIO))
 }
 
+/// Every exit status schedlab uses, listed at the end of each `--help`.
+pub const EXIT_CODES: &str = "Exit codes:
+  0      success
+  1      a sweep run failed, or a `validate` check did not pass
+  2      bad input (the file, line and key or flag are named), or an output that cannot be written
+  3      --check found a broken scheduler invariant
+  4      a benchmark did not finish within --duration (run, replay, demo; 0 with --allow-unfinished)
+  128+N  stopped by signal N (130 Ctrl-C, 143 SIGTERM), temporary output files removed";
+
+/// The command line as clap sees it: the derived definition with the
+/// exit codes after every command's help.
+pub fn command() -> clap::Command {
+    fn with_codes(c: clap::Command) -> clap::Command {
+        let help = match c.get_after_help() {
+            Some(h) => format!("{h}\n\n{EXIT_CODES}"),
+            None => EXIT_CODES.to_string(),
+        };
+        c.after_help(help).mut_subcommands(with_codes)
+    }
+    with_codes(Cli::command())
+}
+
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     match cli.cmd {
         None => demo(&OutArgs {
             json: None,
@@ -337,8 +362,8 @@ pub fn main() -> i32 {
         Some(Cmd::SweepReport(args)) => crate::sweep::report_main(&args),
         Some(Cmd::Validate(args)) => crate::validate::main(&args),
         Some(Cmd::Calibrate(args)) => crate::calibrate::main(&args),
-        Some(Cmd::Completions { shell }) => generate::completions(Cli::command(), shell),
-        Some(Cmd::Man { dir }) => generate::man(Cli::command(), dir.as_deref()),
+        Some(Cmd::Completions { shell }) => generate::completions(command(), shell),
+        Some(Cmd::Man { dir }) => generate::man(command(), dir.as_deref()),
     }
 }
 
