@@ -1,5 +1,5 @@
 //! What schedlab generates from its own definitions: shell completions,
-//! man pages.
+//! man pages, the list of scenario keys.
 
 mod common;
 use common::{schedlab, tmp};
@@ -72,4 +72,31 @@ fn man_page_on_stdout_and_one_page_per_command_in_a_directory() {
     let (rc, _, err) = schedlab(&["man", "--dir", &file.display().to_string()]);
     assert_eq!(rc, 2);
     assert!(err.contains("--dir"), "{err}");
+}
+
+#[test]
+fn keys_lists_every_key_with_type_default_unit_and_meaning() {
+    let (rc, out, err) = schedlab(&["keys"]);
+    assert_eq!(rc, 0, "{err}");
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("{key} not listed"))
+            .to_string()
+    };
+    assert!(line("machine.preset").contains(" vm-2 "));
+    let hz = line("kernel.hz");
+    assert!(
+        hz.contains("100|250|300|1000") && hz.contains(" Hz "),
+        "{hz}"
+    );
+    assert!(line("kernel.base_slice_ns").contains(" ns "));
+    // Every feature of `schedlab features` and every workload parameter.
+    let (_, feats, _) = schedlab(&["features"]);
+    for f in feats.lines().filter_map(|l| l.split_whitespace().next()) {
+        line(&format!("kernel.features.{f}"));
+    }
+    for p in ["groups", "loops", "ipc", "cpu-ops", "file"] {
+        line(&format!("workload.N.{p}"));
+    }
 }

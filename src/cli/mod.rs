@@ -94,6 +94,12 @@ enum Cmd {
         after_help = "Examples:\n  schedlab calibrate --output my-host.toml\n  schedlab calibrate --quick"
     )]
     Calibrate(crate::calibrate::CalibrateArgs),
+    /// List every scenario key (for a file, or --set KEY=VALUE) with type, default, unit and meaning
+    #[command(
+        after_help = "Examples:\n  schedlab keys\n  schedlab keys | grep wakelist\n  \
+        schedlab run -w pipe --set kernel.wakelist=idle"
+    )]
+    Keys,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(after_help = "Examples:\n  \
         schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab\n  \
@@ -362,6 +368,10 @@ pub fn main() -> i32 {
         Some(Cmd::SweepReport(args)) => crate::sweep::report_main(&args),
         Some(Cmd::Validate(args)) => crate::validate::main(&args),
         Some(Cmd::Calibrate(args)) => crate::calibrate::main(&args),
+        Some(Cmd::Keys) => {
+            print!("{}", crate::scenario::keys::listing());
+            0
+        }
         Some(Cmd::Completions { shell }) => generate::completions(command(), shell),
         Some(Cmd::Man { dir }) => generate::man(command(), dir.as_deref()),
     }
