@@ -100,6 +100,9 @@ enum Cmd {
         schedlab run -w pipe --set kernel.wakelist=idle"
     )]
     Keys,
+    /// Print the JSON Schema of `run --json` (docs/schema.json), inferred from runs of every workload kind
+    #[command(after_help = "Example:\n  schedlab schema > docs/schema.json")]
+    Schema,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(after_help = "Examples:\n  \
         schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab\n  \
@@ -372,6 +375,7 @@ pub fn main() -> i32 {
             print!("{}", crate::scenario::keys::listing());
             0
         }
+        Some(Cmd::Schema) => generate::schema(),
         Some(Cmd::Completions { shell }) => generate::completions(command(), shell),
         Some(Cmd::Man { dir }) => generate::man(command(), dir.as_deref()),
     }
