@@ -432,10 +432,12 @@ fn demo(out: &OutArgs) -> i32 {
             let rc = run_and_report(&src, &sc, false);
             if rc == 0 && !sc.output.quiet {
                 println!(
-                    "\nNext: change one thing and compare, e.g.\n  \
+                    "\nNext: change one thing, then compare (README, \"Five minutes with schedlab\"):\n  \
                      schedlab run --machine xeon-8269cy --workload hackbench:groups=4,loops=200,ipc=pipe \
                      --set kernel.features.WAKEUP_PREEMPTION=false\n  \
-                     schedlab machines | schedlab workloads | schedlab features"
+                     schedlab compare --machine xeon-8269cy --workload hackbench:groups=4,loops=200,ipc=pipe \
+                     --set-b kernel.features.WAKEUP_PREEMPTION=false --runs 5\n\
+                     What there is to change: schedlab keys, schedlab features, schedlab machines, schedlab workloads"
                 );
             }
             rc
