@@ -56,9 +56,9 @@ enum Cmd {
     #[command(after_help = "Example:\n  schedlab workloads")]
     Workloads,
     /// List scheduler features with their defaults
-    #[command(
-        after_help = "Example:\n  schedlab features\n  schedlab run ... --set kernel.features.RUN_TO_PARITY=false"
-    )]
+    #[command(after_help = "Examples:\n  schedlab features\n  \
+            schedlab run -w hackbench:groups=2 --set kernel.features.RUN_TO_PARITY=false\n  \
+            schedlab run -w hackbench:groups=2 --set kernel.features=\"NO_RUN_TO_PARITY NO_PLACE_LAG\"")]
     Features,
     /// Run two configurations N times each and test which metrics differ
     #[command(after_help = "Examples:\n  \
@@ -109,6 +109,7 @@ enum Cmd {
         schedlab completions zsh > ~/.zfunc/_schedlab\n  \
         schedlab completions fish > ~/.config/fish/completions/schedlab.fish")]
     Completions {
+        /// The shell to complete for
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -302,7 +303,10 @@ pub fn command() -> clap::Command {
         };
         c.after_help(help).mut_subcommands(with_codes)
     }
-    with_codes(Cli::command())
+    // `replay` runs on this host unless told otherwise.
+    let host = "Machine preset (`schedlab machines`), `smp:cpus=N,...`, `host` or a machine file \
+        `FILE.toml` [machine.preset] [default: host, the machine the trace was recorded on]";
+    with_codes(Cli::command()).mut_subcommand("replay", |r| r.mut_arg("machine", |a| a.help(host)))
 }
 
 pub fn main() -> i32 {
