@@ -153,3 +153,34 @@ fn compare_quiet_prints_the_table_without_notes() {
     assert!(loud.contains("\nexact:"), "{loud}");
     assert!(!quiet.contains("\nexact:"), "{quiet}");
 }
+
+#[test]
+fn json_dash_is_stdout_for_compare_and_refused_by_repro() {
+    let (rc, out, err) = schedlab(&[
+        "compare",
+        "--machine",
+        "smp:cpus=2",
+        "-w",
+        "pipe:loops=100",
+        "--set-b",
+        "kernel.hz=1000",
+        "--runs",
+        "2",
+        "-q",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is the JSON alone");
+    assert!(v["meta"].is_object());
+    assert!(
+        err.contains("A/B comparison"),
+        "the table goes to stderr: {err}"
+    );
+    assert!(!std::path::Path::new("-").exists());
+    let (rc, _, err) = schedlab(&[
+        "repro", "preempt", "--scale", "100000", "--runs", "1", "--json", "-",
+    ]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("--json -"), "{err}");
+}

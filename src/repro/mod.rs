@@ -44,6 +44,22 @@ enum Which {
 
 /// Run the chosen series; each prints its tables and notes.
 pub fn main(args: &ReproArgs) -> i32 {
+    let json = match &args.which {
+        Which::Wakelist(a) => &a.json,
+        Which::Preempt(a) => &a.json,
+        Which::Completion(a) => &a.json,
+        Which::Swb(a) => &a.json,
+        Which::Pelt(a) => &a.json,
+    };
+    if json
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == crate::util::sink::STDIO)
+    {
+        eprintln!(
+            "schedlab: error: --json -: repro prints its tables on stdout; give the JSON a file"
+        );
+        return 2;
+    }
     crate::progress::install(crate::progress::Kind::Runs(None), args.quiet);
     let r = match &args.which {
         Which::Wakelist(a) => wakelist::repro(a, args.quiet),

@@ -23,7 +23,7 @@ pub struct PeltArgs {
     only: Option<String>,
     /// Also write the results as JSON to this file, atomically
     #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    pub json: Option<PathBuf>,
     /// Random seed of every run (sim.seed; default: the scenario files' 1),
     /// so several seeds can be run one after another to see the spread
     #[arg(long)]

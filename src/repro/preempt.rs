@@ -22,7 +22,7 @@ pub struct PreemptArgs {
     runs: u64,
     /// Also write the results as JSON to this file, atomically
     #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    pub json: Option<PathBuf>,
 }
 
 /// (file, machine, model, scenario text)

@@ -22,7 +22,7 @@ pub struct WakelistArgs {
     dir: Option<PathBuf>,
     /// Also write the results as JSON to this file, atomically
     #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    pub json: Option<PathBuf>,
 }
 
 /// One row of the seed's tables: a scenario file, the metric read from
