@@ -14,8 +14,10 @@ use crate::scenario::flags::{load_scenario, read_scenario, ScenarioArgs};
 use crate::scenario::{InputError, Scenario, Source};
 use crate::trace::Selection;
 use crate::util::fs::write_atomic;
+use crate::util::sink::STDIO;
 use clap::Args;
 use serde_json::{json, Map, Value};
+use std::fmt::Write;
 use std::path::PathBuf;
 
 /// One run's flattened numeric results.
@@ -42,14 +44,14 @@ pub struct CompareArgs {
     /// Runs per side, with seeds seed, seed+1, …
     #[arg(long, default_value_t = 5)]
     runs: u64,
-    /// Write the comparison as JSON to this file, atomically
+    /// Write the comparison as JSON to this file (`-`: stdout, the table then on stderr), atomically
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
     /// Write an HTML page with A and B side by side: the first run of each
     /// (timelines, latency CDFs, util_avg, nr_running) and all the metrics
     #[arg(long, value_name = "PATH")]
     html: Option<PathBuf>,
-    /// No progress bar
+    /// Quiet: no progress bar, and only the results: the table, no notes
     #[arg(long, short)]
     quiet: bool,
 }
@@ -130,12 +132,20 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
     let values: Vec<Vec<Metrics>> = results.iter().map(|r| r.0.clone()).collect();
     let rows = all_rows(&sides, &values);
     let (a, b) = (&sides[0].1 .1, &sides[1].1 .1);
+    let mut text = String::new();
     for (i, (name, (_, sc))) in sides.iter().enumerate().skip(1) {
         let mine: Vec<&Row> = rows.iter().filter(|r| r.side == *name).collect();
         if i > 1 {
-            println!();
+            text.push('\n');
         }
-        print_table(&mine, args.runs, a, sc, name);
+        text += &table(&mine, args.runs, (a, sc, name), args.quiet);
+    }
+    // With the JSON on stdout (`--json -`), the table goes to stderr.
+    let json_to_stdout = args.json.as_ref().is_some_and(|p| p.as_os_str() == STDIO);
+    if json_to_stdout {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
     }
     let second = &sides[1].0;
     if let (Some(path), Some(ha), Some(hb)) = (&args.html, results[0].1.take(), results[1].1.take())
@@ -163,8 +173,12 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
     if let Some(path) = &args.json {
         let v = crate::report::meta::with_meta(compare_json(&sides, args.runs, &values, &rows));
         let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
-        write_atomic(path, text.as_bytes())
-            .map_err(|e| InputError::new(format!("cannot write {}: {e}", path.display())))?;
+        if json_to_stdout {
+            print!("{text}");
+        } else {
+            write_atomic(path, text.as_bytes())
+                .map_err(|e| InputError::new(format!("cannot write {}: {e}", path.display())))?;
+        }
     }
     Ok(())
 }
@@ -369,16 +383,25 @@ fn metric_rows(ra: &[Map<String, Value>], rb: &[Map<String, Value>], noise_off: 
     .collect()
 }
 
-fn print_table(rows: &[&Row], runs: u64, a: &Scenario, b: &Scenario, bname: &str) {
-    println!(
+/// The table of one side against A; `quiet` leaves out the closing note.
+fn table(
+    rows: &[&Row],
+    runs: u64,
+    (a, b, bname): (&Scenario, &Scenario, &str),
+    quiet: bool,
+) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
         "A/{bname} comparison, {runs} run(s) per side (seeds {}..), Welch's t-test at {:.0}% confidence",
         a.seed,
         CONFIDENCE * 100.0
     );
     for (name, side, other) in [("A", a, b), (bname, b, a)] {
-        println!("  {name}: {}", differences(side, other));
+        let _ = writeln!(o, "  {name}: {}", differences(side, other));
     }
-    println!(
+    let _ = writeln!(
+        o,
         "\n{:<40} {:>24} {:>24} {:>9}  significant",
         "metric",
         "A mean ± sd",
@@ -406,20 +429,22 @@ fn print_table(rows: &[&Row], runs: u64, a: &Scenario, b: &Scenario, bname: &str
             None if r.b.0 == 0.0 => "0.0%".into(),
             None => "from 0".into(),
         };
-        println!(
+        let _ = writeln!(
+            o,
             "{:<40} {:>24} {:>24} {change:>9}  {verdict}",
             r.metric,
             fmt_ms(r.a),
             fmt_ms(r.b),
         );
     }
-    if runs >= 2 && rows.iter().any(|r| r.exact()) {
-        println!(
+    if !quiet && runs >= 2 && rows.iter().any(|r| r.exact()) {
+        let _ = writeln!(o,
             "\nexact: noise is off on both sides and every seed gave the same value (the workload\n\
              draws no random numbers), so the difference is the configuration's own; more runs\n\
              will not change it."
         );
     }
+    o
 }
 
 fn fmt_ms((m, sd): (f64, f64)) -> String {

@@ -8,7 +8,9 @@ use crate::report::completion::swait_stat;
 use crate::workload::fork::{mean_var, Forky};
 use crate::workload::kernbench::Kernbench;
 use clap::Args;
+use serde_json::{json, Map, Value};
 use std::fmt::Write;
+use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct CompletionArgs {
@@ -18,6 +20,9 @@ pub struct CompletionArgs {
     /// Machine preset to run on instead of each scenario's (xeon-8269cy)
     #[arg(long)]
     pub machine: Option<String>,
+    /// Also write the results as JSON to this file, atomically
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
 }
 
 const DIR: &str = "scenarios/seed-003-completion";
@@ -114,12 +119,20 @@ fn row(name: &str, s: [f64; 5]) -> String {
 }
 
 /// `schedlab repro completion`: the four sections, then the note.
-pub fn repro(args: &CompletionArgs) -> Result<(), String> {
-    print!("{}", report(args)?);
-    Ok(())
+pub fn repro(args: &CompletionArgs, quiet: bool) -> Result<(), String> {
+    let mut j = Map::new();
+    print!("{}", report(args, quiet, &mut j)?);
+    j.insert("study".into(), "seed-003-completion".into());
+    j.insert("runs".into(), args.runs.into());
+    super::write_json(args.json.as_ref(), Value::Object(j))
 }
 
-fn report(args: &CompletionArgs) -> Result<String, String> {
+/// The report's text; its numbers also go into `j` (the `--json`).
+fn report(
+    args: &CompletionArgs,
+    quiet: bool,
+    j: &mut Map<String, Value>,
+) -> Result<String, String> {
     let mut o = String::new();
     let machine = args.machine.as_deref().unwrap_or("xeon-8269cy");
     let _ = writeln!(
@@ -127,11 +140,14 @@ fn report(args: &CompletionArgs) -> Result<String, String> {
         "seed 003: completions on simple wait queues, on {machine}, kernel.completion = \
          waitqueue (v4.6) | swait (mainline) | swait-defer (the seed's v2)\n"
     );
+    j.insert("machine".into(), machine.into());
     waiters(&mut o, args)?;
-    forky(&mut o, args)?;
-    kernbench(&mut o, args)?;
-    irqs_off(&mut o, args)?;
-    let _ = writeln!(o, "{}", NOTE.trim());
+    j.insert("fork_ms".into(), forky(&mut o, args)?);
+    j.insert("kernbench_s".into(), kernbench(&mut o, args)?);
+    j.insert("irqs_off_max_us".into(), irqs_off(&mut o, args)?);
+    if !quiet {
+        let _ = writeln!(o, "{}", NOTE.trim());
+    }
     Ok(o)
 }
 
@@ -162,7 +178,9 @@ fn waiters(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn forky(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
+/// Section 2; returns the simulated rows (mode, variant, mean, SD).
+fn forky(o: &mut String, args: &CompletionArgs) -> Result<Value, String> {
+    let mut rows = Vec::new();
     let _ = writeln!(
         o,
         "2. Fork bomb, 1000 forks, time per call in ms ({DIR}/forky.toml, forky-vfork.toml)\n"
@@ -178,13 +196,16 @@ fn forky(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
             let (mean, var) = mean_var(&Forky::samples_ms(&out.kernel, tasks));
             let name = format!("sim {mode} {}", v.name());
             let _ = writeln!(o, "  {name:<36} {mean:>10.6} {:>10.6}", var.sqrt());
+            rows.push(json!({"mode": mode, "variant": v.name(), "mean": mean, "sd": var.sqrt()}));
         }
     }
     let _ = writeln!(o);
-    Ok(())
+    Ok(Value::Array(rows))
 }
 
-fn kernbench(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
+/// Section 3; returns per variant and metric (mean, std, var, max, min).
+fn kernbench(o: &mut String, args: &CompletionArgs) -> Result<Value, String> {
+    let mut rows = Vec::new();
     let _ = writeln!(
         o,
         "3. kernbench, `time make` in s: seed -j200 ×100 on its machine; sim {DIR}/kernbench.toml \
@@ -219,14 +240,19 @@ fn kernbench(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
             let _ = writeln!(o, "{}", row(&format!("seed {k}"), *s));
         }
         for (v, t) in &sim {
-            let _ = writeln!(o, "{}", row(&format!("sim {}", v.name()), stats(&t[i])));
+            let st = stats(&t[i]);
+            let _ = writeln!(o, "{}", row(&format!("sim {}", v.name()), st));
+            rows.push(json!({"metric": metric, "variant": v.name(),
+                "mean": st[0], "std": st[1], "var": st[2], "max": st[3], "min": st[4]}));
         }
     }
     let _ = writeln!(o);
-    Ok(())
+    Ok(Value::Array(rows))
 }
 
-fn irqs_off(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
+/// Section 4; returns the maximum per variant and waiter count.
+fn irqs_off(o: &mut String, args: &CompletionArgs) -> Result<Value, String> {
+    let mut rows = Vec::new();
     let _ = writeln!(
         o,
         "4. Interrupts-off maximum on the interrupt's CPU, complete_all() from a handler every 10 ms \
@@ -248,11 +274,12 @@ fn irqs_off(o: &mut String, args: &CompletionArgs) -> Result<(), String> {
                 .max()
                 .unwrap_or(0);
             let _ = write!(l, " {:>10.1}", max as f64 / 1e3);
+            rows.push(json!({"variant": v.name(), "waiters": n, "max_us": max as f64 / 1e3}));
         }
         let _ = writeln!(o, "{l}");
     }
     let _ = writeln!(o);
-    Ok(())
+    Ok(Value::Array(rows))
 }
 
 const NOTE: &str = "

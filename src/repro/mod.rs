@@ -16,10 +16,11 @@ pub mod wakelist;
 use crate::run::{run, RunOutput};
 use crate::scenario::{parse_set_value, set_key, Scenario, Source};
 use clap::{Args, Subcommand};
+use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct ReproArgs {
-    /// No progress bar
+    /// Quiet: no progress bar, and only the results: the tables, no notes
     #[arg(long, short, global = true)]
     quiet: bool,
     #[command(subcommand)]
@@ -43,13 +44,29 @@ enum Which {
 
 /// Run the chosen series; each prints its tables and notes.
 pub fn main(args: &ReproArgs) -> i32 {
+    let json = match &args.which {
+        Which::Wakelist(a) => &a.json,
+        Which::Preempt(a) => &a.json,
+        Which::Completion(a) => &a.json,
+        Which::Swb(a) => &a.json,
+        Which::Pelt(a) => &a.json,
+    };
+    if json
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == crate::util::sink::STDIO)
+    {
+        eprintln!(
+            "schedlab: error: --json -: repro prints its tables on stdout; give the JSON a file"
+        );
+        return 2;
+    }
     crate::progress::install(crate::progress::Kind::Runs(None), args.quiet);
     let r = match &args.which {
-        Which::Wakelist(a) => wakelist::repro(a),
-        Which::Preempt(a) => preempt::repro(a),
-        Which::Completion(a) => completion::repro(a),
-        Which::Swb(a) => swb::repro(a),
-        Which::Pelt(a) => pelt::repro(a),
+        Which::Wakelist(a) => wakelist::repro(a, args.quiet),
+        Which::Preempt(a) => preempt::repro(a, args.quiet),
+        Which::Completion(a) => completion::repro(a, args.quiet),
+        Which::Swb(a) => swb::repro(a, args.quiet),
+        Which::Pelt(a) => pelt::repro(a, args.quiet),
     };
     match r {
         Ok(()) => 0,
@@ -58,6 +75,16 @@ pub fn main(args: &ReproArgs) -> i32 {
             2
         }
     }
+}
+
+/// Write a series' results as `--json` asks: `meta` added, atomically.
+pub fn write_json(path: Option<&PathBuf>, results: serde_json::Value) -> Result<(), String> {
+    let Some(p) = path else { return Ok(()) };
+    let text = serde_json::to_string_pretty(&crate::report::meta::with_meta(results))
+        .unwrap_or_default()
+        + "\n";
+    crate::util::fs::write_atomic(p, text.as_bytes())
+        .map_err(|e| format!("--json: cannot write {}: {e}", p.display()))
 }
 
 /// Run a scenario file built into schedlab (`path` names it in errors)

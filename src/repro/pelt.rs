@@ -8,7 +8,6 @@
 
 use super::run_embedded;
 use super::table::SeedTable;
-use crate::util::fs::write_atomic;
 use clap::Args;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -24,7 +23,7 @@ pub struct PeltArgs {
     only: Option<String>,
     /// Also write the results as JSON to this file, atomically
     #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    pub json: Option<PathBuf>,
     /// Random seed of every run (sim.seed; default: the scenario files' 1),
     /// so several seeds can be run one after another to see the spread
     #[arg(long)]
@@ -311,7 +310,7 @@ fn to_json(rows: &[&Row], runs: &[Runs], args: &PeltArgs) -> Value {
 }
 
 /// `schedlab repro pelt`.
-pub fn repro(args: &PeltArgs) -> Result<(), String> {
+pub fn repro(args: &PeltArgs, quiet: bool) -> Result<(), String> {
     let rows: Vec<&Row> = ROWS
         .iter()
         .filter(|r| args.only.as_deref().is_none_or(|o| r.name.contains(o)))
@@ -330,14 +329,8 @@ pub fn repro(args: &PeltArgs) -> Result<(), String> {
     );
     print!("{}", table(&rows, &runs));
     print!("{}", overhead(&rows, &runs));
-    println!("\n{NOTE}");
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&crate::report::meta::with_meta(to_json(
-            &rows, &runs, args,
-        )))
-        .unwrap_or_default();
-        write_atomic(path, (text + "\n").as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    if !quiet {
+        println!("\n{NOTE}");
     }
-    Ok(())
+    super::write_json(args.json.as_ref(), to_json(&rows, &runs, args))
 }

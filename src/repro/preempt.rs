@@ -4,7 +4,6 @@
 //! Milan of the thread, with the seed's perf-stat numbers beside the
 //! simulated ones. The scenarios are the files in scenarios/seed-002-preempt.
 
-use crate::util::fs::write_atomic;
 use clap::Args;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -12,15 +11,18 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct PreemptArgs {
-    /// hackbench loops per run (the seed ran 100000; scaled down for speed)
-    #[arg(long, default_value_t = 100)]
-    loops: u64,
-    /// Seeds per configuration; counters are averaged (the seed averaged 20 runs)
-    #[arg(long, default_value_t = 2)]
-    seeds: u64,
+    /// Divide the seed's 100000 hackbench loops by this (1000: 100 loops per run)
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    scale: u64,
+    /// Old spelling: hackbench loops per run (100000 / --scale)
+    #[arg(long, hide = true, conflicts_with = "scale")]
+    loops: Option<u64>,
+    /// Runs (seeds 1..=N) per configuration; counters are averaged (the seed averaged 20 runs)
+    #[arg(long, alias = "seeds", default_value_t = 2)]
+    runs: u64,
     /// Also write the results as JSON to this file, atomically
     #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    pub json: Option<PathBuf>,
 }
 
 /// (file, machine, model, scenario text)
@@ -349,14 +351,15 @@ fn verdict(results: &[(&str, Measured, Measured)]) -> String {
 }
 
 /// `schedlab repro preempt`: one table per machine, then the verdict.
-pub fn repro(args: &PreemptArgs) -> Result<(), String> {
-    if args.loops == 0 || args.seeds == 0 {
-        return Err("--loops and --seeds must be at least 1".into());
+pub fn repro(args: &PreemptArgs, quiet: bool) -> Result<(), String> {
+    let loops = args.loops.unwrap_or(100_000 / args.scale);
+    if loops == 0 || args.runs == 0 {
+        return Err("--loops and --runs must be at least 1".into());
     }
     println!(
         "Seed 002: hackbench -pipe 60 process, preempt=none on the baseline vs the PREEMPT_AUTO v2 series,\n\
-         {} loops (the seed ran 100000), mean of {} seed(s); scenarios in scenarios/seed-002-preempt/\n",
-        args.loops, args.seeds
+         {loops} loops (the seed ran 100000), mean of {} seed(s); scenarios in scenarios/seed-002-preempt/\n",
+        args.runs
     );
     let mut results = Vec::new();
     let mut json_rows = Vec::new();
@@ -364,8 +367,8 @@ pub fn repro(args: &PreemptArgs) -> Result<(), String> {
         let mut both = Vec::new();
         for (file, machine, model, text) in pair {
             let mut runs = Vec::new();
-            for seed in 1..=args.seeds {
-                runs.push(simulate(file, text, args.loops, seed)?);
+            for seed in 1..=args.runs {
+                runs.push(simulate(file, text, loops, seed)?);
             }
             let m = mean(&runs);
             json_rows.push(json!({
@@ -389,13 +392,9 @@ pub fn repro(args: &PreemptArgs) -> Result<(), String> {
         println!("{}", machine_table(pair[0].1, &none, &auto));
         results.push((pair[0].1, none, auto));
     }
-    print!("{}", verdict(&results));
-    if let Some(p) = &args.json {
-        let text = serde_json::to_string_pretty(&crate::report::meta::with_meta(json!({ "study": "seed-002-preempt", "loops": args.loops, "seeds": args.seeds, "runs": json_rows })))
-            .unwrap_or_default()
-            + "\n";
-        write_atomic(p, text.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    if !quiet {
+        print!("{}", verdict(&results));
     }
-    Ok(())
+    let results = json!({ "study": "seed-002-preempt", "loops": loops, "seeds": args.runs, "runs": json_rows });
+    super::write_json(args.json.as_ref(), results)
 }

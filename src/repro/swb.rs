@@ -9,13 +9,21 @@ use super::run_embedded;
 use super::table::SeedTable;
 use crate::run::RunOutput;
 use clap::Args;
+use serde_json::{json, Value};
+use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct SwbArgs {
-    /// Scale stress-ng's cpu-ops (table 3) by this factor to save time
-    /// (the seed ran 100000; times then scale with it)
-    #[arg(long, default_value_t = 1.0)]
-    ops_scale: f64,
+    /// Divide stress-ng's cpu-ops (table 3; the seed ran 100000) by this to
+    /// save time; the times then shrink with it
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    scale: u64,
+    /// Old spelling: multiply the cpu-ops by this factor in (0, 1] (1 / --scale)
+    #[arg(long, hide = true, conflicts_with = "scale")]
+    ops_scale: Option<f64>,
+    /// Also write the results as JSON to this file, atomically
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
     /// Random seed of every run (sim.seed; default: the scenario files' 1),
     /// so several seeds can be run one after another to see the spread
     #[arg(long)]
@@ -84,7 +92,7 @@ fn table(
     metric: fn(&RunOutput) -> f64,
     swb: bool,
     seed: Option<u64>,
-) -> Result<(), String> {
+) -> Result<Value, String> {
     println!("\n{title}");
     let header = TABLE.header(
         "",
@@ -101,9 +109,15 @@ fn table(
             ""
         }
     );
+    let mut out = Vec::new();
     for row in rows {
         let (b, a) = (run_one(row, false, seed)?, run_one(row, true, seed)?);
         let (before, after) = (metric(&b), metric(&a));
+        out.push(json!({
+            "label": row.label, "scenario": row.scenario.0,
+            "seed": {"before": row.seed.0, "after": row.seed.1},
+            "sim": {"before": before, "after": after},
+        }));
         let extra = if swb {
             format!(
                 "  | {}, {:.1} -> {:.1}",
@@ -117,7 +131,7 @@ fn table(
         let line = TABLE.row(&row.label, &[row.seed, (before, after)]);
         println!("{line}{extra}");
     }
-    Ok(())
+    Ok(json!({"title": title, "rows": out}))
 }
 
 fn swb_avg_ns(o: &RunOutput) -> f64 {
@@ -191,7 +205,7 @@ fn hackbench_rows() -> Vec<Row> {
         .collect()
 }
 
-fn time_rows(scale: f64) -> Vec<Row> {
+fn time_rows(ops: u64) -> Vec<Row> {
     let cases = [
         (96, 100, 5.30, 5.01),
         (48, 100, 7.94, 6.73),
@@ -207,7 +221,6 @@ fn time_rows(scale: f64) -> Vec<Row> {
         (96, 80, 4.56, 4.53),
         (96, 90, 4.27, 4.26),
     ];
-    let ops = ((100_000.0 * scale).round() as u64).max(1);
     cases
         .iter()
         .map(|&(n, l, b, a)| Row {
@@ -239,43 +252,52 @@ Notes (read before comparing):
 - stress-ng's op-time (1.9 ms) is calibrated on the seed's --cpu=12 -util=100 row; the other
   rows are predictions. At --cpu=96 the seed implies ~37 % speed per SMT4 thread, the model's
   SMT factor is 55 %, so fully loaded rows run faster in the simulation.
-- schbench (table 2 of the seed) needs the schbench workload (issue 3); hackbench rows run
-  with 200 loops instead of 50000, so compare gains only.
+- Table 2 has the seed's hackbench rows only (its schbench rows are not part of this series;
+  `-w schbench` runs schbench); hackbench runs 200 loops instead of 50000, so compare gains only.
 - One seed per cell (--seed picks it): run several seeds to see the spread.";
 
 /// `schedlab repro swb`: the three tables and the notes.
-pub fn repro(args: &SwbArgs) -> Result<(), String> {
-    if !(args.ops_scale > 0.0 && args.ops_scale <= 1.0) {
-        return Err("--ops-scale must be in (0, 1]".into());
-    }
+pub fn repro(args: &SwbArgs, quiet: bool) -> Result<(), String> {
+    let ops = match args.ops_scale {
+        Some(f) if f > 0.0 && f <= 1.0 => ((100_000.0 * f).round() as u64).max(1),
+        Some(_) => return Err("--ops-scale must be in (0, 1]".into()),
+        None => 100_000 / args.scale,
+    };
     println!(
         "schedlab repro swb: seed 001, sched/fair: optimize should_we_balance for higher SMT systems\n\
          machine power10-96 (24 SMT4 small cores; domains SMT, MC, PKG), HZ=100; \
          before = SWB_SMT_SKIP off, after = on; sim.seed {}",
         args.seed.map_or("1 (the scenarios')".to_string(), |s| s.to_string())
     );
-    table(
-        "Table 1: should_we_balance, ns per call (seed: bcc funclatency average over 60 s)",
-        &swb_rows(),
-        swb_avg_ns,
-        true,
-        args.seed,
-    )?;
-    table(
-        "Table 2: hackbench 10 groups, seconds (seed: 50000 loops; sim: 200)",
-        &hackbench_rows(),
-        bench_seconds,
-        false,
-        args.seed,
-    )?;
-    let ops = ((100_000.0 * args.ops_scale).round() as u64).max(1);
-    table(
-        &format!("Table 3: stress-ng --cpu=N -util=P --cpu-ops {ops}, time taken in seconds"),
-        &time_rows(args.ops_scale),
-        bench_seconds,
-        false,
-        args.seed,
-    )?;
-    println!("\n{NOTES}");
-    Ok(())
+    let tables = [
+        table(
+            "Table 1: should_we_balance, ns per call (seed: bcc funclatency average over 60 s)",
+            &swb_rows(),
+            swb_avg_ns,
+            true,
+            args.seed,
+        )?,
+        table(
+            "Table 2: hackbench 10 groups, seconds (seed: 50000 loops; sim: 200)",
+            &hackbench_rows(),
+            bench_seconds,
+            false,
+            args.seed,
+        )?,
+        table(
+            &format!("Table 3: stress-ng --cpu=N -util=P --cpu-ops {ops}, time taken in seconds"),
+            &time_rows(ops),
+            bench_seconds,
+            false,
+            args.seed,
+        )?,
+    ];
+    if !quiet {
+        println!("\n{NOTES}");
+    }
+    let results = json!({
+        "study": "seed-001-swb", "machine": "power10-96", "cpu_ops": ops,
+        "sim_seed": args.seed.unwrap_or(1), "tables": tables,
+    });
+    super::write_json(args.json.as_ref(), results)
 }

@@ -8,7 +8,7 @@ use crate::compare::{run_side, Metrics};
 use crate::scenario::flags::{load_scenario, read_scenario, ScenarioArgs};
 use crate::scenario::InputError;
 use clap::Args;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -20,6 +20,9 @@ pub struct WakelistArgs {
     /// built into schedlab (scenarios/seed-000-wakelist)
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Also write the results as JSON to this file, atomically
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
 }
 
 /// One row of the seed's tables: a scenario file, the metric read from
@@ -124,7 +127,7 @@ const TABLE: SeedTable = SeedTable {
 };
 
 /// `schedlab repro wakelist`.
-pub fn repro(args: &WakelistArgs) -> Result<(), String> {
+pub fn repro(args: &WakelistArgs, quiet: bool) -> Result<(), String> {
     let before = ["kernel.wakelist=on_cpu_nr_le1".to_string()];
     let after = ["kernel.wakelist=idle".to_string()];
     println!("Seed 000: queue remote wakeups on the wakelist whenever the wakee's CPU is idle");
@@ -146,6 +149,7 @@ pub fn repro(args: &WakelistArgs) -> Result<(), String> {
     let mut explained = Vec::new();
     let mut last_file = "";
     let mut cache: Option<(Vec<Metrics>, Vec<Metrics>)> = None;
+    let mut rows = Vec::new();
     for row in WAKELIST_ROWS {
         if row.file != last_file {
             let text = match &args.dir {
@@ -169,6 +173,11 @@ pub fn repro(args: &WakelistArgs) -> Result<(), String> {
         let Some((ra, rb)) = &cache else { continue };
         let (a, b) = (mean(ra, row.metric), mean(rb, row.metric));
         println!("{}", TABLE.row(row.label, &[row.seed, (a, b)]));
+        rows.push(json!({
+            "label": row.label, "scenario": row.file, "metric": row.metric,
+            "seed": {"before": row.seed.0, "after": row.seed.1},
+            "sim": {"before": a, "after": b},
+        }));
     }
     println!("\nCounters per run (before → after):");
     for (file, a, b) in &explained {
@@ -186,8 +195,11 @@ pub fn repro(args: &WakelistArgs) -> Result<(), String> {
             .collect();
         println!("  {file}: {}", parts.join(", "));
     }
-    println!("\n{}", WAKELIST_NOTE);
-    Ok(())
+    if !quiet {
+        println!("\n{}", WAKELIST_NOTE);
+    }
+    let results = json!({"study": "seed-000-wakelist", "runs": args.runs, "rows": rows});
+    super::write_json(args.json.as_ref(), results)
 }
 
 const WAKELIST_NOTE: &str = "\

@@ -11,7 +11,7 @@ use toml::Value;
 /// The flags that build a scenario, shared by `run` and `compare`.
 #[derive(Args, Default, Clone)]
 pub struct ScenarioArgs {
-    /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]`, `host` or a machine file `FILE.toml` [machine.preset]
+    /// Machine preset (`schedlab machines`), `smp:cpus=N[,smt=S,llc=L,sockets=K]`, `host` or a machine file `FILE.toml` [machine.preset] [default: vm-2]
     #[arg(long)]
     pub machine: Option<String>,
     /// Workload spec `name:key=value,...` (`schedlab workloads`); repeat for several [[workload]]
@@ -21,10 +21,11 @@ pub struct ScenarioArgs {
     /// repeat for several [[cgroup]]; a workload joins one with `cgroup=PATH`
     #[arg(long = "cgroup", value_name = "PATH:weight=N")]
     pub cgroups: Vec<String>,
-    /// Random seed [sim.seed]
+    /// Random seed [sim.seed] [default: 1]
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Stop after this much simulated time, e.g. 3s [sim.duration]
+    /// Stop after this much simulated time, with a unit (ns, us, ms, s), e.g. 3s [sim.duration]
+    /// [default: when every workload has finished]
     #[arg(long)]
     pub duration: Option<String>,
     /// Override any scenario key, e.g. kernel.hz=1000 (repeatable)
@@ -35,10 +36,10 @@ pub struct ScenarioArgs {
 /// The output flags of `run`, `demo` and `replay`: the `[output]` keys.
 #[derive(Args)]
 pub struct OutArgs {
-    /// Write results as JSON to this file, atomically [output.json]
+    /// Write results as JSON to this file (`-`: stdout), atomically [output.json]
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
-    /// Print only the benchmark's own output lines, and no progress bar [output.quiet]
+    /// Quiet: no progress bar, and only the results: the benchmark's own lines, no summary [output.quiet]
     #[arg(long, short)]
     pub quiet: bool,
     /// Write the final /proc/schedstat (version 17) to this file [output.schedstat]

@@ -9,6 +9,7 @@
 //! experiment (`compare`, `repro`, ...) and not `cli`.
 
 pub mod flags;
+pub mod keys;
 pub mod output;
 
 use crate::kernel::features::{FairClass, KernelConfig, PreemptModel, Wakelist, FEATURES};
@@ -90,6 +91,9 @@ pub struct Output {
     /// --html: the self-contained HTML report.
     pub html: Option<String>,
 }
+
+/// The machine of a scenario that names none (`--help` says so too).
+pub const DEFAULT_MACHINE: &str = "vm-2";
 
 /// The built-in demo: hackbench over pipes on the seed-000 Xeon.
 pub const DEMO: &str = r#"
@@ -366,7 +370,7 @@ impl Scenario {
             seed: 1,
             duration: None,
             check: false,
-            machine: "vm-2".into(),
+            machine: DEFAULT_MACHINE.into(),
             max_cstate: None,
             governor: None,
             kernel: KernelConfig::default(),
@@ -393,13 +397,7 @@ impl Scenario {
                                 })?;
                                 sc.governor = Some(g);
                             }
-                            _ => {
-                                return Err(unknown(
-                                    src,
-                                    &key,
-                                    &["preset", "max_cstate", "cpuidle_governor"],
-                                ))
-                            }
+                            _ => return Err(unknown(src, &key, &keys::names_under("machine"))),
                         }
                     }
                 }
@@ -485,29 +483,14 @@ impl Scenario {
                         .as_bool()
                         .ok_or_else(|| src.err(&key, "must be true or false"))?
                 }
-                _ => return Err(unknown(src, &key, &["seed", "duration", "check"])),
+                _ => return Err(unknown(src, &key, &keys::names_under("sim"))),
             }
         }
         Ok(())
     }
 
     fn resolve_kernel(&mut self, src: &Source, t: &Table) -> Result<(), InputError> {
-        let known = [
-            "hz",
-            "fair",
-            "preempt",
-            "rt_bandwidth",
-            "base_slice_ns",
-            "tunable_scaling",
-            "migration_cost_ns",
-            "timer_slack_ns",
-            "wakelist",
-            "wakelist_cross_llc",
-            "irq_time_accounting",
-            "features",
-            "completion",
-            "domain",
-        ];
+        let known = keys::names_under("kernel");
         let kc = &mut self.kernel;
         for (k, v) in t {
             let key = format!("kernel.{k}");
@@ -742,7 +725,7 @@ fn resolve_noise(src: &Source, n: &mut NoiseConfig, t: &Table) -> Result<(), Inp
             "cost_cv" => n.cost_cv = get_nonneg_f64(src, &key, v)?,
             "irq_rate_hz" => n.irq_rate_hz = get_nonneg_f64(src, &key, v)?,
             "irq_ns" => n.irq_ns = get_u64(src, &key, v, 0)?,
-            _ => return Err(unknown(src, &key, &NoiseConfig::KEYS)),
+            _ => return Err(unknown(src, &key, &keys::names_under("noise"))),
         }
     }
     Ok(())
@@ -805,7 +788,7 @@ fn cgroup_spec(src: &Source, key: &str, t: &Table) -> Result<CgroupSpec, InputEr
                 spec.weight = w as u64;
             }
             "max" => spec.max = parse_cpu_max(&as_str(v)).map_err(|e| src.err(&fk, e))?,
-            _ => return Err(unknown(src, &fk, &["path", "weight", "max"])),
+            _ => return Err(unknown(src, &fk, &keys::names_under("cgroup.N"))),
         }
     }
     if spec.path.is_empty() {

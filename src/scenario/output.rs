@@ -63,10 +63,10 @@ pub fn output_key(out: &mut Output, key: &str, v: &toml::Value) -> Result<(), St
             out.trace = Some(TraceOptions { pelt, ..trace() });
         }
         "html" => out.html = Some(s()?),
-        _ => return Err(
-            "unknown key (known: json, quiet, trace, trace_format, trace_window, trace_pelt, html)"
-                .into(),
-        ),
+        _ => {
+            let known = super::keys::names_under("output").join(", ");
+            return Err(format!("unknown key (known: {known})"));
+        }
     }
     Ok(())
 }

@@ -47,7 +47,7 @@ pub struct SweepArgs {
     /// Also write the HTML report (plots per metric and parameter, Holm-corrected differences)
     #[arg(long, value_name = "PATH")]
     html: Option<PathBuf>,
-    /// No progress bar
+    /// Quiet: no progress bar (a sweep prints no results of its own; they go to --out)
     #[arg(long, short)]
     quiet: bool,
 }

@@ -274,10 +274,13 @@ impl Tracer for Tee {
 /// The trace and report flags of `run`, `demo` and `replay`.
 #[derive(clap::Args, Default, Clone)]
 pub struct TraceArgs {
-    /// Write a scheduler trace (ftrace text, or Chrome JSON) to this file [output.trace]
+    /// Write a scheduler trace to this file (`-`: stdout); the format follows the
+    /// extension (.json Chrome JSON, .dat trace-cmd trace.dat, else ftrace text),
+    /// compressed when it ends in .gz or .zst [output.trace]
     #[arg(long, value_name = "PATH")]
     pub trace: Option<String>,
-    /// Trace format: ftrace or chrome [output.trace_format]
+    /// Trace format: ftrace, chrome or dat (trace-cmd) [output.trace_format]
+    /// [default: by the --trace extension]
     #[arg(long, value_name = "FORMAT")]
     pub trace_format: Option<String>,
     /// Keep only this simulated time range in the trace, e.g. 2s..3s [output.trace_window]

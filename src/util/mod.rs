@@ -8,6 +8,7 @@
 pub mod affinity;
 pub mod fs;
 pub mod hist;
+pub mod json_schema;
 pub mod parallel;
 pub mod sink;
 pub mod suggest;

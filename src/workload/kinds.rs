@@ -1,6 +1,6 @@
 //! The table of workload kinds: each kind's name, parameters (type,
 //! default, unit), one-line doc and parser. `schedlab workloads`, the
-//! unknown-kind and unknown-parameter errors and the README's list (checked
+//! unknown-kind and unknown-parameter errors and docs/model.md's list (checked
 //! by a test) come from it.
 
 use super::params::Params;
@@ -285,16 +285,16 @@ mod tests {
     }
 
     #[test]
-    fn the_readmes_workload_list_names_every_kind() {
-        let readme = include_str!("../../README.md");
-        let list = readme
-            .lines()
-            .find(|l| l.starts_with("- **Workloads**:"))
-            .expect("README.md has a `- **Workloads**:` entry");
+    fn the_models_workload_section_names_every_kind() {
+        let model = include_str!("../../docs/model.md");
+        let section = model
+            .split("\n## ")
+            .find(|s| s.starts_with("Workloads\n"))
+            .expect("docs/model.md has a `## Workloads` section");
         for kind in KINDS {
             assert!(
-                list.contains(&format!("`{}`", kind.name)),
-                "README.md's Workloads entry does not name `{}`",
+                section.contains(&format!("`{}`", kind.name)),
+                "docs/model.md's Workloads section does not name `{}`",
                 kind.name
             );
         }

@@ -1,5 +1,5 @@
-//! The command line: parse, call the library, print. Exit 0 on success,
-//! 2 on bad input (with file, line and key), 3 when --check finds a bug.
+//! The command line: parse, call the library, print. The exit statuses
+//! are [`EXIT_CODES`].
 
 use crate::report::{json::to_json, summary::summary};
 use crate::run::{run_in, RunError};
@@ -7,8 +7,10 @@ use crate::scenario::flags::{load_scenario, read_scenario, set_output, OutArgs, 
 use crate::scenario::{feature_lines, InputError, Scenario, Source, DEMO};
 use crate::util::fs::OutputSet;
 use crate::util::sink::{Sink, STDIO};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
+
+mod generate;
 
 #[derive(Parser)]
 #[command(
@@ -54,9 +56,9 @@ enum Cmd {
     #[command(after_help = "Example:\n  schedlab workloads")]
     Workloads,
     /// List scheduler features with their defaults
-    #[command(
-        after_help = "Example:\n  schedlab features\n  schedlab run ... --set kernel.features.RUN_TO_PARITY=false"
-    )]
+    #[command(after_help = "Examples:\n  schedlab features\n  \
+            schedlab run -w hackbench:groups=2 --set kernel.features.RUN_TO_PARITY=false\n  \
+            schedlab run -w hackbench:groups=2 --set kernel.features=\"NO_RUN_TO_PARITY NO_PLACE_LAG\"")]
     Features,
     /// Run two configurations N times each and test which metrics differ
     #[command(after_help = "Examples:\n  \
@@ -92,6 +94,32 @@ enum Cmd {
         after_help = "Examples:\n  schedlab calibrate --output my-host.toml\n  schedlab calibrate --quick"
     )]
     Calibrate(crate::calibrate::CalibrateArgs),
+    /// List every scenario key (for a file, or --set KEY=VALUE) with type, default, unit and meaning
+    #[command(
+        after_help = "Examples:\n  schedlab keys\n  schedlab keys | grep wakelist\n  \
+        schedlab run -w pipe --set kernel.wakelist=idle"
+    )]
+    Keys,
+    /// Print the JSON Schema of `run --json` (docs/schema.json), inferred from runs of every workload kind
+    #[command(after_help = "Example:\n  schedlab schema > docs/schema.json")]
+    Schema,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(after_help = "Examples:\n  \
+        schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab\n  \
+        schedlab completions zsh > ~/.zfunc/_schedlab\n  \
+        schedlab completions fish > ~/.config/fish/completions/schedlab.fish")]
+    Completions {
+        /// The shell to complete for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page schedlab(1), or write one page per command into a directory
+    #[command(after_help = "Examples:\n  schedlab man | man -l -\n  schedlab man --dir man/man1")]
+    Man {
+        /// Write schedlab.1 and a page per subcommand (schedlab-run.1, ...) into this directory
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -256,8 +284,36 @@ fn stdout_taken(sc: &Scenario) -> bool {
     [o.json.as_deref(), trace, o.schedstat.as_deref()].contains(&Some(STDIO))
 }
 
+/// Every exit status schedlab uses, listed at the end of each `--help`.
+pub const EXIT_CODES: &str = "Exit codes:
+  0      success
+  1      a sweep run failed, or a `validate` check did not pass
+  2      bad input (the file, line and key or flag are named), or an output that cannot be written
+  3      --check found a broken scheduler invariant
+  4      a benchmark did not finish within --duration (run, replay, demo; 0 with --allow-unfinished)
+  128+N  stopped by signal N (130 Ctrl-C, 143 SIGTERM), temporary output files removed";
+
+/// The command line as clap sees it: the derived definition with the
+/// exit codes after every command's help.
+pub fn command() -> clap::Command {
+    fn with_codes(c: clap::Command) -> clap::Command {
+        let help = match c.get_after_help() {
+            Some(h) => format!("{h}\n\n{EXIT_CODES}"),
+            None => EXIT_CODES.to_string(),
+        };
+        c.after_help(help).mut_subcommands(with_codes)
+    }
+    // `replay` runs on this host unless told otherwise.
+    let host = "Machine preset (`schedlab machines`), `smp:cpus=N,...`, `host` or a machine file \
+        `FILE.toml` [machine.preset] [default: host, the machine the trace was recorded on]";
+    with_codes(Cli::command()).mut_subcommand("replay", |r| r.mut_arg("machine", |a| a.help(host)))
+}
+
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     match cli.cmd {
         None => demo(&OutArgs {
             json: None,
@@ -319,6 +375,13 @@ pub fn main() -> i32 {
         Some(Cmd::SweepReport(args)) => crate::sweep::report_main(&args),
         Some(Cmd::Validate(args)) => crate::validate::main(&args),
         Some(Cmd::Calibrate(args)) => crate::calibrate::main(&args),
+        Some(Cmd::Keys) => {
+            print!("{}", crate::scenario::keys::listing());
+            0
+        }
+        Some(Cmd::Schema) => generate::schema(),
+        Some(Cmd::Completions { shell }) => generate::completions(command(), shell),
+        Some(Cmd::Man { dir }) => generate::man(command(), dir.as_deref()),
     }
 }
 
@@ -373,10 +436,12 @@ fn demo(out: &OutArgs) -> i32 {
             let rc = run_and_report(&src, &sc, false);
             if rc == 0 && !sc.output.quiet {
                 println!(
-                    "\nNext: change one thing and compare, e.g.\n  \
+                    "\nNext: change one thing, then compare (README, \"Five minutes with schedlab\"):\n  \
                      schedlab run --machine xeon-8269cy --workload hackbench:groups=4,loops=200,ipc=pipe \
                      --set kernel.features.WAKEUP_PREEMPTION=false\n  \
-                     schedlab machines | schedlab workloads | schedlab features"
+                     schedlab compare --machine xeon-8269cy --workload hackbench:groups=4,loops=200,ipc=pipe \
+                     --set-b kernel.features.WAKEUP_PREEMPTION=false --runs 5\n\
+                     What there is to change: schedlab keys, schedlab features, schedlab machines, schedlab workloads"
                 );
             }
             rc
