@@ -342,18 +342,20 @@ impl Kernel {
             return self.select_task_rq_rt(p, parent_cpu);
         }
         let m = &self.machine;
-        let allowed: Vec<usize> = (0..m.nr_cpus())
-            .filter(|&c| self.tasks[p].is_allowed(c))
-            .collect();
-        if allowed.is_empty() {
+        let t = &self.tasks[p];
+        let mut span: Vec<usize> = match &t.allowed {
+            None => (0..m.nr_cpus()).collect(),
+            Some(_) => (0..m.nr_cpus()).filter(|&c| t.is_allowed(c)).collect(),
+        };
+        if span.is_empty() {
             return parent_cpu;
         }
-        let levels: [&dyn Fn(usize) -> usize; 3] =
-            [&|c| m.cpus[c].node, &|c| m.cpus[c].llc, &|c| m.cpus[c].core];
-        let mut span = allowed;
-        for (level, group_of) in levels.into_iter().enumerate() {
-            span = self.idlest_group(&span, parent_cpu, group_of, level == 0);
-        }
+        let node = |c: usize| m.cpus[c].node;
+        let llc = |c: usize| m.cpus[c].llc;
+        let core = |c: usize| m.cpus[c].core;
+        span = self.idlest_group(span, parent_cpu, node, m.nr_nodes, true);
+        span = self.idlest_group(span, parent_cpu, llc, m.nr_llcs, false);
+        span = self.idlest_group(span, parent_cpu, core, m.nr_cores, false);
         span.iter()
             .copied()
             .min_by_key(|&c| {
@@ -374,25 +376,30 @@ impl Kernel {
             .unwrap_or(parent_cpu)
     }
 
-    /// The CPUs of the group (by `group_of`) within `span` to descend into:
-    /// the local group (holding `local`, else the first) unless another has
-    /// more idle CPUs, or as many idle CPUs and fewer tasks. Across NUMA
-    /// nodes a lightly loaded local node is kept (allow_numa_imbalance with
-    /// imb_numa_nr = a quarter of an LLC).
+    /// The CPUs of the group (by `group_of`, below `nr_groups`) within
+    /// `span` to descend into: the local group (holding `local`, else the
+    /// first) unless another has more idle CPUs, or as many idle CPUs and
+    /// fewer tasks. Across NUMA nodes a lightly loaded local node is kept
+    /// (allow_numa_imbalance with imb_numa_nr = a quarter of an LLC).
     fn idlest_group(
         &self,
-        span: &[usize],
+        span: Vec<usize>,
         local: usize,
-        group_of: &dyn Fn(usize) -> usize,
+        group_of: impl Fn(usize) -> usize,
+        nr_groups: usize,
         numa: bool,
     ) -> Vec<usize> {
+        // A span within one group descends into it whatever its load.
+        let g0 = group_of(span[0]);
+        if span.iter().all(|&c| group_of(c) == g0) {
+            return span;
+        }
         // Per group, in order of first appearance: (id, idle CPUs, tasks).
-        // `index` maps a group id (a node, LLC or core number, all below
-        // the CPU count) to its place, so this is O(span), with no list of
-        // CPUs built per group.
+        // `index` maps a group id to its place, so this is O(span), with no
+        // list of CPUs built per group.
         let mut groups: Vec<(usize, usize, usize)> = Vec::new();
-        let mut index = vec![usize::MAX; self.machine.nr_cpus()];
-        for &c in span {
+        let mut index = vec![usize::MAX; nr_groups];
+        for &c in &span {
             let g = group_of(c);
             if index[g] == usize::MAX {
                 index[g] = groups.len();
@@ -418,8 +425,7 @@ impl Kernel {
                 }
             }
         }
-        span.iter()
-            .copied()
+        span.into_iter()
             .filter(|&c| group_of(c) == best_id)
             .collect()
     }
