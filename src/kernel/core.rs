@@ -152,7 +152,7 @@ impl Kernel {
             .machine
             .smt_siblings(cpu)
             .iter()
-            .any(|&s| s != cpu && !self.rqs[s].is_idle());
+            .any(|&s| s != cpu && !self.idle_mask.test(s));
         let pct = if sibling_busy {
             self.machine.cost.smt_speed_pct as u64
         } else {
