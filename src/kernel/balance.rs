@@ -349,7 +349,7 @@ impl Kernel {
         }
         let d = self.sd(env.dst, env.lvl);
         let at_smt = d.flags & SD_SHARE_CPUCAPACITY != 0;
-        let group = d.groups[0];
+        let group = d.group(0);
         let skip = self.cfg.features.enabled(Feature::SwbSmtSkip);
         let mut skipped: Vec<usize> = Vec::new();
         let mut visited = 0u64;
@@ -459,14 +459,14 @@ impl Kernel {
                 if env.flags & LBF_SOME_PINNED != 0 && env.imbalance > 0 {
                     // The parent's group of this domain is imbalanced by pinning.
                     if let Some(parent) = self.sd.cpu[cpu].get(lvl + 1) {
-                        let g = parent.groups[0];
+                        let g = parent.group(0);
                         self.sd.groups[g].imbalance = true;
                     }
                 }
                 if env.flags & LBF_ALL_PINNED != 0 && moved == 0 {
                     env.excluded.push(busiest);
                     let span = self.sd.span(self.sd(cpu, lvl));
-                    let group_cpus = &self.sd.groups[self.sd(cpu, lvl).groups[0]].cpus;
+                    let group_cpus = &self.sd.groups[self.sd(cpu, lvl).group(0)].cpus;
                     if span
                         .iter()
                         .any(|c| !env.excluded.contains(c) && !group_cpus.contains(c))
@@ -521,7 +521,7 @@ impl Kernel {
         let (cpu, lvl) = (env.dst, env.lvl);
         if env.flags & LBF_ALL_PINNED == 0 {
             if let Some(parent) = self.sd.cpu[cpu].get(lvl + 1) {
-                let g = parent.groups[0];
+                let g = parent.group(0);
                 self.sd.groups[g].imbalance = false;
             }
         }
@@ -595,7 +595,7 @@ impl Kernel {
     /// update_sd_lb_stats: statistics of every group of the domain; pick
     /// the busiest non-local group.
     fn update_sd_lb_stats(&mut self, env: &LbEnv) -> SdLbStats {
-        let groups = self.sd(env.dst, env.lvl).groups.clone();
+        let groups: Vec<usize> = self.sd(env.dst, env.lvl).groups().collect();
         let is_root = env.lvl + 1 == self.sd.cpu[env.dst].len();
         let mut sg_overloaded = false;
         let mut sds = SdLbStats {
