@@ -394,6 +394,31 @@ impl Kernel {
         if span.iter().all(|&c| group_of(c) == g0) {
             return span;
         }
+        let keep_local = |running: usize| {
+            let llc_size = self.machine.llc_cpus(self.machine.cpus[local].llc).len();
+            numa && running < (llc_size / 4).max(1)
+        };
+        let better = |a: (usize, usize), b: (usize, usize)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
+        if nr_groups == self.machine.nr_cpus() {
+            // One CPU per group (cores without SMT): the groups are the
+            // span's CPUs, in its order, and the chosen one is its CPU.
+            let stats = |c: usize| (self.idle_cpu(c) as usize, self.rqs[c].nr_running);
+            let mut best = if span.contains(&local) {
+                local
+            } else {
+                span[0]
+            };
+            let mut best_stats = stats(best);
+            if !keep_local(best_stats.1) {
+                for &c in &span {
+                    let s = stats(c);
+                    if better(s, best_stats) {
+                        (best, best_stats) = (c, s);
+                    }
+                }
+            }
+            return vec![best];
+        }
         // Per group, in order of first appearance: (id, idle CPUs, tasks).
         // `index` maps a group id to its place, so this is O(span), with no
         // list of CPUs built per group.
@@ -416,10 +441,9 @@ impl Kernel {
         };
         let (mut best_id, idle, running) = groups[local_idx];
         let mut best_stats = (idle, running);
-        let llc_size = self.machine.llc_cpus(self.machine.cpus[local].llc).len();
-        if !(numa && best_stats.1 < (llc_size / 4).max(1)) {
+        if !keep_local(best_stats.1) {
             for &(g, idle, running) in &groups {
-                if idle > best_stats.0 || (idle == best_stats.0 && running < best_stats.1) {
+                if better((idle, running), best_stats) {
                     best_id = g;
                     best_stats = (idle, running);
                 }
