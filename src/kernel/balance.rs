@@ -349,7 +349,7 @@ impl Kernel {
         }
         let d = self.sd(env.dst, env.lvl);
         let at_smt = d.flags & SD_SHARE_CPUCAPACITY != 0;
-        let group = d.groups[0];
+        let group = d.group(0);
         let skip = self.cfg.features.enabled(Feature::SwbSmtSkip);
         let mut skipped: Vec<usize> = Vec::new();
         let mut visited = 0u64;
@@ -459,14 +459,14 @@ impl Kernel {
                 if env.flags & LBF_SOME_PINNED != 0 && env.imbalance > 0 {
                     // The parent's group of this domain is imbalanced by pinning.
                     if let Some(parent) = self.sd.cpu[cpu].get(lvl + 1) {
-                        let g = parent.groups[0];
+                        let g = parent.group(0);
                         self.sd.groups[g].imbalance = true;
                     }
                 }
                 if env.flags & LBF_ALL_PINNED != 0 && moved == 0 {
                     env.excluded.push(busiest);
                     let span = self.sd.span(self.sd(cpu, lvl));
-                    let group_cpus = &self.sd.groups[self.sd(cpu, lvl).groups[0]].cpus;
+                    let group_cpus = &self.sd.groups[self.sd(cpu, lvl).group(0)].cpus;
                     if span
                         .iter()
                         .any(|c| !env.excluded.contains(c) && !group_cpus.contains(c))
@@ -521,7 +521,7 @@ impl Kernel {
         let (cpu, lvl) = (env.dst, env.lvl);
         if env.flags & LBF_ALL_PINNED == 0 {
             if let Some(parent) = self.sd.cpu[cpu].get(lvl + 1) {
-                let g = parent.groups[0];
+                let g = parent.group(0);
                 self.sd.groups[g].imbalance = false;
             }
         }
@@ -595,7 +595,7 @@ impl Kernel {
     /// update_sd_lb_stats: statistics of every group of the domain; pick
     /// the busiest non-local group.
     fn update_sd_lb_stats(&mut self, env: &LbEnv) -> SdLbStats {
-        let groups = self.sd(env.dst, env.lvl).groups.clone();
+        let groups: Vec<usize> = self.sd(env.dst, env.lvl).groups().collect();
         let is_root = env.lvl + 1 == self.sd.cpu[env.dst].len();
         let mut sg_overloaded = false;
         let mut sds = SdLbStats {
@@ -1088,16 +1088,25 @@ impl Kernel {
         if jiffies < self.lb.nohz_next_balance || self.sd.cpu[cpu].is_empty() {
             return;
         }
+        // Two busy CPUs in the LLC are enough: stop counting at the second.
         let kick = self.rqs[cpu].nr_running >= 2 || {
             let llc = self.machine.llc_cpus(self.machine.cpus[cpu].llc);
-            llc.iter().filter(|&&c| !self.rqs[c].is_idle()).count() > 1
+            llc.iter()
+                .filter(|&&c| !self.idle_mask.test(c))
+                .nth(1)
+                .is_some()
         };
         if !kick {
             return;
         }
         // kick_ilb
         self.lb.nohz_next_balance = jiffies + 1;
-        let Some(ilb) = (0..self.rqs.len()).find(|&c| c != cpu && self.nohz_idle(c)) else {
+        let n = self.rqs.len();
+        let Some(ilb) = self
+            .idle_mask
+            .iter_range(0, n - 1)
+            .find(|&c| c != cpu && self.nohz_idle(c))
+        else {
             return;
         };
         if self.events.is_pending(EventKind::IdleBalance, ilb) {
@@ -1230,19 +1239,32 @@ impl Kernel {
             return;
         }
         let bound = self.wasted_core_bound(cpu);
-        let waiting: Vec<((usize, u64), Pid)> = self
-            .cfs_tasks_keyed(cpu)
-            .into_iter()
-            .filter(|&(_, p)| !self.tasks[p].se.sched_delayed && self.tasks[p].stats.wait_start > 0)
-            .collect();
-        let llc = self.machine.llc_cpus(self.machine.cpus[cpu].llc).to_vec();
-        for o in llc {
+        let llc = self.machine.cpus[cpu].llc;
+        let span = self.machine.llc_cpus(llc);
+        let (lo, hi) = (span[0], span[span.len() - 1]);
+        // The LLC's idle CPUs, ascending, from the idle mask (llc_cpus is
+        // ascending too); the waiting tasks are listed only if one is idle.
+        let mut next = self.idle_mask.iter_range(lo, hi).next();
+        let mut waiting: Option<Vec<((usize, u64), Pid)>> = None;
+        while let Some(o) = next {
+            next = self.idle_mask.iter_range(o + 1, hi).next();
             let Activity::Idle { since } = self.rqs[o].act else {
                 continue;
             };
-            if !self.idle_cpu(o) || self.lb.rq[o].wasted_counted == Some(since) {
+            if self.machine.cpus[o].llc != llc
+                || !self.idle_cpu(o)
+                || self.lb.rq[o].wasted_counted == Some(since)
+            {
                 continue;
             }
+            let waiting = waiting.get_or_insert_with(|| {
+                self.cfs_tasks_keyed(cpu)
+                    .into_iter()
+                    .filter(|&(_, p)| {
+                        !self.tasks[p].se.sched_delayed && self.tasks[p].stats.wait_start > 0
+                    })
+                    .collect()
+            });
             // The first queued that may run there (a throttled group's
             // tasks may not move: throttled_lb_pair).
             let Some((_, p)) = waiting

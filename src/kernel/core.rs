@@ -152,7 +152,7 @@ impl Kernel {
             .machine
             .smt_siblings(cpu)
             .iter()
-            .any(|&s| s != cpu && !self.rqs[s].is_idle());
+            .any(|&s| s != cpu && !self.idle_mask.test(s));
         let pct = if sibling_busy {
             self.machine.cost.smt_speed_pct as u64
         } else {
@@ -215,6 +215,7 @@ impl Kernel {
         rq.stats.busy_ns += self.now - rq.busy_since;
         rq.act = Activity::Idle { since: self.now };
         rq.stats.sched_goidle += 1;
+        self.idle_mask.set(cpu);
         self.cpuidle_enter(cpu);
         self.smt_changed(cpu);
         // __update_idle_core: the last sibling to idle sets the LLC's hint.
@@ -240,6 +241,7 @@ impl Kernel {
         rq.stats.idle_ns += self.now - since;
         rq.busy_since = self.now;
         rq.act = Activity::Kernel;
+        self.idle_mask.clear(cpu);
         self.start_tick(cpu);
         self.smt_changed(cpu);
     }

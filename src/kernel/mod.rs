@@ -153,6 +153,9 @@ pub struct Kernel {
     /// sd_llc_shared->has_idle_cores, per LLC: a hint that some core of the
     /// LLC is wholly idle.
     pub has_idle_cores: Vec<bool>,
+    /// The CPUs in the idle loop (`Activity::Idle`), so that scans for
+    /// idle CPUs look only at them.
+    pub idle_mask: crate::util::cpumask::CpuMask,
     /// Each CPU's cpuidle governor state (idle.rs).
     pub cpuidle: Vec<idle::GovCpu>,
     /// Task timers armed per CPU, earliest first (stale entries are dropped
@@ -202,6 +205,7 @@ impl Kernel {
             sd: sched_domain::SchedDomains::build(&machine),
             lb: balance::LoadBalance::new(n, &cfg),
             has_idle_cores: vec![false; machine.nr_llcs],
+            idle_mask: crate::util::cpumask::CpuMask::new(n, true),
             cpuidle: vec![Default::default(); n],
             cpu_timers: vec![Default::default(); n],
             noise: noise::Noise::new(&cfg.noise, 1, cfg.tick_ns()),

@@ -16,6 +16,7 @@ use crate::machine::Machine;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// SD_* flags (include/linux/sched/sd_flags.h), in bit order.
 pub const SD_BALANCE_NEWIDLE: u32 = 1 << 0;
@@ -192,8 +193,12 @@ pub struct SchedDomain {
     /// Index into `SchedDomains::spans`.
     pub span: usize,
     pub flags: u32,
-    /// Indices into `SchedDomains::groups`, the local group first.
-    pub groups: Vec<usize>,
+    /// The groups (indices into `SchedDomains::groups`) from `first` on,
+    /// wrapping around: the local group first. The CPUs of one span share
+    /// one ring, each starting at its own group (a list per CPU was 8 MB
+    /// at smp:cpus=1024 and 128 MB at 4096).
+    ring: Arc<[usize]>,
+    first: usize,
     pub min_interval: u64,
     pub max_interval: u64,
     pub busy_factor: u32,
@@ -210,6 +215,22 @@ pub struct SchedDomain {
     /// jiffies of the last decay.
     pub last_decay_max_lb_cost: u64,
     pub stats: SdStats,
+}
+
+impl SchedDomain {
+    pub fn nr_groups(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// The `i`-th group, the local one being 0.
+    pub fn group(&self, i: usize) -> usize {
+        self.ring[(self.first + i) % self.ring.len()]
+    }
+
+    /// The groups in order, the local one first.
+    pub fn groups(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.ring.len()).map(|i| self.group(i))
+    }
 }
 
 /// Every CPU's domain stack (index 0 = lowest level) and the shared groups.
@@ -364,7 +385,8 @@ fn sd_init(name: &'static str, topo_flags: u32, distance: u32, weight: u64) -> S
         name,
         span: 0,
         flags,
-        groups: Vec::new(),
+        ring: Arc::from(Vec::new()),
+        first: 0,
         min_interval: weight,
         max_interval: 2 * weight,
         busy_factor: BUSY_FACTOR,
@@ -431,13 +453,17 @@ impl SchedDomains {
         // first reaches it, not once per CPU of the span.
         let mut group_ids: HashMap<(usize, bool, usize), usize> = HashMap::new();
         let mut at: HashMap<(usize, bool), Vec<usize>> = HashMap::new();
+        // Per (domain span, lowest or not): the ring, the walk of the first
+        // CPU that reaches it.
+        let mut rings: HashMap<(usize, bool), Arc<[usize]>> = HashMap::new();
         let mut covered: Vec<bool> = vec![false; m.nr_cpus()];
         for c in 0..self.cpu.len() {
             for lvl in 0..self.cpu[c].len() {
                 let sid = self.cpu[c][lvl].span;
+                let key = (sid, lvl == 0);
                 let span = self.spans[sid].clone();
                 let ids = at
-                    .entry((sid, lvl == 0))
+                    .entry(key)
                     .or_insert_with(|| vec![usize::MAX; span.len()]);
                 let start = span.iter().position(|&x| x == c).unwrap_or(0);
                 let mut groups = Vec::new();
@@ -447,7 +473,7 @@ impl SchedDomains {
                         continue;
                     }
                     if ids[pos] == usize::MAX {
-                        ids[pos] = self.group_at(m, sid, &span, pos, lvl == 0, &mut group_ids);
+                        ids[pos] = self.group_at(m, sid, &span, pos, key.1, &mut group_ids);
                     }
                     for &x in &self.groups[ids[pos]].cpus {
                         covered[x] = true;
@@ -457,7 +483,32 @@ impl SchedDomains {
                 for &x in &span {
                     covered[x] = false;
                 }
-                self.cpu[c][lvl].groups = groups;
+                let ring = rings
+                    .entry(key)
+                    .or_insert_with(|| Arc::from(groups.clone()));
+                // Share the span's ring when this CPU's walk is a rotation
+                // of it (so whenever the groups partition the span in
+                // runs); otherwise keep the CPU's own list.
+                let first = ring.iter().position(|&g| Some(&g) == groups.first());
+                let rotated = first.filter(|&f| {
+                    ring.len() == groups.len()
+                        && groups
+                            .iter()
+                            .enumerate()
+                            .all(|(i, &g)| ring[(f + i) % ring.len()] == g)
+                });
+                let ring = ring.clone();
+                let d = &mut self.cpu[c][lvl];
+                match rotated {
+                    Some(f) => {
+                        d.ring = ring;
+                        d.first = f;
+                    }
+                    None => {
+                        d.ring = Arc::from(groups);
+                        d.first = 0;
+                    }
+                }
             }
         }
     }
@@ -571,9 +622,8 @@ impl SchedDomains {
                 d.name
             );
             let groups: Vec<String> = d
-                .groups
-                .iter()
-                .map(|&g| {
+                .groups()
+                .map(|g| {
                     let g = &self.groups[g];
                     let cap = if g.capacity != 1024 {
                         format!(" cap={}", g.capacity)
@@ -685,16 +735,16 @@ mod tests {
         assert_eq!(smt.flags & SD_SHARE_CPUCAPACITY, SD_SHARE_CPUCAPACITY);
         let mc = &sd.cpu[3][1];
         assert_eq!(sd.span(mc).len(), 52);
-        assert_eq!(mc.groups.len(), 26);
-        assert_eq!(sd.groups[mc.groups[0]].cpus, vec![3, 55]);
-        assert_eq!(sd.groups[mc.groups[1]].cpus, vec![4, 56]);
-        assert_eq!(sd.groups[mc.groups[0]].flags, smt.flags);
+        assert_eq!(mc.nr_groups(), 26);
+        assert_eq!(sd.groups[mc.group(0)].cpus, vec![3, 55]);
+        assert_eq!(sd.groups[mc.group(1)].cpus, vec![4, 56]);
+        assert_eq!(sd.groups[mc.group(0)].flags, smt.flags);
         assert_eq!(
             (mc.cache_nice_tries, mc.balance_interval, mc.max_interval),
             (1, 52, 104)
         );
         let numa = &sd.cpu[0][2];
-        assert_eq!(numa.groups.len(), 2);
+        assert_eq!(numa.nr_groups(), 2);
         assert_eq!(numa.flags & SD_PREFER_SIBLING, 0);
         assert_ne!(numa.flags & SD_SERIALIZE, 0);
         assert_ne!(
@@ -715,12 +765,12 @@ mod tests {
         assert_eq!(sd.span(&sd.cpu[0][0]), &[0, 2, 4, 6]);
         let mc = &sd.cpu[0][1];
         assert_eq!(mc.flags & SD_SHARE_LLC, 0);
-        assert_eq!(mc.groups.len(), 12);
-        assert_eq!(sd.groups[mc.groups[0]].cpus, vec![0, 2, 4, 6]);
-        assert_eq!(sd.groups[mc.groups[0]].capacity, 4096);
+        assert_eq!(mc.nr_groups(), 12);
+        assert_eq!(sd.groups[mc.group(0)].cpus, vec![0, 2, 4, 6]);
+        assert_eq!(sd.groups[mc.group(0)].capacity, 4096);
         let pkg = &sd.cpu[50][2];
-        assert_eq!(pkg.groups.len(), 2);
-        assert_eq!(sd.groups[pkg.groups[0]].cpus, (48..96).collect::<Vec<_>>());
+        assert_eq!(pkg.nr_groups(), 2);
+        assert_eq!(sd.groups[pkg.group(0)].cpus, (48..96).collect::<Vec<_>>());
     }
 
     #[test]

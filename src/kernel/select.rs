@@ -342,18 +342,20 @@ impl Kernel {
             return self.select_task_rq_rt(p, parent_cpu);
         }
         let m = &self.machine;
-        let allowed: Vec<usize> = (0..m.nr_cpus())
-            .filter(|&c| self.tasks[p].is_allowed(c))
-            .collect();
-        if allowed.is_empty() {
+        let t = &self.tasks[p];
+        let mut span: Vec<usize> = match &t.allowed {
+            None => (0..m.nr_cpus()).collect(),
+            Some(_) => (0..m.nr_cpus()).filter(|&c| t.is_allowed(c)).collect(),
+        };
+        if span.is_empty() {
             return parent_cpu;
         }
-        let levels: [&dyn Fn(usize) -> usize; 3] =
-            [&|c| m.cpus[c].node, &|c| m.cpus[c].llc, &|c| m.cpus[c].core];
-        let mut span = allowed;
-        for (level, group_of) in levels.into_iter().enumerate() {
-            span = self.idlest_group(&span, parent_cpu, group_of, level == 0);
-        }
+        let node = |c: usize| m.cpus[c].node;
+        let llc = |c: usize| m.cpus[c].llc;
+        let core = |c: usize| m.cpus[c].core;
+        span = self.idlest_group(span, parent_cpu, node, m.nr_nodes, true);
+        span = self.idlest_group(span, parent_cpu, llc, m.nr_llcs, false);
+        span = self.idlest_group(span, parent_cpu, core, m.nr_cores, false);
         span.iter()
             .copied()
             .min_by_key(|&c| {
@@ -374,25 +376,55 @@ impl Kernel {
             .unwrap_or(parent_cpu)
     }
 
-    /// The CPUs of the group (by `group_of`) within `span` to descend into:
-    /// the local group (holding `local`, else the first) unless another has
-    /// more idle CPUs, or as many idle CPUs and fewer tasks. Across NUMA
-    /// nodes a lightly loaded local node is kept (allow_numa_imbalance with
-    /// imb_numa_nr = a quarter of an LLC).
+    /// The CPUs of the group (by `group_of`, below `nr_groups`) within
+    /// `span` to descend into: the local group (holding `local`, else the
+    /// first) unless another has more idle CPUs, or as many idle CPUs and
+    /// fewer tasks. Across NUMA nodes a lightly loaded local node is kept
+    /// (allow_numa_imbalance with imb_numa_nr = a quarter of an LLC).
     fn idlest_group(
         &self,
-        span: &[usize],
+        span: Vec<usize>,
         local: usize,
-        group_of: &dyn Fn(usize) -> usize,
+        group_of: impl Fn(usize) -> usize,
+        nr_groups: usize,
         numa: bool,
     ) -> Vec<usize> {
+        // A span within one group descends into it whatever its load.
+        let g0 = group_of(span[0]);
+        if span.iter().all(|&c| group_of(c) == g0) {
+            return span;
+        }
+        let keep_local = |running: usize| {
+            let llc_size = self.machine.llc_cpus(self.machine.cpus[local].llc).len();
+            numa && running < (llc_size / 4).max(1)
+        };
+        let better = |a: (usize, usize), b: (usize, usize)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
+        if nr_groups == self.machine.nr_cpus() {
+            // One CPU per group (cores without SMT): the groups are the
+            // span's CPUs, in its order, and the chosen one is its CPU.
+            let stats = |c: usize| (self.idle_cpu(c) as usize, self.rqs[c].nr_running);
+            let mut best = if span.contains(&local) {
+                local
+            } else {
+                span[0]
+            };
+            let mut best_stats = stats(best);
+            if !keep_local(best_stats.1) {
+                for &c in &span {
+                    let s = stats(c);
+                    if better(s, best_stats) {
+                        (best, best_stats) = (c, s);
+                    }
+                }
+            }
+            return vec![best];
+        }
         // Per group, in order of first appearance: (id, idle CPUs, tasks).
-        // `index` maps a group id (a node, LLC or core number, all below
-        // the CPU count) to its place, so this is O(span), with no list of
-        // CPUs built per group.
+        // `index` maps a group id to its place, so this is O(span), with no
+        // list of CPUs built per group.
         let mut groups: Vec<(usize, usize, usize)> = Vec::new();
-        let mut index = vec![usize::MAX; self.machine.nr_cpus()];
-        for &c in span {
+        let mut index = vec![usize::MAX; nr_groups];
+        for &c in &span {
             let g = group_of(c);
             if index[g] == usize::MAX {
                 index[g] = groups.len();
@@ -409,17 +441,15 @@ impl Kernel {
         };
         let (mut best_id, idle, running) = groups[local_idx];
         let mut best_stats = (idle, running);
-        let llc_size = self.machine.llc_cpus(self.machine.cpus[local].llc).len();
-        if !(numa && best_stats.1 < (llc_size / 4).max(1)) {
+        if !keep_local(best_stats.1) {
             for &(g, idle, running) in &groups {
-                if idle > best_stats.0 || (idle == best_stats.0 && running < best_stats.1) {
+                if better((idle, running), best_stats) {
                     best_id = g;
                     best_stats = (idle, running);
                 }
             }
         }
-        span.iter()
-            .copied()
+        span.into_iter()
             .filter(|&c| group_of(c) == best_id)
             .collect()
     }

@@ -48,6 +48,12 @@ impl Kernel {
     fn check_runqueues(&self) -> Result<(), String> {
         let mut seen = vec![0u32; self.tasks.len()];
         for rq in &self.rqs {
+            if self.idle_mask.test(rq.cpu) != rq.is_idle() {
+                return Err(format!(
+                    "cpu{}: idle mask disagrees with its activity",
+                    rq.cpu
+                ));
+            }
             let (queued, _) = self.check_cfs_rq(rq.cpu, 0, &mut seen)?;
             // Throttled groups hang off the hierarchy: check them apart.
             for (g, q) in rq.gcfs.iter().enumerate().skip(1) {

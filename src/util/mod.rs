@@ -6,6 +6,7 @@
 //! crate: no kernel, workload or report type appears here.
 
 pub mod affinity;
+pub mod cpumask;
 pub mod fs;
 pub mod hist;
 pub mod json_schema;
