@@ -359,3 +359,128 @@ fn parsers_survive_damaged_input() {
         "  a-1 [000] 99999999999999999999.5: sched_waking: comm=a pid=1 prio=120 target_cpu=000";
     assert!(schedlab::trace::parse::parse("f", big).is_err());
 }
+
+/// Issue 16: a trace that contradicts itself is an error naming its line,
+/// or replays consistently (`--check` exit 0); never a corrupted model.
+#[test]
+fn a_repeated_fork_line_is_an_error_naming_its_line() {
+    let fork = "  bash-10 [000] ..... 1.000000: sched_process_fork: comm=bash pid=10 child_comm=bash child_pid=11\n";
+    let p = tmp("fork3.txt");
+    std::fs::write(&p, fork.repeat(3)).unwrap();
+    let (rc, _, err) = schedlab(&["replay", &p, "--machine", "vm-2", "--check", "-q"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("fork3.txt:2: sched_process_fork: child_pid 11 already exists"),
+        "{err}"
+    );
+    let own = "  bash-10 [000] ..... 1.000000: sched_process_fork: comm=bash pid=10 child_comm=bash child_pid=10\n";
+    std::fs::write(&p, own).unwrap();
+    let (rc, _, err) = schedlab(&["replay", &p, "--machine", "vm-2", "--check", "-q"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("fork3.txt:1: ") && err.contains("child_pid 10"),
+        "{err}"
+    );
+}
+
+/// A pid reused after its task exited is a new task.
+#[test]
+fn a_pid_reused_after_exit_is_a_new_task() {
+    let t = "\
+  p-10 [000] ..... 1.000000: sched_process_fork: comm=p pid=10 child_comm=c child_pid=11
+  p-10 [000] d..2. 1.000010: sched_wakeup_new: comm=c pid=11 prio=120 target_cpu=001
+  c-11 [001] d..2. 1.000020: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=c next_pid=11 next_prio=120
+  c-11 [001] ..... 1.000500: sched_process_exit: comm=c pid=11 prio=120
+  c-11 [001] d..2. 1.000600: sched_switch: prev_comm=c prev_pid=11 prev_prio=120 prev_state=X ==> next_comm=swapper/1 next_pid=0 next_prio=120
+  p-10 [000] ..... 1.001000: sched_process_fork: comm=p pid=10 child_comm=d child_pid=11
+  p-10 [000] d..2. 1.001010: sched_wakeup_new: comm=d pid=11 prio=120 target_cpu=001
+  d-11 [001] d..2. 1.001020: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=d next_pid=11 next_prio=120
+  d-11 [001] d..2. 1.001500: sched_switch: prev_comm=d prev_pid=11 prev_prio=120 prev_state=X ==> next_comm=swapper/1 next_pid=0 next_prio=120
+  p-10 [000] d..2. 1.002000: sched_switch: prev_comm=p prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+    let p = tmp("reuse.txt");
+    std::fs::write(&p, t).unwrap();
+    let j = tmp("reuse.json");
+    let (rc, _, err) = schedlab(&[
+        "replay",
+        &p,
+        "--machine",
+        "vm-2",
+        "--check",
+        "--fidelity",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let v = json(&j);
+    let rows = v["benchmark"]["replay"]["fidelity"]["tasks"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let mut comms: Vec<&str> = rows.iter().map(|r| r["comm"].as_str().unwrap()).collect();
+    comms.sort();
+    assert_eq!(comms, ["c", "d", "p"], "{rows:?}");
+    // Each child runs its own recorded time (0.58 and 0.48 ms).
+    for r in rows.iter().filter(|r| r["pid"] == 11) {
+        let ns = r["simulated"]["runtime_ns"].as_u64().unwrap();
+        assert!((400_000..600_000).contains(&ns), "{r}");
+    }
+}
+
+/// Mutations of a recorded messaging trace (fork lines moved with their
+/// timestamps, duplicated, fields dropped, pids changed): every one ends
+/// in a consistent replay (`--check`) or exit 2 naming the file.
+#[test]
+fn mutated_messaging_traces_replay_consistently_or_exit_2() {
+    let text = std::fs::read_to_string(FTRACE).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let forks: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].contains("sched_process_fork"))
+        .collect();
+    let ts = |l: &str| {
+        l.split(": ")
+            .next()
+            .unwrap()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let p = tmp("mut.txt");
+    let mut seed = 7u64;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % n
+    };
+    for round in 0..24 {
+        let mut m: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        // A fork line moved later, carrying the timestamp of its new place.
+        let f = forks[1 + next(forks.len() - 1)];
+        let to = (f + 1 + next(400)).min(m.len() - 1);
+        let stamp = ts(&m[to]);
+        let moved = m.remove(f).replacen(&ts(&lines[f]), &stamp, 1);
+        m.insert(to, moved);
+        // A repeated fork line, and a prev_prio field dropped.
+        if round % 2 == 0 {
+            let d = forks[next(forks.len())];
+            m.insert(d + 1 + next(50), lines[d].to_string());
+        }
+        let sw = (0..m.len())
+            .filter(|&i| m[i].contains("prev_prio="))
+            .nth(next(300))
+            .unwrap();
+        m[sw] = m[sw].replacen(" prev_prio=120", "", 1);
+        std::fs::write(&p, m.join("\n")).unwrap();
+        let (rc, _, err) = schedlab(&["replay", &p, "--machine", "vm-2", "--check", "-q"]);
+        assert!(rc == 0 || rc == 2, "round {round}: exit {rc}: {err}");
+        assert!(!err.contains("invariant"), "round {round}: {err}");
+        if rc == 2 {
+            assert!(
+                err.contains("mut.txt:") || err.contains("deadlock"),
+                "round {round}: {err}"
+            );
+        }
+    }
+}

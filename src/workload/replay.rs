@@ -8,7 +8,7 @@
 
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
-use crate::trace::parse::{self, Event, Record};
+use crate::trace::parse::{self, Event, Record, Task};
 use crate::workload::params::Params;
 use crate::workload::program::{Blocked, Dist, Mark, Op};
 use crate::workload::{BenchResult, Builder, TaskSpec};
@@ -48,6 +48,8 @@ struct RTask {
     pid: u32,
     comm: String,
     prio: i32,
+    /// The line of the trace that first names it.
+    first_line: usize,
     /// Index of the replayed parent that forks it.
     parent: Option<usize>,
     /// How the task begins: runnable at `start`, or blocked (its first
@@ -63,6 +65,8 @@ struct RTask {
     acc_switches: u32,
     started: bool,
     dead: bool,
+    /// sched_process_exit seen: its pid may be reused by a fork.
+    exiting: bool,
 }
 
 /// A trace turned into replayable tasks.
@@ -90,7 +94,7 @@ struct Builder2 {
 
 impl Builder2 {
     /// The replayed task for `pid` (None: idle, or not selected).
-    fn task(&mut self, pid: u32, comm: &str, prio: i32) -> Option<usize> {
+    fn task(&mut self, pid: u32, comm: &str, prio: i32, line: usize) -> Option<usize> {
         if pid == 0 {
             return None;
         }
@@ -106,6 +110,7 @@ impl Builder2 {
             pid,
             comm: comm.to_string(),
             prio,
+            first_line: line,
             parent: None,
             start: self.t0,
             start_blocked: false,
@@ -117,6 +122,7 @@ impl Builder2 {
             acc_switches: 0,
             started: false,
             dead: false,
+            exiting: false,
         });
         self.by_pid.insert(pid, i);
         Some(i)
@@ -152,7 +158,7 @@ impl Builder2 {
         }
     }
 
-    fn record(&mut self, r: &Record, use_wakeup: bool) {
+    fn record(&mut self, r: &Record, use_wakeup: bool) -> Result<(), String> {
         let ts = r.ts;
         match &r.ev {
             Event::Switch {
@@ -161,21 +167,21 @@ impl Builder2 {
                 next,
             } => {
                 self.cpu_last_switch.insert(r.cpu, ts);
-                if let Some(i) = self.task(prev.pid, &prev.comm, prev.prio) {
+                if let Some(i) = self.task(prev.pid, &prev.comm, prev.prio, r.line) {
                     self.switch_out(i, ts, prev_state);
                 }
-                if let Some(i) = self.task(next.pid, &next.comm, next.prio) {
+                if let Some(i) = self.task(next.pid, &next.comm, next.prio, r.line) {
                     self.switch_in(i, ts);
                 }
             }
             Event::Waking { task, wakeup } if *wakeup == use_wakeup => {
-                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio, r.line) {
                     self.wake(i, ts, r);
                 }
             }
             Event::Waking { .. } => {}
             Event::WakeupNew { task } => {
-                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio, r.line) {
                     let t = &mut self.tasks[i];
                     t.runnable_since = Some(ts);
                     if !t.started {
@@ -185,33 +191,62 @@ impl Builder2 {
                 }
             }
             Event::Migrate { task } => {
-                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio, r.line) {
                     self.tasks[i].rec.migrations += 1;
                 }
             }
-            Event::Fork { parent, child } => {
-                let c = self.task(child.pid, &child.comm, child.prio);
-                let p = self.task(parent.pid, &parent.comm, parent.prio);
-                if let (Some(p), Some(c)) = (p, c) {
-                    self.ensure_running(p, r.cpu);
-                    self.flush_run(p, ts);
-                    self.tasks[p].atoms.push(Atom::Fork(c));
-                    self.tasks[c].parent = Some(p);
-                }
-                if let Some(c) = c {
-                    let t = &mut self.tasks[c];
-                    t.started = true;
-                    t.start = ts;
-                }
-            }
+            Event::Fork { parent, child } => self.fork(r, parent, child)?,
             // do_exit's own work runs until the final switch (prev_state
             // X or Z), which ends the task.
             Event::Exit { task } => {
-                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio, r.line) {
                     self.ensure_running(i, r.cpu);
+                    self.tasks[i].exiting = true;
                 }
             }
         }
+        Ok(())
+    }
+
+    /// A fork creates a task that did not exist: a child pid already seen
+    /// is a reused pid (its task exited) or a trace that contradicts
+    /// itself (an error naming the line).
+    fn fork(&mut self, r: &Record, parent: &Task, child: &Task) -> Result<(), String> {
+        if child.pid == parent.pid {
+            return Err(format!(
+                "sched_process_fork: child_pid {} is the forking task's pid",
+                child.pid
+            ));
+        }
+        match self.by_pid.get(&child.pid).copied() {
+            Some(usize::MAX) => {
+                self.by_pid.remove(&child.pid);
+            }
+            Some(c) if self.tasks[c].dead || self.tasks[c].exiting => {
+                self.by_pid.remove(&child.pid);
+            }
+            Some(c) => {
+                return Err(format!(
+                    "sched_process_fork: child_pid {} already exists (seen at line {})",
+                    child.pid, self.tasks[c].first_line
+                ))
+            }
+            None => {}
+        }
+        let c = self.task(child.pid, &child.comm, child.prio, r.line);
+        let p = self.task(parent.pid, &parent.comm, parent.prio, r.line);
+        if let (Some(p), Some(c)) = (p.filter(|&p| !self.tasks[p].dead), c) {
+            self.ensure_running(p, r.cpu);
+            self.flush_run(p, r.ts);
+            self.tasks[p].atoms.push(Atom::Fork(c));
+            self.tasks[c].parent = Some(p);
+        }
+        if let Some(c) = c {
+            let t = &mut self.tasks[c];
+            t.started = true;
+            t.start = r.ts;
+        }
+        Ok(())
     }
 
     fn switch_out(&mut self, i: usize, ts: u64, state: &str) {
@@ -340,7 +375,8 @@ impl Replay {
             cpu_last_switch: BTreeMap::new(),
         };
         for r in recs {
-            b.record(r, use_wakeup);
+            b.record(r, use_wakeup)
+                .map_err(|m| format!("{file}:{}: {m}", r.line))?;
         }
         b.finish(last.ts);
         if b.tasks.is_empty() {
