@@ -109,13 +109,12 @@ fn exported_trace_replays_to_the_same_work() {
     assert!(std::fs::read_to_string(&t)
         .unwrap()
         .contains("sched_process_fork:"));
-    // The replay runs the recorded CPU time again (plus its own syscall
-    // and wakeup costs): within 25 %. Not closer: the replay takes only a
-    // local wakeup's cost out of a recorded waker's burst, so where a
-    // recorded wakeup crossed CPUs its IPI send (12.9 µs on vm-2) is
-    // charged twice.
+    // The replay runs the recorded CPU time again: the kernel work it
+    // charges itself (a cross-CPU wakeup's IPI included) is taken out of
+    // the recorded bursts: within 10 % (measured -7 %: where the replay's
+    // wakeup lands elsewhere than the recorded one, its cost differs).
     let e = f["total"]["relative_error"]["runtime"].as_f64().unwrap();
-    assert!(e.abs() < 0.25, "runtime error {e}");
+    assert!(e.abs() < 0.10, "runtime error {e}");
 }
 
 #[test]
@@ -218,6 +217,9 @@ fn replays_a_recorded_perf_trace_with_fidelity() {
         .filter(|l| l.contains("child_comm=sched-messaging"))
     {
         pids.insert(l.split("child_pid=").nth(1).unwrap().trim().to_string());
+        // The parent forks under the comm it took at exec: selected too.
+        let parent = l.split(" pid=").nth(1).unwrap().split(' ').next().unwrap();
+        pids.insert(parent.to_string());
     }
     let switched_out = text
         .lines()
@@ -255,7 +257,8 @@ fn replays_a_kernel_ftrace_file() {
         "-q",
     ]);
     assert_eq!(rc, 0, "{err}");
-    assert!(out.contains("40 tasks"), "{out}");
+    // 40 workers and their parent (named sched-messaging from its exec).
+    assert!(out.contains("41 tasks"), "{out}");
 }
 
 #[test]
@@ -483,4 +486,156 @@ fn mutated_messaging_traces_replay_consistently_or_exit_2() {
             );
         }
     }
+}
+
+/// A task first seen in the middle of a trace starts there: not runnable
+/// (waiting) since the trace began, and the replay spans the trace.
+#[test]
+fn a_task_first_seen_mid_trace_starts_there() {
+    let t = "\
+  a-10 [000] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=R ==> next_comm=a next_pid=10 next_prio=120
+  a-10 [000] d..2. 1.100000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=b next_pid=11 next_prio=120
+  b-11 [000] d..2. 1.101000: sched_switch: prev_comm=b prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+    let p = tmp("late.txt");
+    std::fs::write(&p, t).unwrap();
+    let j = tmp("late.json");
+    let (rc, _, err) = schedlab(&[
+        "replay",
+        &p,
+        "--machine",
+        "vm-2",
+        "--check",
+        "--fidelity",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let w = &json(&j)["benchmark"]["replay"];
+    let span = w["simulated_span_ns"].as_f64().unwrap();
+    assert!((span / 101e6 - 1.0).abs() < 0.05, "{w}");
+    let b = &w["fidelity"]["tasks"][1];
+    assert_eq!(b["comm"], "b", "{w}");
+    assert_eq!(b["recorded"]["wait_ns"], 0, "{b}");
+    assert!(
+        b["simulated"]["wait_ns"].as_u64().unwrap() < 1_000_000,
+        "{b}"
+    );
+}
+
+/// Recorded migrations count the CPU changes a trace shows, when it has
+/// no sched_migrate_task events (systrace, light traces).
+#[test]
+fn recorded_migrations_count_visible_cpu_changes() {
+    let mut t = String::new();
+    for i in 0..6 {
+        let (cpu, other) = (i % 2, 1 - i % 2);
+        let ts = 1.0 + i as f64 * 0.001;
+        t += &format!("  a-10 [{cpu:03}] d..2. {ts:.6}: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/{cpu} next_pid=0 next_prio=120\n");
+        t += &format!("  <idle>-0 [{other:03}] d..2. {:.6}: sched_switch: prev_comm=swapper/{other} prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=10 next_prio=120\n", ts + 0.0005);
+    }
+    let p = tmp("migr.txt");
+    std::fs::write(&p, t).unwrap();
+    let j = tmp("migr.json");
+    let (rc, _, err) = schedlab(&[
+        "replay",
+        &p,
+        "--machine",
+        "vm-2",
+        "--fidelity",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let f = &json(&j)["benchmark"]["replay"]["fidelity"]["total"];
+    // First seen on CPU 0, then on 1, 0, 1, 0, 1, 0: six changes.
+    assert_eq!(f["recorded"]["migrations"], 6, "{f}");
+}
+
+/// A trace whose CPU 1 lost its idle → task switches (this VM drops them)
+/// replays: the switch-ins are put back where the task reappears, counted,
+/// and the replay does the recorded work.
+#[test]
+fn lost_switch_ins_are_reconstructed_and_counted() {
+    let full = tmp("pp.txt");
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "-w",
+        "pipe:loops=300",
+        "--trace",
+        &full,
+        "-q",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let text = std::fs::read_to_string(&full).unwrap();
+    let lost: String = text
+        .lines()
+        .filter(|l| {
+            !(l.contains("[001]") && l.contains("sched_switch: prev_comm=swapper/1 prev_pid=0 "))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let dropped = text.lines().count() - lost.lines().count();
+    assert!(dropped > 100, "{dropped}");
+    let p = tmp("pp-lost.txt");
+    std::fs::write(&p, lost).unwrap();
+    let j = tmp("pp-lost.json");
+    let (rc, out, err) = schedlab(&[
+        "replay",
+        &p,
+        "--machine",
+        "vm-2",
+        "--check",
+        "--fidelity",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains(&format!("{dropped} switch-ins reconstructed")),
+        "{out}"
+    );
+    let w = &json(&j)["benchmark"]["replay"];
+    assert_eq!(w["reconstructed_switch_ins"], dropped as u64, "{w}");
+    let e = &w["fidelity"]["total"]["relative_error"];
+    assert!(e["switches"].as_f64().unwrap().abs() < 0.05, "{e}");
+}
+
+/// The simulator's own trace replays to its own numbers: recorded bursts
+/// lose the kernel work the replay charges again (a cross-CPU wakeup's
+/// IPI included), and wait is measured as the trace shows it.
+#[test]
+fn an_exported_pipe_trace_replays_to_its_own_numbers() {
+    let t = tmp("pp2.txt");
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "-w",
+        "pipe:loops=300",
+        "--trace",
+        &t,
+        "-q",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let j = tmp("pp2.json");
+    let (rc, _, err) = schedlab(&[
+        "replay",
+        &t,
+        "--machine",
+        "vm-2",
+        "--fidelity",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let w = &json(&j)["benchmark"]["replay"];
+    let e = &w["fidelity"]["total"]["relative_error"];
+    for k in ["runtime", "switches", "wait"] {
+        assert!(e[k].as_f64().unwrap().abs() < 0.05, "{k}: {e}");
+    }
+    let span = w["simulated_span_ns"].as_f64().unwrap() / w["recorded_span_ns"].as_f64().unwrap();
+    assert!((span - 1.0).abs() < 0.05, "{w}");
 }

@@ -4,6 +4,10 @@
 //! other events are skipped. A line that cannot be read is an error naming
 //! the file, the line and its text.
 
+/// The context of a line whose task perf could not resolve (`:-1 -1`);
+/// above the kernel's PID_MAX_LIMIT, so no task has it.
+pub const UNKNOWN_PID: u32 = u32::MAX;
+
 /// One scheduler event of a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
@@ -11,7 +15,8 @@ pub struct Record {
     pub line: usize,
     pub ts: u64,
     pub cpu: usize,
-    /// The task the event was emitted in (0 = idle).
+    /// The task the event was emitted in (0 = idle, `UNKNOWN_PID`: not
+    /// known).
     pub ctx_pid: u32,
     /// The flags column says hard or soft interrupt context.
     pub irq: bool,
@@ -29,6 +34,8 @@ pub enum Event {
     Waking {
         task: Task,
         wakeup: bool,
+        /// The CPU it is woken onto (`target_cpu`), when the line says.
+        target: Option<usize>,
     },
     WakeupNew {
         task: Task,
@@ -150,6 +157,10 @@ fn parse_head(head: &str) -> Result<(Layout, u32), String> {
     }
     if let Some((comm, last)) = h.rsplit_once(char::is_whitespace) {
         let tid = last.rsplit('/').next().unwrap_or(last);
+        // perf writes `:-1 -1` for a thread it could not resolve.
+        if tid == "-1" {
+            return Ok((Layout::Perf, UNKNOWN_PID));
+        }
         if !comm.trim().is_empty() && !tid.is_empty() && tid.chars().all(|c| c.is_ascii_digit()) {
             return Ok((Layout::Perf, tid.parse().map_err(|_| "bad tid")?));
         }
@@ -215,10 +226,12 @@ fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> 
         "sched_waking" => Some(Event::Waking {
             task: wake_task(args)?,
             wakeup: false,
+            target: target_cpu(args),
         }),
         "sched_wakeup" => Some(Event::Waking {
             task: wake_task(args)?,
             wakeup: true,
+            target: target_cpu(args),
         }),
         "sched_wakeup_new" => Some(Event::WakeupNew {
             task: wake_task(args)?,
@@ -338,6 +351,16 @@ fn switch(args: &str) -> Result<Event, String> {
     })
 }
 
+/// `target_cpu=001` (kernel fields) or `CPU:001` (plugin form).
+fn target_cpu(args: &str) -> Option<usize> {
+    let f = kv(args);
+    let v = match field(&f, "target_cpu") {
+        Ok(v) => v,
+        Err(_) => args.split_once(" CPU:")?.1.split_whitespace().next()?,
+    };
+    v.parse().ok().filter(|&c| c < MAX_CPUS)
+}
+
 fn wake_task(args: &str) -> Result<Task, String> {
     if args.contains("pid=") {
         return kv_task(&kv(args), "");
@@ -392,7 +415,8 @@ mod tests {
                     comm: "trace-cmd".into(),
                     prio: 120
                 },
-                wakeup: true
+                wakeup: true,
+                target: Some(1)
             }
         );
 
