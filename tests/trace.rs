@@ -639,3 +639,52 @@ fn an_exported_pipe_trace_replays_to_its_own_numbers() {
     let span = w["simulated_span_ns"].as_f64().unwrap() / w["recorded_span_ns"].as_f64().unwrap();
     assert!((span - 1.0).abs() < 0.05, "{w}");
 }
+
+/// The input formats, each from a file recorded on this VM (or, for
+/// systrace, written in its layout): all replay, and the same recording in
+/// two layouts gives the same replay.
+#[test]
+fn every_input_layout_replays() {
+    let replay = |file: &str, name: &str| {
+        let j = tmp(name);
+        let (rc, _, err) = schedlab(&[
+            "replay",
+            file,
+            "--machine",
+            "vm-2",
+            "--check",
+            "--fidelity",
+            "--json",
+            &j,
+        ]);
+        assert_eq!(rc, 0, "{file}: {err}");
+        json(&j)["benchmark"]["replay"].clone()
+    };
+    // trace-cmd report, and -R (raw fields, numeric prev_state, no ==>).
+    let tc = replay("tests/data/messaging-g1-l10.trace-cmd.txt", "tc.json");
+    let raw = replay("tests/data/messaging-g1-l10.trace-cmd-R.txt", "tcr.json");
+    assert_eq!(tc, raw);
+    assert!(tc["edges"].as_u64().unwrap() > 100, "{tc}");
+    // perf script -F tid,cpu,time,event,trace (no comm column).
+    let pf = replay("tests/data/messaging-g1-l10.perf-F.txt", "pf.json");
+    assert!(pf["tasks"].as_u64().unwrap() > 40, "{pf}");
+    // trace_pipe: the trace file's lines without its header.
+    let text = std::fs::read_to_string(FTRACE).unwrap();
+    let pipe: String = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let p = tmp("trace_pipe.txt");
+    std::fs::write(&p, pipe).unwrap();
+    let mut a = replay(FTRACE, "ft.json");
+    let mut b = replay(&p, "tp.json");
+    a.as_object_mut().unwrap().remove("file");
+    b.as_object_mut().unwrap().remove("file");
+    assert_eq!(a, b);
+    // systrace/atrace text: the TRACE: wrapper, a tgid column and
+    // tracing_mark_write lines (skipped).
+    let sys = replay("tests/data/systrace-pipe.txt", "sys.json");
+    assert_eq!(sys["tasks"], 2, "{sys}");
+    assert!(sys["edges"].as_u64().unwrap() > 20, "{sys}");
+}
