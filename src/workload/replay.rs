@@ -75,6 +75,10 @@ struct RTask {
     migrate_events: u64,
     /// Its last sched_wakeup.
     enqueued: Option<u64>,
+    /// The tasks it woke since it last switched in, and the one of them
+    /// that preempted it.
+    woke: Vec<usize>,
+    preempted_by: Option<usize>,
 }
 
 /// A trace turned into replayable tasks.
@@ -86,6 +90,8 @@ pub struct Replay {
     pub timers: usize,
     /// Switch-ins the trace lost, put back where the task reappeared.
     pub reconstructed: usize,
+    /// Edges inferred from a waker's preemption by its wakee (`handover`).
+    pub handovers: usize,
     pub span: u64,
     t0: u64,
     pub warnings: Vec<String>,
@@ -117,6 +123,8 @@ struct Builder2 {
     edges: usize,
     timers: usize,
     reconstructed: usize,
+    handover: bool,
+    handovers: usize,
     cpus: BTreeMap<usize, CpuSeen>,
 }
 
@@ -160,6 +168,8 @@ impl Builder2 {
             cpu_changes: 0,
             migrate_events: 0,
             enqueued: None,
+            woke: Vec::new(),
+            preempted_by: None,
         });
         self.by_pid.insert(pid, i);
         Some(i)
@@ -227,12 +237,14 @@ impl Builder2 {
                 prev_state,
                 next,
             } => {
-                if let Some(i) = self.task(prev.pid, &prev.comm, prev.prio, r.line) {
+                let p = self.task(prev.pid, &prev.comm, prev.prio, r.line);
+                let n = self.task(next.pid, &next.comm, next.prio, r.line);
+                if let Some(i) = p {
                     self.on_cpu(i, r.cpu, ts);
-                    self.switch_out(i, ts, prev_state);
+                    self.switch_out(i, ts, prev_state, n);
                 }
                 self.cpus.get_mut(&r.cpu).expect("seen").last_switch = Some(ts);
-                if let Some(i) = self.task(next.pid, &next.comm, next.prio, r.line) {
+                if let Some(i) = n {
                     self.switch_in(i, r.cpu, ts);
                 }
             }
@@ -312,7 +324,13 @@ impl Builder2 {
         Ok(())
     }
 
-    fn switch_out(&mut self, i: usize, ts: u64, state: &str) {
+    /// `i` leaves the CPU to `next`. With `handover`, a waker preempted by
+    /// its own wakee (`woke`) that gets the CPU back when that wakee leaves
+    /// it is taken to have waited for it: the wakee's switch-out is an
+    /// edge to the waker's resumption (a pipe writer's next read needs the
+    /// reply; no sched_waking shows that, since the writer never slept).
+    /// An inference, off by default: see docs/replay.md.
+    fn switch_out(&mut self, i: usize, ts: u64, state: &str, next: Option<usize>) {
         self.flush_run(i, ts);
         let t = &mut self.tasks[i];
         t.running_since = None;
@@ -320,6 +338,17 @@ impl Builder2 {
         if t.dead {
             return;
         }
+        if state.starts_with('R') && self.handover {
+            t.preempted_by = next.filter(|x| t.woke.contains(x));
+        }
+        if let Some(b) = next.filter(|&b| self.tasks[b].preempted_by == Some(i)) {
+            let e = self.edges;
+            self.edges += 1;
+            self.handovers += 1;
+            self.tasks[i].atoms.push(Atom::Wake(e, false));
+            self.tasks[b].atoms.push(Atom::Await(e));
+        }
+        let t = &mut self.tasks[i];
         match state.chars().next() {
             Some('R') => t.runnable_since = Some(ts),
             Some('X') | Some('Z') => {
@@ -350,6 +379,8 @@ impl Builder2 {
         }
         t.running_since = Some(ts);
         t.acc_switches += 1;
+        t.woke.clear();
+        t.preempted_by = None;
         if t.last_cpu.is_some_and(|c| c != cpu) {
             t.cpu_changes += 1;
         }
@@ -385,6 +416,9 @@ impl Builder2 {
             }
             return;
         };
+        if let Some(w) = waker {
+            self.tasks[w].woke.push(i);
+        }
         let atom = match waker {
             Some(w) => Atom::Await(self.edge(w, r)),
             None => {
@@ -432,18 +466,34 @@ impl Builder2 {
 impl Replay {
     /// Parse `file` and rebuild its tasks (only those whose comm is in
     /// `select`, when given).
-    pub fn load(file: &str, select: &[String], fidelity: bool) -> Result<Replay, String> {
+    pub fn load(
+        file: &str,
+        select: &[String],
+        fidelity: bool,
+        handover: bool,
+    ) -> Result<Replay, String> {
         let text =
             std::fs::read_to_string(file).map_err(|e| format!("{file}: cannot read trace: {e}"))?;
         let recs = parse::parse(file, &text)?;
-        Self::from_records(file, &recs, select, fidelity)
+        Self::build_from(file, &recs, select, fidelity, handover)
     }
 
+    /// The replay of parsed records, without `handover` inference.
     pub fn from_records(
         file: &str,
         recs: &[Record],
         select: &[String],
         fidelity: bool,
+    ) -> Result<Replay, String> {
+        Self::build_from(file, recs, select, fidelity, false)
+    }
+
+    fn build_from(
+        file: &str,
+        recs: &[Record],
+        select: &[String],
+        fidelity: bool,
+        handover: bool,
     ) -> Result<Replay, String> {
         let (Some(first), Some(last)) = (recs.first(), recs.last()) else {
             return Err(format!("{file}: the trace has no scheduler events"));
@@ -459,6 +509,8 @@ impl Replay {
             edges: 0,
             timers: 0,
             reconstructed: 0,
+            handover,
+            handovers: 0,
             cpus: BTreeMap::new(),
         };
         for r in recs {
@@ -485,6 +537,7 @@ impl Replay {
             edges: b.edges,
             timers: b.timers,
             reconstructed: b.reconstructed,
+            handovers: b.handovers,
             span: last.ts - first.ts,
             t0: first.ts,
             warnings,
@@ -655,12 +708,12 @@ impl Replay {
             .get("select")
             .map(|s| s.split('|').map(|x| x.trim().to_string()).collect())
             .unwrap_or_default();
-        let fidelity = match p.values.get("fidelity").map(String::as_str) {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(v) => return Err(format!("`fidelity`: `{v}` is not true or false")),
+        let flag = |k: &str| match p.values.get(k).map(String::as_str) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(v) => Err(format!("`{k}`: `{v}` is not true or false")),
         };
-        Replay::load(file, &select, fidelity)
+        Replay::load(file, &select, flag("fidelity")?, flag("handover")?)
     }
 
     /// What the replay did, and with `fidelity` the per-task and total
@@ -668,10 +721,11 @@ impl Replay {
     pub fn report(&self, k: &Kernel, tasks: &[Pid]) -> BenchResult {
         let sim_span = crate::workload::marked_span(k, tasks).unwrap_or(0);
         let mut lines = vec![format!(
-            "# replay of {}: {} tasks, {} wakeup edges, {} timer sleeps, {} switch-ins reconstructed; recorded span {:.6} s, simulated {:.6} s",
+            "# replay of {}: {} tasks, {} wakeup edges ({} handovers), {} timer sleeps, {} switch-ins reconstructed; recorded span {:.6} s, simulated {:.6} s",
             self.file,
             self.tasks.len(),
             self.edges,
+            self.handovers,
             self.timers,
             self.reconstructed,
             self.span as f64 / 1e9,
@@ -682,6 +736,7 @@ impl Replay {
         fields.insert("edges".into(), json!(self.edges));
         fields.insert("timer_sleeps".into(), json!(self.timers));
         fields.insert("reconstructed_switch_ins".into(), json!(self.reconstructed));
+        fields.insert("handover_edges".into(), json!(self.handovers));
         fields.insert("recorded_span_ns".into(), json!(self.span));
         fields.insert("simulated_span_ns".into(), json!(sim_span));
         if self.fidelity {
