@@ -463,7 +463,7 @@ fn mutated_messaging_traces_replay_consistently_or_exit_2() {
         let f = forks[1 + next(forks.len() - 1)];
         let to = (f + 1 + next(400)).min(m.len() - 1);
         let stamp = ts(&m[to]);
-        let moved = m.remove(f).replacen(&ts(&lines[f]), &stamp, 1);
+        let moved = m.remove(f).replacen(&ts(lines[f]), &stamp, 1);
         m.insert(to, moved);
         // A repeated fork line, and a prev_prio field dropped.
         if round % 2 == 0 {
