@@ -166,6 +166,31 @@ fn a_reader_with_no_writer_is_reported_as_deadlock() {
     }
 }
 
+/// Background interrupts keep the event queue busy but wake no task: a
+/// deadlock with noise on is still reported (it used to run forever).
+#[test]
+fn a_deadlock_is_reported_with_background_interrupts() {
+    let mut cfg = KernelConfig::default();
+    cfg.noise.enabled = true;
+    cfg.noise.irq_rate_hz = 1000.0;
+    let mut k = Kernel::new(machine::from_spec("vm-2").unwrap(), cfg);
+    k.start_noise_irqs();
+    k.pipes.push(Default::default());
+    let mut b = Builder::new(0, 1);
+    task(
+        &mut k,
+        &mut b,
+        0,
+        None,
+        vec![Op::PipeRead { pipe: 0, bytes: 4 }],
+    );
+    match k.run(None) {
+        Err(SimError::Deadlock(m)) => assert!(m.contains("PipeRead"), "{m}"),
+        other => panic!("expected a deadlock, got {other:?}"),
+    }
+    assert!(k.noise.irqs > 0, "no background interrupt was simulated");
+}
+
 #[test]
 fn yield_and_futex_and_barrier_programs_run_to_completion() {
     let mut k = kernel("smp:cpus=2");

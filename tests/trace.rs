@@ -109,13 +109,12 @@ fn exported_trace_replays_to_the_same_work() {
     assert!(std::fs::read_to_string(&t)
         .unwrap()
         .contains("sched_process_fork:"));
-    // The replay runs the recorded CPU time again (plus its own syscall
-    // and wakeup costs): within 25 %. Not closer: the replay takes only a
-    // local wakeup's cost out of a recorded waker's burst, so where a
-    // recorded wakeup crossed CPUs its IPI send (12.9 µs on vm-2) is
-    // charged twice.
+    // The replay runs the recorded CPU time again: the kernel work it
+    // charges itself (a cross-CPU wakeup's IPI included) is taken out of
+    // the recorded bursts: within 10 % (measured -7 %: where the replay's
+    // wakeup lands elsewhere than the recorded one, its cost differs).
     let e = f["total"]["relative_error"]["runtime"].as_f64().unwrap();
-    assert!(e.abs() < 0.25, "runtime error {e}");
+    assert!(e.abs() < 0.10, "runtime error {e}");
 }
 
 #[test]
@@ -218,6 +217,9 @@ fn replays_a_recorded_perf_trace_with_fidelity() {
         .filter(|l| l.contains("child_comm=sched-messaging"))
     {
         pids.insert(l.split("child_pid=").nth(1).unwrap().trim().to_string());
+        // The parent forks under the comm it took at exec: selected too.
+        let parent = l.split(" pid=").nth(1).unwrap().split(' ').next().unwrap();
+        pids.insert(parent.to_string());
     }
     let switched_out = text
         .lines()
@@ -255,7 +257,8 @@ fn replays_a_kernel_ftrace_file() {
         "-q",
     ]);
     assert_eq!(rc, 0, "{err}");
-    assert!(out.contains("40 tasks"), "{out}");
+    // 40 workers and their parent (named sched-messaging from its exec).
+    assert!(out.contains("41 tasks"), "{out}");
 }
 
 #[test]
@@ -358,4 +361,358 @@ fn parsers_survive_damaged_input() {
     let big =
         "  a-1 [000] 99999999999999999999.5: sched_waking: comm=a pid=1 prio=120 target_cpu=000";
     assert!(schedlab::trace::parse::parse("f", big).is_err());
+}
+
+/// Issue 16: a trace that contradicts itself is an error naming its line,
+/// or replays consistently (`--check` exit 0); never a corrupted model.
+#[test]
+fn a_repeated_fork_line_is_an_error_naming_its_line() {
+    let fork = "  bash-10 [000] ..... 1.000000: sched_process_fork: comm=bash pid=10 child_comm=bash child_pid=11\n";
+    let p = tmp("fork3.txt");
+    std::fs::write(&p, fork.repeat(3)).unwrap();
+    let (rc, _, err) = schedlab(&["replay", &p, "--machine", "vm-2", "--check", "-q"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("fork3.txt:2: sched_process_fork: child_pid 11 already exists"),
+        "{err}"
+    );
+    let own = "  bash-10 [000] ..... 1.000000: sched_process_fork: comm=bash pid=10 child_comm=bash child_pid=10\n";
+    std::fs::write(&p, own).unwrap();
+    let (rc, _, err) = schedlab(&["replay", &p, "--machine", "vm-2", "--check", "-q"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("fork3.txt:1: ") && err.contains("child_pid 10"),
+        "{err}"
+    );
+}
+
+/// A pid reused after its task exited is a new task.
+#[test]
+fn a_pid_reused_after_exit_is_a_new_task() {
+    let t = "\
+  p-10 [000] ..... 1.000000: sched_process_fork: comm=p pid=10 child_comm=c child_pid=11
+  p-10 [000] d..2. 1.000010: sched_wakeup_new: comm=c pid=11 prio=120 target_cpu=001
+  c-11 [001] d..2. 1.000020: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=c next_pid=11 next_prio=120
+  c-11 [001] ..... 1.000500: sched_process_exit: comm=c pid=11 prio=120
+  c-11 [001] d..2. 1.000600: sched_switch: prev_comm=c prev_pid=11 prev_prio=120 prev_state=X ==> next_comm=swapper/1 next_pid=0 next_prio=120
+  p-10 [000] ..... 1.001000: sched_process_fork: comm=p pid=10 child_comm=d child_pid=11
+  p-10 [000] d..2. 1.001010: sched_wakeup_new: comm=d pid=11 prio=120 target_cpu=001
+  d-11 [001] d..2. 1.001020: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=d next_pid=11 next_prio=120
+  d-11 [001] d..2. 1.001500: sched_switch: prev_comm=d prev_pid=11 prev_prio=120 prev_state=X ==> next_comm=swapper/1 next_pid=0 next_prio=120
+  p-10 [000] d..2. 1.002000: sched_switch: prev_comm=p prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+    let p = tmp("reuse.txt");
+    std::fs::write(&p, t).unwrap();
+    let j = tmp("reuse.json");
+    let (rc, _, err) = schedlab(&[
+        "replay",
+        &p,
+        "--machine",
+        "vm-2",
+        "--check",
+        "--fidelity",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let v = json(&j);
+    let rows = v["benchmark"]["replay"]["fidelity"]["tasks"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let mut comms: Vec<&str> = rows.iter().map(|r| r["comm"].as_str().unwrap()).collect();
+    comms.sort();
+    assert_eq!(comms, ["c", "d", "p"], "{rows:?}");
+    // Each child runs its own recorded time (0.58 and 0.48 ms).
+    for r in rows.iter().filter(|r| r["pid"] == 11) {
+        let ns = r["simulated"]["runtime_ns"].as_u64().unwrap();
+        assert!((400_000..600_000).contains(&ns), "{r}");
+    }
+}
+
+/// Mutations of a recorded messaging trace (fork lines moved with their
+/// timestamps, duplicated, fields dropped, pids changed): every one ends
+/// in a consistent replay (`--check`) or exit 2 naming the file.
+#[test]
+fn mutated_messaging_traces_replay_consistently_or_exit_2() {
+    let text = std::fs::read_to_string(FTRACE).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let forks: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].contains("sched_process_fork"))
+        .collect();
+    let ts = |l: &str| {
+        l.split(": ")
+            .next()
+            .unwrap()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let p = tmp("mut.txt");
+    let mut seed = 7u64;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % n
+    };
+    for round in 0..24 {
+        let mut m: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        // A fork line moved later, carrying the timestamp of its new place.
+        let f = forks[1 + next(forks.len() - 1)];
+        let to = (f + 1 + next(400)).min(m.len() - 1);
+        let stamp = ts(&m[to]);
+        let moved = m.remove(f).replacen(&ts(lines[f]), &stamp, 1);
+        m.insert(to, moved);
+        // A repeated fork line, and a prev_prio field dropped.
+        if round % 2 == 0 {
+            let d = forks[next(forks.len())];
+            m.insert(d + 1 + next(50), lines[d].to_string());
+        }
+        let sw = (0..m.len())
+            .filter(|&i| m[i].contains("prev_prio="))
+            .nth(next(300))
+            .unwrap();
+        m[sw] = m[sw].replacen(" prev_prio=120", "", 1);
+        std::fs::write(&p, m.join("\n")).unwrap();
+        let (rc, _, err) = schedlab(&["replay", &p, "--machine", "vm-2", "--check", "-q"]);
+        assert!(rc == 0 || rc == 2, "round {round}: exit {rc}: {err}");
+        assert!(!err.contains("invariant"), "round {round}: {err}");
+        if rc == 2 {
+            assert!(
+                err.contains("mut.txt:") || err.contains("deadlock"),
+                "round {round}: {err}"
+            );
+        }
+    }
+}
+
+/// A task first seen in the middle of a trace starts there: not runnable
+/// (waiting) since the trace began, and the replay spans the trace.
+#[test]
+fn a_task_first_seen_mid_trace_starts_there() {
+    let t = "\
+  a-10 [000] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=R ==> next_comm=a next_pid=10 next_prio=120
+  a-10 [000] d..2. 1.100000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=b next_pid=11 next_prio=120
+  b-11 [000] d..2. 1.101000: sched_switch: prev_comm=b prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+    let p = tmp("late.txt");
+    std::fs::write(&p, t).unwrap();
+    let j = tmp("late.json");
+    let (rc, _, err) = schedlab(&[
+        "replay",
+        &p,
+        "--machine",
+        "vm-2",
+        "--check",
+        "--fidelity",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let w = &json(&j)["benchmark"]["replay"];
+    let span = w["simulated_span_ns"].as_f64().unwrap();
+    assert!((span / 101e6 - 1.0).abs() < 0.05, "{w}");
+    let b = &w["fidelity"]["tasks"][1];
+    assert_eq!(b["comm"], "b", "{w}");
+    assert_eq!(b["recorded"]["wait_ns"], 0, "{b}");
+    assert!(
+        b["simulated"]["wait_ns"].as_u64().unwrap() < 1_000_000,
+        "{b}"
+    );
+}
+
+/// Recorded migrations count the CPU changes a trace shows, when it has
+/// no sched_migrate_task events (systrace, light traces).
+#[test]
+fn recorded_migrations_count_visible_cpu_changes() {
+    let mut t = String::new();
+    for i in 0..6 {
+        let (cpu, other) = (i % 2, 1 - i % 2);
+        let ts = 1.0 + i as f64 * 0.001;
+        t += &format!("  a-10 [{cpu:03}] d..2. {ts:.6}: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/{cpu} next_pid=0 next_prio=120\n");
+        t += &format!("  <idle>-0 [{other:03}] d..2. {:.6}: sched_switch: prev_comm=swapper/{other} prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=10 next_prio=120\n", ts + 0.0005);
+    }
+    let p = tmp("migr.txt");
+    std::fs::write(&p, t).unwrap();
+    let j = tmp("migr.json");
+    let (rc, _, err) = schedlab(&[
+        "replay",
+        &p,
+        "--machine",
+        "vm-2",
+        "--fidelity",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let f = &json(&j)["benchmark"]["replay"]["fidelity"]["total"];
+    // First seen on CPU 0, then on 1, 0, 1, 0, 1, 0: six changes.
+    assert_eq!(f["recorded"]["migrations"], 6, "{f}");
+}
+
+/// A trace whose CPU 1 lost its idle → task switches (this VM drops them)
+/// replays: the switch-ins are put back where the task reappears, counted,
+/// and the replay does the recorded work.
+#[test]
+fn lost_switch_ins_are_reconstructed_and_counted() {
+    let full = tmp("pp.txt");
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "-w",
+        "pipe:loops=300",
+        "--trace",
+        &full,
+        "-q",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let text = std::fs::read_to_string(&full).unwrap();
+    let lost: String = text
+        .lines()
+        .filter(|l| {
+            !(l.contains("[001]") && l.contains("sched_switch: prev_comm=swapper/1 prev_pid=0 "))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let dropped = text.lines().count() - lost.lines().count();
+    assert!(dropped > 100, "{dropped}");
+    let p = tmp("pp-lost.txt");
+    std::fs::write(&p, lost).unwrap();
+    let j = tmp("pp-lost.json");
+    let (rc, out, err) = schedlab(&[
+        "replay",
+        &p,
+        "--machine",
+        "vm-2",
+        "--check",
+        "--fidelity",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains(&format!("{dropped} switch-ins reconstructed")),
+        "{out}"
+    );
+    let w = &json(&j)["benchmark"]["replay"];
+    assert_eq!(w["reconstructed_switch_ins"], dropped as u64, "{w}");
+    let e = &w["fidelity"]["total"]["relative_error"];
+    assert!(e["switches"].as_f64().unwrap().abs() < 0.05, "{e}");
+}
+
+/// The simulator's own trace replays to its own numbers: recorded bursts
+/// lose the kernel work the replay charges again (a cross-CPU wakeup's
+/// IPI included), and wait is measured as the trace shows it.
+#[test]
+fn an_exported_pipe_trace_replays_to_its_own_numbers() {
+    let t = tmp("pp2.txt");
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "-w",
+        "pipe:loops=300",
+        "--trace",
+        &t,
+        "-q",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let j = tmp("pp2.json");
+    let (rc, _, err) = schedlab(&[
+        "replay",
+        &t,
+        "--machine",
+        "vm-2",
+        "--fidelity",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let w = &json(&j)["benchmark"]["replay"];
+    let e = &w["fidelity"]["total"]["relative_error"];
+    for k in ["runtime", "switches", "wait"] {
+        assert!(e[k].as_f64().unwrap().abs() < 0.05, "{k}: {e}");
+    }
+    let span = w["simulated_span_ns"].as_f64().unwrap() / w["recorded_span_ns"].as_f64().unwrap();
+    assert!((span - 1.0).abs() < 0.05, "{w}");
+}
+
+/// The input formats, each from a file recorded on this VM (or, for
+/// systrace, written in its layout): all replay, and the same recording in
+/// two layouts gives the same replay.
+#[test]
+fn every_input_layout_replays() {
+    let replay = |file: &str, name: &str| {
+        let j = tmp(name);
+        let (rc, _, err) = schedlab(&[
+            "replay",
+            file,
+            "--machine",
+            "vm-2",
+            "--check",
+            "--fidelity",
+            "--json",
+            &j,
+        ]);
+        assert_eq!(rc, 0, "{file}: {err}");
+        json(&j)["benchmark"]["replay"].clone()
+    };
+    // trace-cmd report, and -R (raw fields, numeric prev_state, no ==>).
+    let tc = replay("tests/data/messaging-g1-l10.trace-cmd.txt", "tc.json");
+    let raw = replay("tests/data/messaging-g1-l10.trace-cmd-R.txt", "tcr.json");
+    assert_eq!(tc, raw);
+    assert!(tc["edges"].as_u64().unwrap() > 100, "{tc}");
+    // perf script -F tid,cpu,time,event,trace (no comm column).
+    let pf = replay("tests/data/messaging-g1-l10.perf-F.txt", "pf.json");
+    assert!(pf["tasks"].as_u64().unwrap() > 40, "{pf}");
+    // trace_pipe: the trace file's lines without its header.
+    let text = std::fs::read_to_string(FTRACE).unwrap();
+    let pipe: String = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let p = tmp("trace_pipe.txt");
+    std::fs::write(&p, pipe).unwrap();
+    let mut a = replay(FTRACE, "ft.json");
+    let mut b = replay(&p, "tp.json");
+    a.as_object_mut().unwrap().remove("file");
+    b.as_object_mut().unwrap().remove("file");
+    assert_eq!(a, b);
+    // systrace/atrace text: the TRACE: wrapper, a tgid column and
+    // tracing_mark_write lines (skipped).
+    let sys = replay("tests/data/systrace-pipe.txt", "sys.json");
+    assert_eq!(sys["tasks"], 2, "{sys}");
+    assert!(sys["edges"].as_u64().unwrap() > 20, "{sys}");
+}
+
+/// `--handover` infers the dependency of a waker preempted by its wakee on
+/// that wakee (invisible to sched_waking): on the recorded messaging trace
+/// it restores the recorded number of switches (without it, -96 %).
+#[test]
+fn handover_edges_restore_the_recorded_switches() {
+    let j = tmp("ho.json");
+    let (rc, out, err) = schedlab(&[
+        "replay",
+        PERF,
+        "--select",
+        "sched-messaging",
+        "--machine",
+        "vm-2",
+        "--fidelity",
+        "--handover",
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("handovers)"), "{out}");
+    let w = &json(&j)["benchmark"]["replay"];
+    assert!(w["handover_edges"].as_u64().unwrap() > 1000, "{w}");
+    let e = w["fidelity"]["total"]["relative_error"]["switches"]
+        .as_f64()
+        .unwrap();
+    assert!(e.abs() < 0.20, "switches {e}");
 }

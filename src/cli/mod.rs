@@ -148,7 +148,7 @@ struct RunArgs {
 
 #[derive(Args)]
 struct ReplayArgs {
-    /// The trace: `perf script` output of `perf sched record`, ftrace text or `trace-cmd report` text
+    /// The trace: `perf script` output of `perf sched record`, ftrace text, `trace-cmd report` (or -R) text or systrace text
     file: PathBuf,
     /// Compare the replay on the machine (default `host`) with the recorded numbers, per task and in total
     #[arg(long)]
@@ -156,6 +156,9 @@ struct ReplayArgs {
     /// Replay only tasks with these comms, separated by `|` (others' wakeups become timers)
     #[arg(long, value_name = "COMM|COMM")]
     select: Option<String>,
+    /// Infer an edge where a waker preempted by its wakee resumes as that wakee leaves the CPU (docs/replay.md)
+    #[arg(long)]
+    handover: bool,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -168,6 +171,9 @@ fn load_replay(args: &ReplayArgs) -> Result<(Source, Scenario), InputError> {
     }
     if let Some(s) = &args.select {
         spec += &format!(",select={s}");
+    }
+    if args.handover {
+        spec += ",handover=true";
     }
     if !args.run.common.workloads.is_empty() {
         return Err(InputError::new(

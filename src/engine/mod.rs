@@ -329,6 +329,20 @@ impl EventQueue {
     pub fn is_empty(&self) -> bool {
         self.heap.len() == self.taken as usize
     }
+
+    /// Whether every pending event is of `kind` (true when none is).
+    /// Costs O(pending events): call it only when the queue is short.
+    pub fn only_pending(&self, kind: EventKind) -> bool {
+        let skip = self.taken as usize;
+        self.heap[skip.min(self.heap.len())..]
+            .iter()
+            .all(|e| self.decode(e.slot()).0 == kind)
+    }
+
+    /// The number of pending events.
+    pub fn len(&self) -> usize {
+        self.heap.len() - self.taken as usize
+    }
 }
 
 #[cfg(test)]

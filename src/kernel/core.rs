@@ -547,10 +547,16 @@ impl Kernel {
             if let Some(since) = t.oncpu_since.take() {
                 t.oncpu_ns += self.now - since;
             }
+            if prev_state == TaskState::Running {
+                t.ready_since = Some(self.now);
+            }
         }
         if let Some(n) = next {
             let t = &mut self.tasks[n];
             t.stats.oncpu_since = Some(self.now);
+            if let Some(s) = t.stats.ready_since.take() {
+                t.stats.ready_ns += self.now - s;
+            }
             if let Some(at) = t.stats.waking_at.take() {
                 let lat = self.now - at;
                 t.stats.wakeup_latency.add(lat);
@@ -742,6 +748,7 @@ impl Kernel {
         t.prog.wake();
         t.stats.nr_wakeups += 1;
         t.stats.waking_at = Some(self.now);
+        t.stats.ready_since.get_or_insert(self.now);
         if wake_flags & WF_SYNC != 0 {
             t.stats.nr_wakeups_sync += 1;
         }
@@ -758,6 +765,7 @@ impl Kernel {
             } else {
                 // Woken before it switched out: it never stopped running.
                 self.tasks[p].stats.waking_at = None;
+                self.tasks[p].stats.ready_since = None;
             }
             return true;
         }

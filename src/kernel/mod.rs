@@ -269,7 +269,16 @@ impl Kernel {
                 EventKind::Resched => self.on_resched(i),
                 EventKind::IdleBalance => self.on_idle_balance(i),
                 EventKind::Irq => self.on_irq(i),
-                EventKind::NoiseIrq => self.on_noise_irq(i),
+                EventKind::NoiseIrq => {
+                    self.on_noise_irq(i);
+                    // Background interrupts wake no task: if nothing else
+                    // is pending, the blocked tasks stay blocked forever.
+                    if self.events.len() <= self.rqs.len()
+                        && self.events.only_pending(EventKind::NoiseIrq)
+                    {
+                        return Err(SimError::Deadlock(self.describe_blocked()));
+                    }
+                }
             }
             if self.check {
                 self.check_invariants().map_err(SimError::Invariant)?;

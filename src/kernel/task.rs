@@ -88,6 +88,11 @@ pub struct TaskStats {
     pub oncpu_ns: u64,
     /// When the task last started running (the end of the switch to it).
     pub oncpu_since: Option<u64>,
+    /// Time runnable but not running as a trace shows it: from
+    /// sched_waking, or a switch-out in state R, to the switch to it
+    /// (unlike wait_sum, which starts at the enqueue).
+    pub ready_ns: u64,
+    pub ready_since: Option<u64>,
 }
 
 impl TaskStats {

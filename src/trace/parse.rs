@@ -1,8 +1,15 @@
-//! Trace text import: `perf script` output of `perf sched record` (both the
-//! kernel field layout and the libtraceevent plugin layout), the kernel's
-//! ftrace text and `trace-cmd report` text. Only scheduler events are kept;
-//! other events are skipped. A line that cannot be read is an error naming
-//! the file, the line and its text.
+//! Trace text import: `perf script` output of `perf sched record` (the
+//! default layout and `-F` field choices that keep the CPU; the kernel
+//! field layout and the libtraceevent plugin layout), the kernel's ftrace
+//! text (`trace`, `trace_pipe`), `trace-cmd report` text (with and without
+//! `-R`) and Android's systrace/atrace text (its `TRACE:` wrapper).
+//! Only scheduler events are kept; other events (`tracing_mark_write`...)
+//! are skipped. A line that cannot be read is an error naming the file,
+//! the line and its text.
+
+/// The context of a line whose task perf could not resolve (`:-1 -1`);
+/// above the kernel's PID_MAX_LIMIT, so no task has it.
+pub const UNKNOWN_PID: u32 = u32::MAX;
 
 /// One scheduler event of a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -11,7 +18,8 @@ pub struct Record {
     pub line: usize,
     pub ts: u64,
     pub cpu: usize,
-    /// The task the event was emitted in (0 = idle).
+    /// The task the event was emitted in (0 = idle, `UNKNOWN_PID`: not
+    /// known).
     pub ctx_pid: u32,
     /// The flags column says hard or soft interrupt context.
     pub irq: bool,
@@ -29,6 +37,8 @@ pub enum Event {
     Waking {
         task: Task,
         wakeup: bool,
+        /// The CPU it is woken onto (`target_cpu`), when the line says.
+        target: Option<usize>,
     },
     WakeupNew {
         task: Task,
@@ -99,11 +109,14 @@ fn truncate(s: &str) -> String {
     s.chars().take(160).collect()
 }
 
-/// Comment and header lines of the three formats.
+/// Comment and header lines of the formats, and the wrapper of Android's
+/// atrace/systrace text (`capturing trace...`, `TRACE:`).
 fn skip(line: &str) -> bool {
     let l = line.trim_start();
     l.is_empty()
         || l.starts_with('#')
+        || l == "TRACE:"
+        || l.starts_with("capturing trace")
         || l.starts_with("version =")
         || l.starts_with("cpus=")
         || l.starts_with("trace-cmd:")
@@ -148,8 +161,23 @@ fn parse_head(head: &str) -> Result<(Layout, u32), String> {
             }
         }
     }
+    // perf script -F without comm: `tid` or `pid/tid` (-1: unresolved).
+    let tid = h.rsplit('/').next().unwrap_or(h);
+    if tid == "-1" {
+        return Ok((Layout::Perf, UNKNOWN_PID));
+    }
+    if !tid.is_empty()
+        && h.chars()
+            .all(|c| c.is_ascii_digit() || c == '/' || c == '-')
+    {
+        return Ok((Layout::Perf, tid.parse().map_err(|_| "bad tid")?));
+    }
     if let Some((comm, last)) = h.rsplit_once(char::is_whitespace) {
         let tid = last.rsplit('/').next().unwrap_or(last);
+        // perf writes `:-1 -1` for a thread it could not resolve.
+        if tid == "-1" {
+            return Ok((Layout::Perf, UNKNOWN_PID));
+        }
         if !comm.trim().is_empty() && !tid.is_empty() && tid.chars().all(|c| c.is_ascii_digit()) {
             return Ok((Layout::Perf, tid.parse().map_err(|_| "bad tid")?));
         }
@@ -215,10 +243,12 @@ fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> 
         "sched_waking" => Some(Event::Waking {
             task: wake_task(args)?,
             wakeup: false,
+            target: target_cpu(args),
         }),
         "sched_wakeup" => Some(Event::Waking {
             task: wake_task(args)?,
             wakeup: true,
+            target: target_cpu(args),
         }),
         "sched_wakeup_new" => Some(Event::WakeupNew {
             task: wake_task(args)?,
@@ -228,8 +258,14 @@ fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> 
         }),
         "sched_process_fork" => {
             let f = kv(args);
+            // Raw fields name the parent `parent_comm`, `parent_pid`.
+            let parent = if field(&f, "parent_pid").is_ok() {
+                "parent_"
+            } else {
+                ""
+            };
             Some(Event::Fork {
-                parent: kv_task(&f, "")?,
+                parent: kv_task(&f, parent)?,
                 child: kv_task(&f, "child_")?,
             })
         }
@@ -315,9 +351,19 @@ fn plugin_task(s: &str) -> Result<Task, String> {
 }
 
 fn switch(args: &str) -> Result<Event, String> {
-    let (l, r) = args
-        .split_once(" ==> ")
-        .ok_or("sched_switch without ` ==> `")?;
+    let Some((l, r)) = args.split_once(" ==> ") else {
+        // Raw fields (`trace-cmd report -R`): one list, a numeric state.
+        let f = kv(args);
+        if field(&f, "prev_pid").is_err() {
+            return Err("sched_switch: neither ` ==> ` nor raw `prev_pid=` fields".into());
+        }
+        let state = field(&f, "prev_state")?;
+        return Ok(Event::Switch {
+            prev: kv_task(&f, "prev_")?,
+            prev_state: state_letter(state)?.to_string(),
+            next: kv_task(&f, "next_")?,
+        });
+    };
     if l.contains("prev_pid=") {
         let (lf, rf) = (kv(l), kv(r));
         return Ok(Event::Switch {
@@ -335,6 +381,34 @@ fn switch(args: &str) -> Result<Event, String> {
         prev: plugin_task(who)?,
         prev_state: state.to_string(),
         next: plugin_task(r)?,
+    })
+}
+
+/// `target_cpu=001` (kernel fields) or `CPU:001` (plugin form).
+fn target_cpu(args: &str) -> Option<usize> {
+    let f = kv(args);
+    let v = match field(&f, "target_cpu") {
+        Ok(v) => v,
+        Err(_) => args.split_once(" CPU:")?.1.split_whitespace().next()?,
+    };
+    v.parse().ok().filter(|&c| c < MAX_CPUS)
+}
+
+/// A raw `prev_state` number as the letter the kernel prints: 0 is R, a
+/// bit above the reportable states R+ (preempted, TASK_REPORT_MAX), else
+/// the lowest bit of S D T t X Z P I (v4.14+; older kernels' numbers
+/// differ above Z, which only matters for X and Z here).
+fn state_letter(v: &str) -> Result<&'static str, String> {
+    let n: u64 = match v.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => v.parse().ok(),
+    }
+    .ok_or_else(|| format!("field `prev_state`: `{v}` is not a state"))?;
+    const LETTERS: [&str; 8] = ["S", "D", "T", "t", "X", "Z", "P", "I"];
+    Ok(match n {
+        0 => "R",
+        n if n >= 1 << LETTERS.len() => "R+",
+        n => LETTERS[n.trailing_zeros() as usize],
     })
 }
 
@@ -392,7 +466,8 @@ mod tests {
                     comm: "trace-cmd".into(),
                     prio: 120
                 },
-                wakeup: true
+                wakeup: true,
+                target: Some(1)
             }
         );
 
@@ -400,6 +475,37 @@ mod tests {
         let r = parse("f", ft).unwrap();
         assert!(r[0].irq);
         assert_eq!(r[0].ctx_pid, 23946);
+    }
+
+    #[test]
+    fn raw_switch_fields_and_states() {
+        let raw = "  a-1 [000]  1.000000: sched_switch:  prev_comm=a b prev_pid=1 prev_prio=120 prev_state=256 next_comm=c next_pid=2 next_prio=120";
+        let r = parse("r", raw).unwrap();
+        let Event::Switch {
+            prev,
+            prev_state,
+            next,
+        } = &r[0].ev
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (prev.comm.as_str(), prev_state.as_str(), next.pid),
+            ("a b", "R+", 2)
+        );
+        let got: Vec<_> = ["0", "1", "2", "16", "32", "128", "0x1"]
+            .iter()
+            .map(|v| state_letter(v).unwrap())
+            .collect();
+        assert_eq!(got, ["R", "S", "D", "X", "Z", "I", "S"]);
+        assert!(state_letter("S").is_err());
+        let fork = "  a-1 [000]  1.0: sched_process_fork: parent_comm=a parent_pid=1 child_comm=a child_pid=3";
+        assert!(
+            matches!(&parse("f", fork).unwrap()[0].ev, Event::Fork { parent, .. } if parent.pid == 1)
+        );
+        let f = "16043/16044 [001]  1.0: sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
+        let r = parse("f", f).unwrap();
+        assert_eq!((r[0].ctx_pid, r[0].cpu), (16044, 1));
     }
 
     #[test]

@@ -236,8 +236,9 @@ pub const KINDS: &[Kind] = &[
             p("file", Ty::Path, "PATH"),
             p("select", Ty::Comms, "COMM|COMM"),
             p("fidelity", Ty::Bool, "false"),
+            p("handover", Ty::Bool, "false"),
         ],
-        doc: "causal replay of a perf script / ftrace / trace-cmd trace (`schedlab replay FILE`)",
+        doc: "causal replay of a perf script / ftrace / trace-cmd / systrace trace (`schedlab replay FILE`)",
         parse: |p| Ok(Workload::Replay(Rc::new(replay::Replay::parse(p)?))),
     },
 ];

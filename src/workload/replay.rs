@@ -8,7 +8,7 @@
 
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
-use crate::trace::parse::{self, Event, Record};
+use crate::trace::parse::{self, Event, Record, Task, UNKNOWN_PID};
 use crate::workload::params::Params;
 use crate::workload::program::{Blocked, Dist, Mark, Op};
 use crate::workload::{BenchResult, Builder, TaskSpec};
@@ -29,7 +29,8 @@ enum Atom {
     Timer(u64),
     /// Placeholder for a block whose wakeup is not seen yet (since).
     Blocked(u64),
-    Wake(usize),
+    /// Wake edge n; the recorded wakeup crossed CPUs.
+    Wake(usize, bool),
     Fork(usize),
     Exit,
 }
@@ -48,6 +49,8 @@ struct RTask {
     pid: u32,
     comm: String,
     prio: i32,
+    /// The line of the trace that first names it.
+    first_line: usize,
     /// Index of the replayed parent that forks it.
     parent: Option<usize>,
     /// How the task begins: runnable at `start`, or blocked (its first
@@ -63,6 +66,19 @@ struct RTask {
     acc_switches: u32,
     started: bool,
     dead: bool,
+    /// sched_process_exit seen: its pid may be reused by a fork.
+    exiting: bool,
+    /// The CPU it last ran on, and how often that changed between runs.
+    last_cpu: Option<usize>,
+    cpu_changes: u64,
+    /// sched_migrate_task events.
+    migrate_events: u64,
+    /// Its last sched_wakeup.
+    enqueued: Option<u64>,
+    /// The tasks it woke since it last switched in, and the one of them
+    /// that preempted it.
+    woke: Vec<usize>,
+    preempted_by: Option<usize>,
 }
 
 /// A trace turned into replayable tasks.
@@ -72,10 +88,31 @@ pub struct Replay {
     tasks: Vec<RTask>,
     pub edges: usize,
     pub timers: usize,
+    /// Switch-ins the trace lost, put back where the task reappeared.
+    pub reconstructed: usize,
+    /// Edges inferred from a waker's preemption by its wakee (`handover`).
+    pub handovers: usize,
     pub span: u64,
     t0: u64,
     pub warnings: Vec<String>,
     pub fidelity: bool,
+}
+
+/// What the trace showed of one CPU so far.
+#[derive(Clone, Copy, Debug)]
+struct CpuSeen {
+    /// Its first record.
+    first: u64,
+    /// Its last sched_switch.
+    last_switch: Option<u64>,
+}
+
+impl CpuSeen {
+    /// The earliest a task found on the CPU without a traced switch-in can
+    /// have started there.
+    fn since(&self) -> u64 {
+        self.last_switch.unwrap_or(self.first)
+    }
 }
 
 struct Builder2 {
@@ -85,27 +122,36 @@ struct Builder2 {
     t0: u64,
     edges: usize,
     timers: usize,
-    cpu_last_switch: BTreeMap<usize, u64>,
+    reconstructed: usize,
+    handover: bool,
+    handovers: usize,
+    cpus: BTreeMap<usize, CpuSeen>,
 }
 
 impl Builder2 {
-    /// The replayed task for `pid` (None: idle, or not selected).
-    fn task(&mut self, pid: u32, comm: &str, prio: i32) -> Option<usize> {
-        if pid == 0 {
+    /// The replayed task for `pid` (None: idle, or not selected). A pid
+    /// whose task exited is a new task (the pid was reused); a pid not
+    /// selected becomes one when it takes a selected comm (exec).
+    fn task(&mut self, pid: u32, comm: &str, prio: i32, line: usize) -> Option<usize> {
+        if pid == 0 || pid == UNKNOWN_PID {
             return None;
         }
-        if let Some(&i) = self.by_pid.get(&pid) {
-            return (i != usize::MAX).then_some(i);
-        }
-        if !self.select.is_empty() && !self.select.iter().any(|s| s == comm) {
-            self.by_pid.insert(pid, usize::MAX);
-            return None;
+        let selected = self.select.is_empty() || self.select.iter().any(|s| s == comm);
+        match self.by_pid.get(&pid) {
+            Some(&usize::MAX) if !selected => return None,
+            Some(&i) if i != usize::MAX && !self.tasks[i].dead => return Some(i),
+            None if !selected => {
+                self.by_pid.insert(pid, usize::MAX);
+                return None;
+            }
+            _ => {}
         }
         let i = self.tasks.len();
         self.tasks.push(RTask {
             pid,
             comm: comm.to_string(),
             prio,
+            first_line: line,
             parent: None,
             start: self.t0,
             start_blocked: false,
@@ -117,6 +163,13 @@ impl Builder2 {
             acc_switches: 0,
             started: false,
             dead: false,
+            exiting: false,
+            last_cpu: None,
+            cpu_changes: 0,
+            migrate_events: 0,
+            enqueued: None,
+            woke: Vec::new(),
+            preempted_by: None,
         });
         self.by_pid.insert(pid, i);
         Some(i)
@@ -126,16 +179,33 @@ impl Builder2 {
         self.by_pid.get(&pid).copied().filter(|&i| i != usize::MAX)
     }
 
-    /// A task first seen running (in its own context): it was runnable at
-    /// the start of the trace and has run since the CPU's last switch.
-    fn ensure_running(&mut self, i: usize, cpu: usize) {
-        let t0 = self.t0;
-        let since = self.cpu_last_switch.get(&cpu).copied().unwrap_or(t0);
+    /// The trace shows task `i` on `cpu` at `ts` (the context of a line,
+    /// or the prev of a switch). First seen: it has run there since the
+    /// CPU's last switch (or its first record). Seen before but not
+    /// running: the trace lost its switch-in (this VM drops idle → task
+    /// switches): it is put back at the later of its wakeup (or block)
+    /// and the CPU's last switch.
+    fn on_cpu(&mut self, i: usize, cpu: usize, ts: u64) {
+        let since = self.cpus[&cpu].since();
         let t = &mut self.tasks[i];
+        if t.dead || t.running_since.is_some() {
+            return;
+        }
         if !t.started {
             t.started = true;
+            t.start = since;
             t.running_since = Some(since);
+            t.last_cpu = Some(cpu);
+            return;
         }
+        // sched_wakeup, when traced, is the enqueue: closer to the switch.
+        let ready = match (t.runnable_since, t.atoms.last()) {
+            (Some(r), _) => r.max(t.enqueued.unwrap_or(0)),
+            (None, Some(Atom::Blocked(b))) => *b,
+            _ => since,
+        };
+        self.reconstructed += 1;
+        self.switch_in(i, cpu, since.max(ready).min(ts));
     }
 
     /// Close the running interval at `ts` and emit the accumulated burst.
@@ -152,30 +222,44 @@ impl Builder2 {
         }
     }
 
-    fn record(&mut self, r: &Record, use_wakeup: bool) {
+    fn record(&mut self, r: &Record, use_wakeup: bool) -> Result<(), String> {
         let ts = r.ts;
+        self.cpus.entry(r.cpu).or_insert(CpuSeen {
+            first: ts,
+            last_switch: None,
+        });
+        if let Some(i) = self.known(r.ctx_pid) {
+            self.on_cpu(i, r.cpu, ts);
+        }
         match &r.ev {
             Event::Switch {
                 prev,
                 prev_state,
                 next,
             } => {
-                self.cpu_last_switch.insert(r.cpu, ts);
-                if let Some(i) = self.task(prev.pid, &prev.comm, prev.prio) {
-                    self.switch_out(i, ts, prev_state);
+                let p = self.task(prev.pid, &prev.comm, prev.prio, r.line);
+                let n = self.task(next.pid, &next.comm, next.prio, r.line);
+                if let Some(i) = p {
+                    self.on_cpu(i, r.cpu, ts);
+                    self.switch_out(i, ts, prev_state, n);
                 }
-                if let Some(i) = self.task(next.pid, &next.comm, next.prio) {
-                    self.switch_in(i, ts);
-                }
-            }
-            Event::Waking { task, wakeup } if *wakeup == use_wakeup => {
-                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
-                    self.wake(i, ts, r);
+                self.cpus.get_mut(&r.cpu).expect("seen").last_switch = Some(ts);
+                if let Some(i) = n {
+                    self.switch_in(i, r.cpu, ts);
                 }
             }
-            Event::Waking { .. } => {}
+            Event::Waking { task, wakeup, .. } => {
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio, r.line) {
+                    if *wakeup == use_wakeup {
+                        self.wake(i, ts, r);
+                    }
+                    if *wakeup {
+                        self.tasks[i].enqueued = Some(ts);
+                    }
+                }
+            }
             Event::WakeupNew { task } => {
-                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio, r.line) {
                     let t = &mut self.tasks[i];
                     t.runnable_since = Some(ts);
                     if !t.started {
@@ -185,41 +269,68 @@ impl Builder2 {
                 }
             }
             Event::Migrate { task } => {
-                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
-                    self.tasks[i].rec.migrations += 1;
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio, r.line) {
+                    self.tasks[i].migrate_events += 1;
                 }
             }
-            Event::Fork { parent, child } => {
-                let c = self.task(child.pid, &child.comm, child.prio);
-                let p = self.task(parent.pid, &parent.comm, parent.prio);
-                if let (Some(p), Some(c)) = (p, c) {
-                    self.ensure_running(p, r.cpu);
-                    self.flush_run(p, ts);
-                    self.tasks[p].atoms.push(Atom::Fork(c));
-                    self.tasks[c].parent = Some(p);
-                }
-                if let Some(c) = c {
-                    let t = &mut self.tasks[c];
-                    t.started = true;
-                    t.start = ts;
-                }
-            }
+            Event::Fork { parent, child } => self.fork(r, parent, child)?,
             // do_exit's own work runs until the final switch (prev_state
             // X or Z), which ends the task.
             Event::Exit { task } => {
-                if let Some(i) = self.task(task.pid, &task.comm, task.prio) {
-                    self.ensure_running(i, r.cpu);
+                if let Some(i) = self.task(task.pid, &task.comm, task.prio, r.line) {
+                    self.on_cpu(i, r.cpu, ts);
+                    self.tasks[i].exiting = true;
                 }
             }
         }
+        Ok(())
     }
 
-    fn switch_out(&mut self, i: usize, ts: u64, state: &str) {
-        if !self.tasks[i].started {
-            // Running when the trace began.
-            self.tasks[i].started = true;
-            self.tasks[i].running_since = Some(self.t0);
+    /// A fork creates a task that did not exist: a child pid already seen
+    /// is a reused pid (its task exited) or a trace that contradicts
+    /// itself (an error naming the line).
+    fn fork(&mut self, r: &Record, parent: &Task, child: &Task) -> Result<(), String> {
+        if child.pid == parent.pid {
+            return Err(format!(
+                "sched_process_fork: child_pid {} is the forking task's pid",
+                child.pid
+            ));
         }
+        match self.by_pid.get(&child.pid).copied() {
+            Some(c) if c == usize::MAX || self.tasks[c].exiting => {
+                self.by_pid.remove(&child.pid);
+            }
+            Some(c) if !self.tasks[c].dead => {
+                return Err(format!(
+                    "sched_process_fork: child_pid {} already exists (seen at line {})",
+                    child.pid, self.tasks[c].first_line
+                ))
+            }
+            _ => {}
+        }
+        let c = self.task(child.pid, &child.comm, child.prio, r.line);
+        let p = self.task(parent.pid, &parent.comm, parent.prio, r.line);
+        if let (Some(p), Some(c)) = (p, c) {
+            self.on_cpu(p, r.cpu, r.ts);
+            self.flush_run(p, r.ts);
+            self.tasks[p].atoms.push(Atom::Fork(c));
+            self.tasks[c].parent = Some(p);
+        }
+        if let Some(c) = c {
+            let t = &mut self.tasks[c];
+            t.started = true;
+            t.start = r.ts;
+        }
+        Ok(())
+    }
+
+    /// `i` leaves the CPU to `next`. With `handover`, a waker preempted by
+    /// its own wakee (`woke`) that gets the CPU back when that wakee leaves
+    /// it is taken to have waited for it: the wakee's switch-out is an
+    /// edge to the waker's resumption (a pipe writer's next read needs the
+    /// reply; no sched_waking shows that, since the writer never slept).
+    /// An inference, off by default: see docs/replay.md.
+    fn switch_out(&mut self, i: usize, ts: u64, state: &str, next: Option<usize>) {
         self.flush_run(i, ts);
         let t = &mut self.tasks[i];
         t.running_since = None;
@@ -227,6 +338,17 @@ impl Builder2 {
         if t.dead {
             return;
         }
+        if state.starts_with('R') && self.handover {
+            t.preempted_by = next.filter(|x| t.woke.contains(x));
+        }
+        if let Some(b) = next.filter(|&b| self.tasks[b].preempted_by == Some(i)) {
+            let e = self.edges;
+            self.edges += 1;
+            self.handovers += 1;
+            self.tasks[i].atoms.push(Atom::Wake(e, false));
+            self.tasks[b].atoms.push(Atom::Await(e));
+        }
+        let t = &mut self.tasks[i];
         match state.chars().next() {
             Some('R') => t.runnable_since = Some(ts),
             Some('X') | Some('Z') => {
@@ -237,11 +359,14 @@ impl Builder2 {
         }
     }
 
-    fn switch_in(&mut self, i: usize, ts: u64) {
+    fn switch_in(&mut self, i: usize, cpu: usize, ts: u64) {
         let t = &mut self.tasks[i];
         if !t.started {
+            // First seen here: runnable from now on (not since the trace
+            // began, which nothing in the trace says).
             t.started = true;
-            t.runnable_since = Some(self.t0);
+            t.start = ts;
+            t.runnable_since = Some(ts);
         }
         // A wakeup the trace did not show: the block lasted until now.
         if let Some(Atom::Blocked(since)) = t.atoms.last().copied() {
@@ -254,10 +379,23 @@ impl Builder2 {
         }
         t.running_since = Some(ts);
         t.acc_switches += 1;
+        t.woke.clear();
+        t.preempted_by = None;
+        if t.last_cpu.is_some_and(|c| c != cpu) {
+            t.cpu_changes += 1;
+        }
+        t.last_cpu = Some(cpu);
     }
 
     /// The target was woken: by a replayed task running in its own context
     /// (an edge), else by an interrupt (a timer).
+    ///
+    /// The kernel traces sched_waking only for a task whose state is a
+    /// sleeping one (`try_to_wake_up` checks `p->__state` first): one that
+    /// blocked, or one still on its way to block, running or preempted
+    /// there (`ttwu_runnable`). The latter waited for the same condition:
+    /// it depends on the waker at the point where it is now, and blocks
+    /// there in the replay if it arrives before the waker's post.
     fn wake(&mut self, i: usize, ts: u64, r: &Record) {
         if !self.tasks[i].started {
             // Blocked since before the trace.
@@ -267,19 +405,22 @@ impl Builder2 {
             t.start_blocked = true;
             t.atoms.push(Atom::Blocked(t0));
         }
-        let Some(Atom::Blocked(since)) = self.tasks[i].atoms.last().copied() else {
-            return; // still running or runnable: no block to end
-        };
         let waker = if r.irq { None } else { self.known(r.ctx_pid) };
-        let atom = match waker.filter(|&w| w != i && !self.tasks[w].dead) {
-            Some(w) => {
-                self.ensure_running(w, r.cpu);
-                self.flush_run(w, ts);
-                let e = self.edges;
-                self.edges += 1;
-                self.tasks[w].atoms.push(Atom::Wake(e));
-                Atom::Await(e)
+        let waker = waker.filter(|&w| w != i && !self.tasks[w].dead);
+        let Some(Atom::Blocked(since)) = self.tasks[i].atoms.last().copied() else {
+            // On its way to block: an edge, no block to end.
+            if let (Some(w), false) = (waker, self.tasks[i].dead) {
+                self.flush_run(i, ts);
+                let e = self.edge(w, r);
+                self.tasks[i].atoms.push(Atom::Await(e));
             }
+            return;
+        };
+        if let Some(w) = waker {
+            self.tasks[w].woke.push(i);
+        }
+        let atom = match waker {
+            Some(w) => Atom::Await(self.edge(w, r)),
             None => {
                 self.timers += 1;
                 Atom::Timer(ts - since)
@@ -288,6 +429,16 @@ impl Builder2 {
         let t = &mut self.tasks[i];
         *t.atoms.last_mut().expect("last") = atom;
         t.runnable_since = Some(ts);
+    }
+
+    /// A new wakeup edge, posted by `w` at `ts` (record `r`).
+    fn edge(&mut self, w: usize, r: &Record) -> usize {
+        self.flush_run(w, r.ts);
+        let e = self.edges;
+        self.edges += 1;
+        let remote = matches!(r.ev, Event::Waking { target: Some(c), .. } if c != r.cpu);
+        self.tasks[w].atoms.push(Atom::Wake(e, remote));
+        e
     }
 
     fn finish(&mut self, end: u64) {
@@ -304,6 +455,10 @@ impl Builder2 {
             if let Some(Atom::Blocked(_)) = t.atoms.last() {
                 t.atoms.pop();
             }
+            // Every migration is a sched_migrate_task event; a trace
+            // without them (or with some lost) still shows the CPU changes
+            // between runs, a lower bound.
+            t.rec.migrations = t.migrate_events.max(t.cpu_changes);
         }
     }
 }
@@ -311,18 +466,34 @@ impl Builder2 {
 impl Replay {
     /// Parse `file` and rebuild its tasks (only those whose comm is in
     /// `select`, when given).
-    pub fn load(file: &str, select: &[String], fidelity: bool) -> Result<Replay, String> {
+    pub fn load(
+        file: &str,
+        select: &[String],
+        fidelity: bool,
+        handover: bool,
+    ) -> Result<Replay, String> {
         let text =
             std::fs::read_to_string(file).map_err(|e| format!("{file}: cannot read trace: {e}"))?;
         let recs = parse::parse(file, &text)?;
-        Self::from_records(file, &recs, select, fidelity)
+        Self::build_from(file, &recs, select, fidelity, handover)
     }
 
+    /// The replay of parsed records, without `handover` inference.
     pub fn from_records(
         file: &str,
         recs: &[Record],
         select: &[String],
         fidelity: bool,
+    ) -> Result<Replay, String> {
+        Self::build_from(file, recs, select, fidelity, false)
+    }
+
+    fn build_from(
+        file: &str,
+        recs: &[Record],
+        select: &[String],
+        fidelity: bool,
+        handover: bool,
     ) -> Result<Replay, String> {
         let (Some(first), Some(last)) = (recs.first(), recs.last()) else {
             return Err(format!("{file}: the trace has no scheduler events"));
@@ -337,10 +508,14 @@ impl Replay {
             t0: first.ts,
             edges: 0,
             timers: 0,
-            cpu_last_switch: BTreeMap::new(),
+            reconstructed: 0,
+            handover,
+            handovers: 0,
+            cpus: BTreeMap::new(),
         };
         for r in recs {
-            b.record(r, use_wakeup);
+            b.record(r, use_wakeup)
+                .map_err(|m| format!("{file}:{}: {m}", r.line))?;
         }
         b.finish(last.ts);
         if b.tasks.is_empty() {
@@ -361,6 +536,8 @@ impl Replay {
             tasks: b.tasks,
             edges: b.edges,
             timers: b.timers,
+            reconstructed: b.reconstructed,
+            handovers: b.handovers,
             span: last.ts - first.ts,
             t0: first.ts,
             warnings,
@@ -378,29 +555,9 @@ impl Replay {
         for _ in 0..self.edges {
             k.futex_new(0);
         }
-        let slack = k.cfg.timer_slack_ns;
         let base = k.tasks.len();
         for t in &self.tasks {
-            let mut ops = Vec::new();
-            for a in &t.atoms {
-                // The recorded burst before a fork, wakeup or exit already
-                // holds that kernel work; the model charges it again.
-                let cost = self.model_cost(k, a);
-                if let Some(Op::Run(Dist::Fixed(ns))) = ops.last_mut() {
-                    *ns = ns.saturating_sub(cost).max(1);
-                }
-                ops.push(match *a {
-                    Atom::Run(ns, n) => {
-                        let sw = k.machine.cost.context_switch_ns * n as u64;
-                        Op::Run(Dist::Fixed(ns.saturating_sub(sw).max(1)))
-                    }
-                    Atom::Timer(ns) => Op::Sleep(Dist::Fixed(ns.saturating_sub(slack))),
-                    Atom::Await(e) => Op::AwaitWake { futex: futex0 + e },
-                    Atom::Wake(e) => Op::PostWake { futex: futex0 + e },
-                    Atom::Fork(c) => Op::Fork { child: base + c },
-                    Atom::Exit | Atom::Blocked(_) => break,
-                });
-            }
+            let mut ops = self.program(k, t, futex0, base);
             ops.push(Op::Mark(Mark::Stop));
             ops.push(Op::Exit);
             let nice = (t.prio - 120).clamp(-20, 19);
@@ -431,14 +588,54 @@ impl Replay {
         }
     }
 
-    /// The cost the model charges for an atom's kernel work (the waker's
-    /// share of a wakeup as if local).
+    /// A task's atoms as ops. A recorded burst already holds the kernel
+    /// work of the atom that ends it (fork, exit) or, for a wakeup, of the
+    /// atom before it (sched_waking fires as try_to_wake_up begins; the
+    /// wakeup's work follows); the model charges that work again, so it
+    /// is taken out of the burst that holds it.
+    fn program(&self, k: &Kernel, t: &RTask, futex0: usize, base: Pid) -> Vec<Op> {
+        let slack = k.cfg.timer_slack_ns;
+        let mut ops = Vec::new();
+        let mut debt = 0;
+        for a in &t.atoms {
+            let cost = self.model_cost(k, a);
+            match a {
+                Atom::Wake(..) => debt += cost,
+                Atom::Await(_) | Atom::Timer(_) => debt = 0,
+                _ => {
+                    if let Some(Op::Run(Dist::Fixed(ns))) = ops.last_mut() {
+                        *ns = ns.saturating_sub(cost).max(1);
+                    }
+                }
+            }
+            ops.push(match *a {
+                Atom::Run(ns, n) => {
+                    let sw = k.machine.cost.context_switch_ns * n as u64;
+                    let ns = ns.saturating_sub(sw).max(1);
+                    let paid = debt.min(ns - 1);
+                    debt -= paid;
+                    Op::Run(Dist::Fixed(ns - paid))
+                }
+                Atom::Timer(ns) => Op::Sleep(Dist::Fixed(ns.saturating_sub(slack))),
+                Atom::Await(e) => Op::AwaitWake { futex: futex0 + e },
+                Atom::Wake(e, _) => Op::PostWake { futex: futex0 + e },
+                Atom::Fork(c) => Op::Fork { child: base + c },
+                Atom::Exit | Atom::Blocked(_) => break,
+            });
+        }
+        ops
+    }
+
+    /// The cost the model charges for an atom's kernel work: for a wakeup
+    /// the waker's share, local or (as recorded) onto another CPU's rq
+    /// with an IPI; the recorded burst holds the real one.
     fn model_cost(&self, k: &Kernel, a: &Atom) -> u64 {
         let c = &k.machine.cost;
         match a {
             Atom::Fork(_) => c.fork_ns,
             Atom::Exit => c.exit_ns,
-            Atom::Wake(_) => c.wakeup_local_ns,
+            Atom::Wake(_, false) => c.wakeup_local_ns,
+            Atom::Wake(_, true) => c.wakeup_local_ns + c.remote_rq_lock_ns + c.ipi_send_ns,
             _ => 0,
         }
     }
@@ -511,12 +708,12 @@ impl Replay {
             .get("select")
             .map(|s| s.split('|').map(|x| x.trim().to_string()).collect())
             .unwrap_or_default();
-        let fidelity = match p.values.get("fidelity").map(String::as_str) {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(v) => return Err(format!("`fidelity`: `{v}` is not true or false")),
+        let flag = |k: &str| match p.values.get(k).map(String::as_str) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(v) => Err(format!("`{k}`: `{v}` is not true or false")),
         };
-        Replay::load(file, &select, fidelity)
+        Replay::load(file, &select, flag("fidelity")?, flag("handover")?)
     }
 
     /// What the replay did, and with `fidelity` the per-task and total
@@ -524,11 +721,13 @@ impl Replay {
     pub fn report(&self, k: &Kernel, tasks: &[Pid]) -> BenchResult {
         let sim_span = crate::workload::marked_span(k, tasks).unwrap_or(0);
         let mut lines = vec![format!(
-            "# replay of {}: {} tasks, {} wakeup edges, {} timer sleeps; recorded span {:.6} s, simulated {:.6} s",
+            "# replay of {}: {} tasks, {} wakeup edges ({} handovers), {} timer sleeps, {} switch-ins reconstructed; recorded span {:.6} s, simulated {:.6} s",
             self.file,
             self.tasks.len(),
             self.edges,
+            self.handovers,
             self.timers,
+            self.reconstructed,
             self.span as f64 / 1e9,
             sim_span as f64 / 1e9
         )];
@@ -536,6 +735,8 @@ impl Replay {
         fields.insert("tasks".into(), json!(self.tasks.len()));
         fields.insert("edges".into(), json!(self.edges));
         fields.insert("timer_sleeps".into(), json!(self.timers));
+        fields.insert("reconstructed_switch_ins".into(), json!(self.reconstructed));
+        fields.insert("handover_edges".into(), json!(self.handovers));
         fields.insert("recorded_span_ns".into(), json!(self.span));
         fields.insert("simulated_span_ns".into(), json!(sim_span));
         if self.fidelity {
@@ -566,7 +767,8 @@ impl Replay {
                 runtime: kt.stats.oncpu_at(k.now),
                 switches: kt.stats.nr_switches,
                 migrations: kt.stats.nr_migrations,
-                wait: kt.stats.wait_sum,
+                // Waking (or preemption) to running, like the recorded side.
+                wait: kt.stats.ready_ns,
             };
             let rec = t.rec;
             for (a, b) in [(&mut tot_rec, rec), (&mut tot_sim, sim)] {
