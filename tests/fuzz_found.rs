@@ -1,0 +1,21 @@
+//! Inputs the fuzzer found (issue 16 part 2), each fed through the command
+//! line: a clean exit 2 naming the key, never a panic.
+
+mod common;
+use common::schedlab;
+
+/// Run and expect exit 2 with `want` in the error.
+fn input_error(args: &[&str], want: &str) {
+    let (rc, _, err) = schedlab(args);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains(want), "want {want:?} in {err}");
+}
+
+#[test]
+fn hackbench_loops_times_fds_beyond_64_bits() {
+    input_error(
+        &["run", "-w", "hackbench:groups=1,loops=8446744073709551615"],
+        "`loops`",
+    );
+}
