@@ -19,3 +19,13 @@ fn hackbench_loops_times_fds_beyond_64_bits() {
         "`loops`",
     );
 }
+
+#[test]
+fn stress_ng_cpu_ranges_beyond_the_cpu_limit() {
+    for r in ["3-8446744073709551615", "3-4294967296", "0-4096"] {
+        input_error(
+            &["run", "-w", &format!("stress-ng:cpus={r}")],
+            "limit of 4096 CPUs",
+        );
+    }
+}
