@@ -64,11 +64,20 @@ impl Outcome {
         self.kind() >= 2
     }
 
-    /// What a smaller input must reproduce: the kind, and for a panic its
-    /// place (the message may name values that shrink with the input).
+    /// What a smaller input must reproduce, and what tells two failures
+    /// apart: for a panic its place; for an invariant or a timeout the
+    /// message with its numbers (pids, CPUs, counts) left out.
     pub fn signature(&self) -> String {
         match self {
             Outcome::Panic(m) => m.rsplit(" at ").next().unwrap_or(m).to_string(),
+            Outcome::Invariant(m) | Outcome::Timeout(m) => {
+                let words = m.split(|c: char| c.is_ascii_digit());
+                let shape: String = words
+                    .filter(|w| !w.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("#");
+                format!("{}: {shape}", KINDS[self.kind()])
+            }
             o => KINDS[o.kind()].to_string(),
         }
     }
