@@ -29,3 +29,11 @@ fn stress_ng_cpu_ranges_beyond_the_cpu_limit() {
         );
     }
 }
+
+#[test]
+fn schbench_threads_above_the_task_limit() {
+    input_error(
+        &["run", "--machine", "hsx-144", "-w", "schbench:m=65536,t=8"],
+        "limit of 200000",
+    );
+}
