@@ -203,17 +203,6 @@ fn results_digest(out: &crate::run::RunOutput) -> u64 {
     fnv1a(v.to_string().as_bytes())
 }
 
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
-
 /// The scenario of case `c`, tracing to `trace` for the traced case.
 fn scenario(i: usize, trace: &std::path::Path) -> (Source, Scenario) {
     let c = &CASES[i];
@@ -254,7 +243,7 @@ fn run_case(i: usize, digest: bool) -> i32 {
         }
     };
     // Before the trace file is read back, which would count in it.
-    let rss = peak_rss_kib();
+    let rss = crate::util::rss::peak_kib();
     let trace = std::fs::read(&trace_path).ok();
     let _ = std::fs::remove_file(&trace_path);
     if digest {

@@ -47,6 +47,8 @@ pub enum RunError {
     Input(InputError),
     /// A --check invariant failed (a simulator bug, exit 3).
     Invariant(String),
+    /// The run spent its `Scenario::budget` (only the fuzzer sets one).
+    Budget(String),
 }
 
 impl std::fmt::Display for RunError {
@@ -54,6 +56,7 @@ impl std::fmt::Display for RunError {
         match self {
             RunError::Input(e) => write!(f, "{e}"),
             RunError::Invariant(m) => write!(f, "invariant violated: {m}"),
+            RunError::Budget(m) => write!(f, "over budget: {m}"),
         }
     }
 }
@@ -139,6 +142,8 @@ pub fn run_in(
     k.seed_noise(sc.seed);
     k.set_groups(groups);
     k.check = sc.check;
+    k.marks.every = sc.check_every;
+    k.budget = sc.budget;
     for (lvl, spec) in &sc.kernel.domain_flags {
         k.sd.set_level_flags(lvl, spec)
             .map_err(|e| RunError::Input(src.err(&format!("kernel.domain.{lvl}.flags"), e)))?;
@@ -193,6 +198,7 @@ pub fn run_in(
             msg: format!("the workload deadlocks: {m}"),
         })),
         Err(SimError::Invariant(m)) => Err(RunError::Invariant(m)),
+        Err(SimError::Budget(m)) => Err(RunError::Budget(m)),
     }
 }
 

@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
         "bench",
         "calibrate",
         "compare",
+        "fuzz",
         "repro",
         "sweep",
         "validate",

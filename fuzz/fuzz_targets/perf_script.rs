@@ -8,6 +8,6 @@ const PREFIX: &str = "perf 1 [000] 1.000000: sched:sched_waking: comm=a pid=2 pr
 fuzz_target!(|data: &[u8]| {
     let text = format!("{PREFIX}{}", String::from_utf8_lossy(data));
     if let Ok(recs) = schedlab::trace::parse::parse("fuzz", &text) {
-        let _ = schedlab::trace::replay::Replay::from_records("fuzz", &recs, &[], true);
+        let _ = schedlab::workload::replay::Replay::from_records("fuzz", &recs, &[], true);
     }
 });

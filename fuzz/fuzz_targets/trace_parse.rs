@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
         if let Ok(recs) = schedlab::trace::parse::parse("fuzz", text) {
-            let _ = schedlab::trace::replay::Replay::from_records("fuzz", &recs, &[], true);
+            let _ = schedlab::workload::replay::Replay::from_records("fuzz", &recs, &[], true);
         }
     }
 });

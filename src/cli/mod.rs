@@ -84,6 +84,11 @@ enum Cmd {
         after_help = "Examples:\n  schedlab bench\n  schedlab bench --case hackbench --case periodic-64 --json bench.json\n  schedlab bench --digest"
     )]
     Bench(crate::bench::BenchArgs),
+    /// Fuzz the input formats: every input must end in success or an input error, within its budget
+    #[command(
+        after_help = "Examples:\n  schedlab fuzz --iterations 100000\n  schedlab fuzz --format rtapp --iterations 1000000 --seed 7 --out fuzz-out"
+    )]
+    Fuzz(crate::fuzz::FuzzArgs),
     /// Check the simulator against this host's real kernel (`validate pelt`, `validate bench`)
     #[command(
         after_help = "Examples:\n  schedlab validate pelt --quick\n  schedlab validate bench --quick"
@@ -136,7 +141,7 @@ struct RunArgs {
     scenario: Option<PathBuf>,
     #[command(flatten)]
     common: ScenarioArgs,
-    /// Verify the scheduler's invariants after every event [sim.check]
+    /// Verify the scheduler's invariants: what each event touched, and the whole machine once per tick [sim.check, sim.check_every]
     #[arg(long)]
     check: bool,
     /// Exit 0, not 4, when a benchmark did not finish within --duration
@@ -229,7 +234,7 @@ fn run_and_report(src: &Source, sc: &Scenario, allow_unfinished: bool) -> i32 {
             eprintln!("schedlab: error: {e}");
             return match e {
                 RunError::Input(_) => 2,
-                RunError::Invariant(_) => 3,
+                RunError::Invariant(_) | RunError::Budget(_) => 3,
             };
         }
     };
@@ -375,6 +380,7 @@ pub fn main() -> i32 {
             0
         }
         Some(Cmd::Bench(args)) => crate::bench::main(&args),
+        Some(Cmd::Fuzz(args)) => crate::fuzz::main(&args),
         Some(Cmd::Compare(args)) => crate::compare::main(&args),
         Some(Cmd::Repro(args)) => crate::repro::main(&args),
         Some(Cmd::Sweep(args)) => crate::sweep::main(&args),

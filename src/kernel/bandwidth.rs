@@ -19,7 +19,7 @@ use super::Kernel;
 use crate::engine::EventKind;
 
 /// sysctl_sched_cfs_bandwidth_slice: 5 ms.
-const BANDWIDTH_SLICE_NS: i64 = 5_000_000;
+pub const BANDWIDTH_SLICE_NS: i64 = 5_000_000;
 /// min_cfs_rq_runtime: a cfs_rq keeps 1 ms when it returns runtime.
 const MIN_CFS_RQ_RUNTIME_NS: i64 = 1_000_000;
 /// cfs_bandwidth_slack_period: 5 ms.
@@ -263,6 +263,7 @@ impl Kernel {
         if self.assign_cfs_rq_runtime(cpu, c) {
             return false;
         }
+        self.touch_cpu(cpu);
         self.throttle_counts(cpu, c, true);
         let (queued, runnable) = {
             let q = &self.rqs[cpu].gcfs[c];
@@ -316,6 +317,7 @@ impl Kernel {
 
     /// unthrottle_cfs_rq: put the group's entity back and wake an idle CPU.
     fn unthrottle_cfs_rq(&mut self, cpu: usize, c: usize) {
+        self.touch_cpu(cpu);
         self.rqs[cpu].gcfs[c].throttled = false;
         let b = &mut self.bandwidth[c];
         b.throttled_time += self.now - b.throttled_at[cpu];

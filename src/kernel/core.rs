@@ -467,6 +467,10 @@ impl Kernel {
     fn schedule_locked(&mut self, cpu: usize, mode: SchedMode) -> bool {
         let now = self.now;
         let prev = self.rqs[cpu].curr;
+        self.touch_cpu(cpu);
+        if let Some(p) = prev {
+            self.touch_task(p);
+        }
         self.rqs[cpu].stats.sched_count += 1;
         let mut voluntary = false;
         if let Some(p) = prev {
@@ -611,6 +615,8 @@ impl Kernel {
     /// try_to_block_task: dequeue a task that is going to sleep (possibly
     /// delayed by DELAY_DEQUEUE).
     fn block_task(&mut self, cpu: usize, p: Pid) {
+        self.touch_cpu(cpu);
+        self.touch_task(p);
         if self.is_rt(p) {
             self.dequeue_rt(cpu, p);
             self.rqs[cpu].nr_running -= 1;
@@ -657,6 +663,8 @@ impl Kernel {
 
     /// activate_task on `cpu` and check whether the new arrival preempts.
     fn activate_task(&mut self, cpu: usize, p: Pid, flags: u32) {
+        self.touch_cpu(cpu);
+        self.touch_task(p);
         let counted = if self.is_rt(p) {
             self.enqueue_rt(cpu, p, false);
             true
@@ -740,6 +748,8 @@ impl Kernel {
         if self.tasks[p].state != TaskState::Interruptible {
             return false;
         }
+        self.touch_task(p);
+        self.touch_cpu(self.tasks[p].cpu);
         let mut wake_flags = wake_flags | WF_TTWU;
         self.stats.wakeups += 1;
         self.trace_waking(p, from, waker);
@@ -822,6 +832,9 @@ impl Kernel {
     /// migrate_task_rq_fair removes its load from the old CPU.
     fn set_task_cpu(&mut self, p: Pid, cpu: usize) {
         let old = self.tasks[p].cpu;
+        self.touch_cpu(old);
+        self.touch_cpu(cpu);
+        self.touch_task(p);
         self.trace_migrate(p, old, cpu);
         self.remove_entity_load_avg(p, old);
         let t = &mut self.tasks[p];
@@ -841,6 +854,9 @@ impl Kernel {
     /// Move a queued, not running task between run queues (detach_task +
     /// attach_task of the load balancer).
     pub fn move_queued_task(&mut self, p: Pid, src: usize, dst: usize) {
+        self.touch_cpu(src);
+        self.touch_cpu(dst);
+        self.touch_task(p);
         let counted = if self.is_rt(p) {
             self.rqs[src].rt.queue.retain(|&q| q != p);
             true
@@ -933,6 +949,7 @@ impl Kernel {
     /// wake_up_new_task: initialise the child's load, place it with
     /// WF_FORK, enqueue it with ENQUEUE_INITIAL and check preemption.
     pub fn wake_up_new_task(&mut self, p: Pid, parent_cpu: usize) {
+        self.touch_task(p);
         let w = self.tasks[p].se.load.unscaled();
         pelt::init_entity_runnable_average(&mut self.tasks[p].se.avg, w);
         self.tasks[p].state = TaskState::Running;
@@ -1024,6 +1041,8 @@ impl Kernel {
     /// do_exit: the task is gone; its parent is told.
     pub fn exit_task(&mut self, p: Pid) {
         let cpu = self.tasks[p].cpu;
+        self.touch_cpu(cpu);
+        self.touch_task(p);
         self.mm_release(p, cpu);
         self.trace_exit(p);
         self.tasks[p].state = TaskState::Dead;

@@ -117,6 +117,54 @@ pub enum SimError {
     Deadlock(String),
     /// A --check invariant failed.
     Invariant(String),
+    /// The run used more events or wall time than its [`Budget`].
+    Budget(String),
+}
+
+/// A cap on one run's cost (the fuzzer's per-input budget): events per CPU
+/// and task at the start of the run, and a wall-clock deadline, both
+/// checked with the progress tick. Exceeding it stops the run; it never
+/// changes a decision of a run that stays within it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    pub events_per_entity: u64,
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl Budget {
+    /// Why the run must stop after `events` events among `entities` CPUs
+    /// and tasks, if it must.
+    fn exceeded(&self, events: u64, entities: usize) -> Option<String> {
+        let max = self.events_per_entity.saturating_mul(entities as u64);
+        if events > max {
+            return Some(format!(
+                "more than {max} events ({} per CPU and task)",
+                self.events_per_entity
+            ));
+        }
+        match self.deadline {
+            Some(d) if std::time::Instant::now() > d => {
+                Some(format!("wall-clock budget spent after {events} events"))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What `--check` verifies after an event: the CPUs and tasks the event
+/// touched (marked as the kernel goes, only while checking), and when the
+/// next whole-machine sweep is due (observe/check.rs).
+#[derive(Default)]
+pub struct CheckMarks {
+    pub cpus: Vec<usize>,
+    pub tasks: Vec<task::Pid>,
+    /// Sweep every this many events; 0: once per tick of simulated time.
+    pub every: u64,
+    pub events: u64,
+    pub next_sweep: Time,
+    /// Per-task stamps of the check in progress, and its number.
+    pub stamp: Vec<u64>,
+    pub gen: u64,
 }
 
 pub struct Kernel {
@@ -174,6 +222,9 @@ pub struct Kernel {
     /// Tasks forked or to be forked that have not exited.
     pub alive: usize,
     pub check: bool,
+    pub marks: CheckMarks,
+    /// The run's cost cap, if any (see [`Budget`]).
+    pub budget: Option<Budget>,
     /// Set during a waker's remote enqueue: how far into its wakeup the
     /// reschedule IPI leaves (resched_curr adds it to the event time).
     resched_after: u64,
@@ -235,6 +286,8 @@ impl Kernel {
             bandwidth: vec![Default::default()],
             alive: 0,
             check: false,
+            marks: CheckMarks::default(),
+            budget: None,
             resched_after: 0,
             clock_skipped: None,
             tracer: None,
@@ -248,7 +301,8 @@ impl Kernel {
         if let Some(e) = end {
             self.events.push(e, EventKind::End, 0);
         }
-        let mut n: u32 = 0;
+        let entities = self.rqs.len() + self.tasks.len();
+        let mut n: u64 = 0;
         while self.alive > 0 {
             let Some(ev) = self.events.pop() else {
                 return Err(SimError::Deadlock(self.describe_blocked()));
@@ -281,12 +335,15 @@ impl Kernel {
                 }
             }
             if self.check {
-                self.check_invariants().map_err(SimError::Invariant)?;
+                self.check_event(ev.kind, i).map_err(SimError::Invariant)?;
             }
-            n = n.wrapping_add(1);
-            if n.is_multiple_of(PROGRESS_TICK_EVERY) {
+            n += 1;
+            if n.is_multiple_of(PROGRESS_TICK_EVERY as u64) {
                 if let Some(p) = &self.progress {
                     p.tick(self.now);
+                }
+                if let Some(why) = self.budget.and_then(|b| b.exceeded(n, entities)) {
+                    return Err(SimError::Budget(why));
                 }
             }
         }
@@ -337,6 +394,22 @@ impl Kernel {
         self.bandwidth = vec![Default::default(); n];
         self.groups = groups;
         self.init_bandwidth();
+    }
+
+    /// Mark a CPU whose run queue an event changed, for `--check`.
+    #[inline]
+    pub(crate) fn touch_cpu(&mut self, cpu: usize) {
+        if self.check {
+            self.marks.cpus.push(cpu);
+        }
+    }
+
+    /// Mark a task whose state or queue an event changed, for `--check`.
+    #[inline]
+    pub(crate) fn touch_task(&mut self, p: task::Pid) {
+        if self.check {
+            self.marks.tasks.push(p);
+        }
     }
 
     fn describe_blocked(&self) -> String {

@@ -292,6 +292,7 @@ impl Kernel {
             .filter(|&&q| self.tasks[q].rt_prio == prio)
             .count();
         if equals > 1 {
+            self.touch_cpu(cpu);
             self.rqs[cpu].rt.dequeue(c);
             self.enqueue_rt(cpu, c, false);
             self.set_need_resched(cpu, Some(cpu), false, Cause::Tick);

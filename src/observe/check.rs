@@ -1,9 +1,14 @@
-//! `--check`: invariants verified after every event.
+//! `--check`: invariants verified as the run goes. After every event, the
+//! CPUs and tasks it touched (the kernel marks them: `Kernel::touch_cpu`,
+//! `touch_task`); every `sim.check_every` events, or once per tick of
+//! simulated time by default, the whole machine.
 
+use crate::engine::EventKind;
+use crate::kernel::bandwidth::{BANDWIDTH_SLICE_NS, BW_TIMER_BASE};
 use crate::kernel::fair::{se_group, SeStore, GROUP_SE};
 use crate::kernel::pelt::LOAD_AVG_MAX;
 use crate::kernel::program::Blocked;
-use crate::kernel::task::TaskState;
+use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
 
 /// The largest PELT sum per unit of input. LOAD_AVG_MAX is the truncated
@@ -11,84 +16,176 @@ use crate::kernel::Kernel;
 /// a little above it (up to ≈47788, 0.1 %), so the check allows 0.1 %.
 const PELT_SUM_LIMIT: u64 = LOAD_AVG_MAX + LOAD_AVG_MAX / 1000;
 
+/// The incremental check walks a touched CPU's queues only up to this many
+/// tasks; longer ones wait for the sweep.
+const INCREMENTAL_MAX_QUEUED: usize = 64;
+
 impl Kernel {
+    /// After the event `kind` on `idx` (a CPU, or a task for timers): the
+    /// checks on what it touched, or the whole-machine sweep when due.
+    pub fn check_event(&mut self, kind: EventKind, idx: usize) -> Result<(), String> {
+        self.marks.events += 1;
+        // The bandwidth timers refill and unthrottle a group on every CPU.
+        let bandwidth = kind == EventKind::Timer && idx >= BW_TIMER_BASE;
+        let sweep = bandwidth
+            || match self.marks.every {
+                0 => self.now >= self.marks.next_sweep,
+                n => self.marks.events.is_multiple_of(n),
+            };
+        match kind {
+            EventKind::Timer if !bandwidth => self.touch_task(idx),
+            EventKind::Timer | EventKind::End => {}
+            _ => self.touch_cpu(idx),
+        }
+        let r = if sweep {
+            self.marks.next_sweep = self.now + self.tick_ns;
+            self.check_invariants()
+        } else {
+            self.check_touched()
+        };
+        self.marks.cpus.clear();
+        self.marks.tasks.clear();
+        r
+    }
+
+    /// The whole machine: every run queue, task, group and pool.
     pub fn check_invariants(&mut self) -> Result<(), String> {
-        self.check_runqueues()?;
-        self.check_tasks()?;
+        let gen = self.next_check_gen();
+        let mut stamp = std::mem::take(&mut self.marks.stamp);
+        let r = (0..self.rqs.len()).try_for_each(|cpu| self.check_rq(cpu, &mut stamp, gen));
+        self.marks.stamp = stamp;
+        r?;
+        for p in 0..self.tasks.len() {
+            self.check_queued(p, gen)?;
+            self.check_task(p)?;
+        }
         self.check_tg_load_avg()?;
-        // The wasted-cores invariant is counted by the balancer at each
-        // tick (balance.rs); --check makes its first episode fatal.
+        self.check_bandwidth()?;
+        self.check_wasted()
+    }
+
+    /// The CPUs and tasks the last event touched, and the CPUs those tasks
+    /// are on: a queued task must be found on its own CPU's queue.
+    fn check_touched(&mut self) -> Result<(), String> {
+        let gen = self.next_check_gen();
+        let mut cpus = std::mem::take(&mut self.marks.cpus);
+        let mut tasks = std::mem::take(&mut self.marks.tasks);
+        tasks.sort_unstable();
+        tasks.dedup();
+        cpus.extend(tasks.iter().map(|&p| self.tasks[p].cpu));
+        cpus.sort_unstable();
+        cpus.dedup();
+        // A long queue costs its length to walk: leave it to the sweep.
+        cpus.retain(|&c| self.rqs[c].nr_running <= INCREMENTAL_MAX_QUEUED);
+        let mut stamp = std::mem::take(&mut self.marks.stamp);
+        let r = cpus
+            .iter()
+            .try_for_each(|&cpu| self.check_rq(cpu, &mut stamp, gen));
+        self.marks.stamp = stamp;
+        let r = r.and_then(|()| {
+            tasks.iter().try_for_each(|&p| {
+                if cpus.binary_search(&self.tasks[p].cpu).is_ok() {
+                    self.check_queued(p, gen)?;
+                }
+                self.check_task(p)
+            })
+        });
+        self.marks.cpus = cpus;
+        self.marks.tasks = tasks;
+        r?;
+        self.check_wasted()
+    }
+
+    /// A new check's number, with a stamp slot for every task.
+    fn next_check_gen(&mut self) -> u64 {
+        self.marks.stamp.resize(self.tasks.len(), 0);
+        self.marks.gen += 1;
+        self.marks.gen
+    }
+
+    /// The wasted-cores invariant is counted by the balancer at each tick
+    /// (balance.rs); --check makes its first episode fatal.
+    fn check_wasted(&self) -> Result<(), String> {
         match &self.lb.wasted_first {
             Some(m) => Err(m.clone()),
             None => Ok(()),
         }
     }
 
-    /// tg->load_avg is the sum of what each CPU's cfs_rq of the group last
-    /// published (tg_load_avg_contrib): every update adds exactly its delta.
-    fn check_tg_load_avg(&self) -> Result<(), String> {
-        for g in 1..self.groups.count() {
-            let sum: i64 = self
-                .rqs
-                .iter()
-                .map(|rq| rq.gcfs[g].tg_load_avg_contrib as i64)
-                .sum();
-            let tg = self.groups.tgs[g].load_avg;
-            if tg != sum {
-                return Err(format!(
-                    "group {g}: tg->load_avg {tg} but its cfs_rqs' contributions sum to {sum}"
-                ));
-            }
+    /// A task is queued exactly when a run queue holds it (stamped by
+    /// `check_rq` in check `gen`).
+    fn check_queued(&self, p: Pid, gen: u64) -> Result<(), String> {
+        let t = &self.tasks[p];
+        let found = self.marks.stamp[p] == gen;
+        if t.on_rq != found {
+            return Err(format!(
+                "task {} on_rq={} but queued {} times (cpu{})",
+                t.pid, t.on_rq, found as u32, t.cpu
+            ));
         }
         Ok(())
     }
 
-    /// Each queued task is on exactly one run queue, and the counts agree
-    /// on every cfs_rq of the hierarchy.
-    fn check_runqueues(&self) -> Result<(), String> {
-        let mut seen = vec![0u32; self.tasks.len()];
-        for rq in &self.rqs {
-            if self.idle_mask.test(rq.cpu) != rq.is_idle() {
-                return Err(format!(
-                    "cpu{}: idle mask disagrees with its activity",
-                    rq.cpu
-                ));
-            }
-            let (queued, _) = self.check_cfs_rq(rq.cpu, 0, &mut seen)?;
-            // Throttled groups hang off the hierarchy: check them apart.
-            for (g, q) in rq.gcfs.iter().enumerate().skip(1) {
-                if q.throttled && !rq.gse[g].on_rq {
-                    self.check_cfs_rq(rq.cpu, g, &mut seen)?;
-                }
-            }
-            for &p in &rq.rt.queue {
-                seen[p] += 1;
-            }
-            if queued + rq.rt.queue.len() != rq.nr_running {
-                return Err(format!(
-                    "cpu{}: {} queued tasks but nr_running {}",
-                    rq.cpu,
-                    queued + rq.rt.queue.len(),
-                    rq.nr_running
-                ));
-            }
-            if rq.curr.is_none() && !rq.is_idle() && !self.irqs.in_handler(rq.cpu) {
-                return Err(format!(
-                    "cpu{}: nothing to run but not idle ({:?})",
-                    rq.cpu, rq.act
-                ));
-            }
-            if let Some(c) = rq.curr.filter(|&c| !self.is_rt(c)) {
-                self.check_curr_chain(rq.cpu, c)?;
+    /// Stamp a queued task as found, once.
+    fn found(&self, stamp: &mut [u64], gen: u64, p: Pid, cpu: usize) -> Result<(), String> {
+        if stamp[p] == gen {
+            return Err(format!(
+                "task {} queued twice (cpu{cpu})",
+                self.tasks[p].pid
+            ));
+        }
+        stamp[p] = gen;
+        Ok(())
+    }
+
+    /// One CPU: its cfs_rqs' counts and sums, the RT queue and the
+    /// wakelist hold tasks whose task_cpu is this CPU, nr_running, idle
+    /// state and the chain of curr entities.
+    fn check_rq(&self, cpu: usize, stamp: &mut [u64], gen: u64) -> Result<(), String> {
+        let rq = &self.rqs[cpu];
+        if self.idle_mask.test(cpu) != rq.is_idle() {
+            return Err(format!("cpu{cpu}: idle mask disagrees with its activity"));
+        }
+        let (queued, _) = self.check_cfs_rq(cpu, 0, stamp, gen)?;
+        // Throttled groups hang off the hierarchy: check them apart.
+        for (g, q) in rq.gcfs.iter().enumerate().skip(1) {
+            if q.throttled && !rq.gse[g].on_rq {
+                self.check_cfs_rq(cpu, g, stamp, gen)?;
             }
         }
-        for (p, t) in self.tasks.iter().enumerate() {
-            if t.on_rq as u32 != seen[p] {
+        for &p in &rq.rt.queue {
+            self.found(stamp, gen, p, cpu)?;
+            if self.tasks[p].cpu != cpu {
                 return Err(format!(
-                    "task {} on_rq={} but queued {} times",
-                    t.pid, t.on_rq, seen[p]
+                    "task {} on cpu{cpu}'s RT queue but task_cpu is {}",
+                    self.tasks[p].pid, self.tasks[p].cpu
                 ));
             }
+        }
+        for &p in &rq.wake_list {
+            let t = &self.tasks[p];
+            if t.cpu != cpu || t.state != TaskState::Waking {
+                return Err(format!(
+                    "task {} on cpu{cpu}'s wakelist but task_cpu is {} and its state {:?}",
+                    t.pid, t.cpu, t.state
+                ));
+            }
+        }
+        if queued + rq.rt.queue.len() != rq.nr_running {
+            return Err(format!(
+                "cpu{cpu}: {} queued tasks but nr_running {}",
+                queued + rq.rt.queue.len(),
+                rq.nr_running
+            ));
+        }
+        if rq.curr.is_none() && !rq.is_idle() && !self.irqs.in_handler(cpu) {
+            return Err(format!(
+                "cpu{cpu}: nothing to run but not idle ({:?})",
+                rq.act
+            ));
+        }
+        if let Some(c) = rq.curr.filter(|&c| !self.is_rt(c)) {
+            self.check_curr_chain(cpu, c)?;
         }
         Ok(())
     }
@@ -100,7 +197,8 @@ impl Kernel {
         &self,
         cpu: usize,
         c: usize,
-        seen: &mut [u32],
+        stamp: &mut [u64],
+        gen: u64,
     ) -> Result<(usize, usize), String> {
         let q = self.cfs_rq(cpu, c);
         let ents = self.ents(cpu);
@@ -109,7 +207,7 @@ impl Kernel {
         for s in q.tree.iter().chain(curr_queued) {
             match se_group(s) {
                 None => {
-                    seen[s] += 1;
+                    self.found(stamp, gen, s, cpu)?;
                     let t = &self.tasks[s];
                     if t.cpu != cpu || t.tg != c {
                         return Err(format!(
@@ -124,7 +222,7 @@ impl Kernel {
                     if self.groups.parent(g) != c {
                         return Err(format!("cpu{cpu}: group {g}'s entity queued on group {c}"));
                     }
-                    let (t, r) = self.check_cfs_rq(cpu, g, seen)?;
+                    let (t, r) = self.check_cfs_rq(cpu, g, stamp, gen)?;
                     tasks += t;
                     runnable += r;
                 }
@@ -174,47 +272,105 @@ impl Kernel {
         }
     }
 
-    /// No lost wakeups, and PELT sums within their bounds.
-    fn check_tasks(&mut self) -> Result<(), String> {
-        for p in 0..self.tasks.len() {
-            let t = &self.tasks[p];
-            let (pid, blocked) = (t.pid, t.prog.blocked);
-            match t.state {
-                TaskState::Running if !t.on_rq => {
-                    return Err(format!(
-                        "task {pid} is TASK_RUNNING but not queued (lost wakeup)"
-                    ));
-                }
-                TaskState::Waking if t.on_rq || !self.rqs[t.cpu].wake_list.contains(&p) => {
-                    return Err(format!(
-                        "task {pid} is TASK_WAKING but not on CPU {}'s wakelist",
-                        t.cpu
-                    ));
-                }
-                TaskState::Interruptible if !t.on_rq || t.se.sched_delayed => {
-                    let ok = match blocked {
-                        Blocked::Queue(q) => self.is_waiting_on(q, p),
-                        Blocked::Timer | Blocked::Child | Blocked::Scheduled => true,
-                        Blocked::Completion(c) => self.completion_can_wake(p, c),
-                        Blocked::Nothing => false,
-                    };
-                    if !ok {
-                        return Err(format!(
-                            "task {pid} sleeps with nothing to wake it (lost wakeup)"
-                        ));
+    /// One task: no lost wakeup, not queued while still on a wait queue,
+    /// PELT sums within their bounds.
+    fn check_task(&mut self, p: Pid) -> Result<(), String> {
+        let t = &self.tasks[p];
+        let (pid, blocked) = (t.pid, t.prog.blocked);
+        match t.state {
+            TaskState::Running if !t.on_rq => {
+                return Err(format!(
+                    "task {pid} is TASK_RUNNING but not queued (lost wakeup)"
+                ));
+            }
+            TaskState::Running => {
+                if let Blocked::Queue(q) = blocked {
+                    if self.is_waiting_on(q, p) {
+                        return Err(format!("task {pid} is queued and on a wait queue"));
                     }
                 }
-                _ => {}
             }
-            let a = &self.tasks[p].se.avg;
-            if a.load_sum > PELT_SUM_LIMIT
-                || a.util_sum > PELT_SUM_LIMIT << 10
-                || a.runnable_sum > PELT_SUM_LIMIT << 10
-            {
+            TaskState::Waking if t.on_rq || !self.rqs[t.cpu].wake_list.contains(&p) => {
                 return Err(format!(
-                    "task {} PELT sums above LOAD_AVG_MAX: {a:?}",
-                    self.tasks[p].pid
+                    "task {pid} is TASK_WAKING but not on CPU {}'s wakelist",
+                    t.cpu
                 ));
+            }
+            TaskState::Interruptible if !t.on_rq || t.se.sched_delayed => {
+                let ok = match blocked {
+                    Blocked::Queue(q) => self.is_waiting_on(q, p),
+                    Blocked::Timer | Blocked::Child | Blocked::Scheduled => true,
+                    Blocked::Completion(c) => self.completion_can_wake(p, c),
+                    Blocked::Nothing => false,
+                };
+                if !ok {
+                    return Err(format!(
+                        "task {pid} sleeps with nothing to wake it (lost wakeup)"
+                    ));
+                }
+            }
+            _ => {}
+        }
+        let a = &self.tasks[p].se.avg;
+        if a.load_sum > PELT_SUM_LIMIT
+            || a.util_sum > PELT_SUM_LIMIT << 10
+            || a.runnable_sum > PELT_SUM_LIMIT << 10
+        {
+            return Err(format!("task {pid} PELT sums above LOAD_AVG_MAX: {a:?}"));
+        }
+        Ok(())
+    }
+
+    /// tg->load_avg is the sum of what each CPU's cfs_rq of the group last
+    /// published (tg_load_avg_contrib): every update adds exactly its delta.
+    fn check_tg_load_avg(&self) -> Result<(), String> {
+        for g in 1..self.groups.count() {
+            let sum: i64 = self
+                .rqs
+                .iter()
+                .map(|rq| rq.gcfs[g].tg_load_avg_contrib as i64)
+                .sum();
+            let tg = self.groups.tgs[g].load_avg;
+            if tg != sum {
+                return Err(format!(
+                    "group {g}: tg->load_avg {tg} but its cfs_rqs' contributions sum to {sum}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// CFS bandwidth accounting: runtime is accounted exactly on the
+    /// groups with a quota; the pool is never negative; a cfs_rq holds at
+    /// most one slice, is throttled only with no runtime left, and is on
+    /// its pool's throttled list exactly when it is throttled.
+    fn check_bandwidth(&self) -> Result<(), String> {
+        for g in 1..self.groups.count() {
+            let b = &self.bandwidth[g];
+            let limited = self.groups.tgs[g].quota.is_some();
+            if limited && b.runtime < 0 {
+                return Err(format!("group {g}: bandwidth pool at {} ns", b.runtime));
+            }
+            for rq in &self.rqs {
+                let q = &rq.gcfs[g];
+                let listed = b.throttled.iter().filter(|&&c| c == rq.cpu).count();
+                let bad = if !limited {
+                    (q.runtime_enabled || q.throttled || listed > 0).then_some("no quota")
+                } else if q.runtime_remaining > BANDWIDTH_SLICE_NS {
+                    Some("more than one slice")
+                } else if q.throttled && q.runtime_remaining > 0 {
+                    Some("throttled with runtime left")
+                } else if listed != q.throttled as usize {
+                    Some("throttled list disagrees")
+                } else {
+                    None
+                };
+                if let Some(why) = bad {
+                    return Err(format!(
+                        "group {g} cpu{}: bandwidth accounting broken ({why}): runtime_remaining {}, throttled {}, listed {listed} times",
+                        rq.cpu, q.runtime_remaining, q.throttled
+                    ));
+                }
             }
         }
         Ok(())

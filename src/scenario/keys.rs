@@ -60,6 +60,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("sim.seed", Int, "", "", "seed of every random stream (tasks, noise); same seed, same output"),
     k("sim.duration", Duration, "", "until every workload finishes", "stop at this simulated time (--duration)"),
     k("sim.check", Bool, "", "", "verify the scheduler's invariants after every event (--check; exit 3)"),
+    k("sim.check_every", Str, "events", "tick", "with --check, the whole-machine sweep every this many events, or \"tick\" (each event checks what it touched)"),
     k("machine.preset", Str, "", "", "preset (`schedlab machines`), smp:cpus=N,..., host or a machine FILE.toml (--machine)"),
     k("machine.max_cstate", Int, "", "all states", "disable idle states deeper than this index (intel_idle.max_cstate)"),
     k("machine.cpuidle_governor", Words(|| Governor::NAMES.to_vec()), "", "the machine's own", "cpuidle governor deciding whether an idle CPU stops its tick"),
@@ -245,6 +246,7 @@ mod tests {
     fn sample(key: &str, defaults: &toml::Table) -> String {
         let given = [
             ("sim.duration", "\"1s\""),
+            ("sim.check_every", "100"),
             ("machine.max_cstate", "1"),
             ("machine.cpuidle_governor", "\"menu\""),
             ("kernel.domain.LEVEL.flags", "\"-SD_BALANCE_NEWIDLE\""),
@@ -359,7 +361,10 @@ mod tests {
 
     #[test]
     fn sections_list_their_keys() {
-        assert_eq!(names_under("sim"), ["seed", "duration", "check"]);
+        assert_eq!(
+            names_under("sim"),
+            ["seed", "duration", "check", "check_every"]
+        );
         assert_eq!(names_under("cgroup.N"), ["path", "weight", "max"]);
         assert_eq!(names_under("noise"), NoiseConfig::KEYS);
     }

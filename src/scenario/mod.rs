@@ -63,6 +63,9 @@ pub struct Scenario {
     /// Simulated time to stop at; None = until every workload finishes.
     pub duration: Option<u64>,
     pub check: bool,
+    /// `sim.check_every`: the whole-machine sweep of `--check` every this
+    /// many events; 0 ("tick", the default): once per tick.
+    pub check_every: u64,
     pub machine: String,
     /// `intel_idle.max_cstate=N`-style limit: idle states deeper than
     /// index N (0 = the shallowest, POLL on x86) are disabled.
@@ -76,6 +79,8 @@ pub struct Scenario {
     /// Where results go (`[output]`: json, quiet). Not part of the
     /// simulation, so `to_table` leaves it out of the resolved scenario.
     pub output: Output,
+    /// A cap on the run's cost (the fuzzer's); never read from a file.
+    pub budget: Option<crate::kernel::Budget>,
 }
 
 /// The `[output]` table: --json and --quiet.
@@ -348,6 +353,15 @@ fn get_u64(src: &Source, key: &str, v: &Value, min: u64) -> Result<u64, InputErr
     }
 }
 
+/// `sim.check_every`: "tick" (0) or a number of events ≥ 1.
+fn get_check_every(src: &Source, key: &str, v: &Value) -> Result<u64, InputError> {
+    match v {
+        Value::String(s) if s == "tick" => Ok(0),
+        Value::Integer(n) if *n >= 1 => Ok(*n as u64),
+        _ => Err(src.err(key, "must be \"tick\" or a number of events ≥ 1")),
+    }
+}
+
 fn get_duration(src: &Source, key: &str, v: &Value) -> Result<u64, InputError> {
     let ns = match v {
         Value::String(s) => parse_duration(s),
@@ -370,6 +384,7 @@ impl Scenario {
             seed: 1,
             duration: None,
             check: false,
+            check_every: 0,
             machine: DEFAULT_MACHINE.into(),
             max_cstate: None,
             governor: None,
@@ -377,6 +392,7 @@ impl Scenario {
             workloads: Vec::new(),
             cgroups: Vec::new(),
             output: Output::default(),
+            budget: None,
         };
         for (k, v) in root {
             match k.as_str() {
@@ -483,6 +499,7 @@ impl Scenario {
                         .as_bool()
                         .ok_or_else(|| src.err(&key, "must be true or false"))?
                 }
+                "check_every" => self.check_every = get_check_every(src, &key, v)?,
                 _ => return Err(unknown(src, &key, &keys::names_under("sim"))),
             }
         }
@@ -602,6 +619,13 @@ impl Scenario {
             sim.insert("duration".into(), Value::String(format!("{d}ns")));
         }
         sim.insert("check".into(), Value::Boolean(self.check));
+        if self.check {
+            let every = match self.check_every {
+                0 => Value::String("tick".into()),
+                n => Value::Integer(n as i64),
+            };
+            sim.insert("check_every".into(), every);
+        }
         root.insert("sim".into(), Value::Table(sim));
         let mut m = Table::new();
         m.insert("preset".into(), Value::String(self.machine.clone()));

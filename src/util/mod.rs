@@ -1,6 +1,6 @@
 //! Generic helpers below the kernel model: a latency histogram, atomic
-//! results files, a thread pool for independent runs and the host's CPU
-//! affinity.
+//! results files, a thread pool for independent runs, the host's CPU
+//! affinity and this process's resident memory.
 //!
 //! Layer: bottom, beside `engine` and `machine`. Imports nothing of the
 //! crate: no kernel, workload or report type appears here.
@@ -11,6 +11,7 @@ pub mod fs;
 pub mod hist;
 pub mod json_schema;
 pub mod parallel;
+pub mod rss;
 pub mod sink;
 pub mod suggest;
 pub mod version;

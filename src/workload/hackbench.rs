@@ -45,10 +45,18 @@ impl Hackbench {
                 groups * fds * 2
             ));
         }
+        let loops = p.count("loops", 100)?;
+        // Each receiver counts fds × loops messages.
+        if fds.checked_mul(loops).is_none() {
+            return Err(format!(
+                "workload `hackbench`: parameter `loops` = `{loops}` is above {} (`fds` × `loops` messages per receiver must fit in 64 bits)",
+                u64::MAX / fds.max(1)
+            ));
+        }
         Ok(Hackbench {
             groups,
             fds,
-            loops: p.count("loops", 100)?,
+            loops,
             datasize: datasize as u32,
             pipe: p.choice("ipc", &["socket", "pipe"])? == "pipe",
             threads: p.choice("mode", &["process", "thread"])? == "thread",

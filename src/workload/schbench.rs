@@ -77,9 +77,18 @@ impl Schbench {
         } else {
             t_def
         };
+        let m = p.count_max("m", m_def, MAX_TASKS)?;
+        // m message threads and t workers each (t = 0: ncpus/m in all).
+        if m.saturating_mul(t + 1) > MAX_TASKS {
+            return Err(format!(
+                "workload `{}`: parameters `m` × (`t` + 1) = {} tasks is above the limit of {MAX_TASKS}",
+                p.kind,
+                m.saturating_mul(t + 1)
+            ));
+        }
         Ok(Schbench {
             old,
-            m: p.count_max("m", m_def, MAX_TASKS)?,
+            m,
             t,
             r: us("r", "30s")?,
             s: us("s", s_def)?,

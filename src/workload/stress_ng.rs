@@ -53,6 +53,14 @@ fn parse_cpulist(s: &str) -> Result<Vec<usize>, String> {
         if lo > hi {
             return Err(bad());
         }
+        // No machine has more (checked before the list is built).
+        let max = crate::machine::topology::MAX_CPUS;
+        if hi >= max {
+            return Err(format!(
+                "CPU {hi} is above the limit of {max} CPUs (0-{})",
+                max - 1
+            ));
+        }
         v.extend(lo..=hi);
     }
     v.sort_unstable();
@@ -290,6 +298,8 @@ mod tests {
         assert_eq!(w.cpus, Some(vec![0, 1, 2, 3, 9]));
         assert!(w.check_machine(8).unwrap_err().contains("CPU 9"));
         assert!(parse("stress-ng:cpus=3-1").is_err());
+        let e = parse("stress-ng:cpus=3-8446744073709551615").unwrap_err();
+        assert!(e.contains("limit of 4096 CPUs"), "{e}");
     }
 
     #[test]
