@@ -163,3 +163,129 @@ fn fifo_task_preempts_a_fair_one_on_its_cpu() {
     let trace = std::fs::read_to_string(&t).unwrap();
     assert!(trace.contains("prev_comm=fair prev_pid=1000 prev_prio=120 prev_state=R+ ==> next_comm=rt next_pid=1001 next_prio=49"), "no preemption by prio 49");
 }
+
+/// Run `text` as an rt-app file on vm-2 for 10 ms: (exit code, stderr).
+fn run_rtapp(name: &str, text: &str) -> (i32, String) {
+    let f = write(name, text);
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "-q",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &format!("rtapp:{f}"),
+        "--duration",
+        "10ms",
+    ]);
+    (rc, err)
+}
+
+#[test]
+fn inputs_that_panicked_or_hung_are_errors_naming_file_line_and_key() {
+    let deep = "[".repeat(33_126);
+    let cases: [(&str, &str, &str); 7] = [
+        (
+            r#"{"tasks":{"t":{"cpus":[],"run":2000,"sleep":2000}}}"#,
+            ":1: `tasks.t.cpus`",
+            "empty CPU list",
+        ),
+        (
+            r#"{"tasks":{"t":{"cpus":[2],"sleep":2000}}}"#,
+            ":1: `tasks.t.cpus`",
+            "CPU 2 is not on this machine",
+        ),
+        (
+            r#"{"tasks":{"t":{"instance":0,"run":1000}}}"#,
+            ": `tasks`",
+            "every task has instance 0",
+        ),
+        (
+            r#"{"tasks":{"t":{"phases":{}},"helper":{"instance":-0}}}"#,
+            ":1: `tasks.t.loop`",
+            "loop makes no progress",
+        ),
+        (
+            r#"{"tasks":{"t":{"loop":-1,"phases":{}}}}"#,
+            ":1: `tasks.t.loop`",
+            "loop makes no progress",
+        ),
+        (
+            "{\"tasks\":{\"t\":{\n\"loop\":-1,\n\"run\":0}}}",
+            ":2: `tasks.t.loop`",
+            "loop makes no progress",
+        ),
+        (&deep, ":1: malformed JSON", "nested deeper than"),
+    ];
+    for (i, (text, at, what)) in cases.iter().enumerate() {
+        let t0 = std::time::Instant::now();
+        let (rc, err) = run_rtapp(&format!("p{i}.json"), text);
+        assert_eq!(rc, 2, "case {i}: {err}");
+        assert!(
+            err.contains(&format!("p{i}.json{at}")) && err.contains(what),
+            "case {i}: {err}"
+        );
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "case {i} took {:?}",
+            t0.elapsed()
+        );
+    }
+}
+
+#[test]
+fn resume_of_a_name_nobody_suspends_on_is_a_no_op() {
+    // rt-app's resume broadcasts a named condition: nobody waits, nothing
+    // happens, and the task runs on.
+    let (rc, err) = run_rtapp(
+        "resume.json",
+        r#"{"tasks":{"t":{"resume":"nobody","run":2000}}}"#,
+    );
+    assert_eq!(rc, 0, "{err}");
+}
+
+#[test]
+fn each_fork_event_run_starts_a_new_thread() {
+    // As rt-app: `a` runs once at start (instance 1) and again each time
+    // `p` forks it (3 loops); `b` (instance 0) runs only when forked.
+    let f = write(
+        "fork.json",
+        r#"{"tasks": {
+            "a": {"loop": 1, "run": 1000},
+            "b": {"instance": 0, "loop": 1, "run": 2000},
+            "p": {"loop": 1, "phases": {
+                "p0": {"loop": 3, "fork": "a", "sleep": 1000},
+                "p1": {"fork": "b", "run": 100}}}}}"#,
+    );
+    let j = write("fork.out.json", "");
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &format!("rtapp:{f}"),
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains(": 6 threads"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    // Two launched at time zero, four fork events run.
+    assert_eq!(v["totals"]["forks"].as_u64().unwrap(), 2 + 4);
+    for comm in ["a-0", "a-1", "a-2", "a-3"] {
+        let r = runtime_ms(&out, comm);
+        assert!((1.0..1.2).contains(&r), "{comm} {r}");
+    }
+    let r = runtime_ms(&out, "b ");
+    assert!((2.0..2.2).contains(&r), "b {r}");
+    // A fork with no end is refused where it is written.
+    let f = write(
+        "forkbomb.json",
+        "{\"tasks\": {\"a\": {\"instance\": 0, \"run\": 10},\n \"p\": {\"run\": 10,\n \"fork\": \"a\"}}}",
+    );
+    let (rc, _, err) = schedlab(&["run", "--workload", &format!("rtapp:{f}")]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("forkbomb.json:3: `tasks.p.fork`: fork in an endless loop"),
+        "{err}"
+    );
+}

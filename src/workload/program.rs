@@ -123,7 +123,7 @@ impl Kernel {
             Op::SockSend { bytes, .. } | Op::SockRecv { bytes, .. } => {
                 Some(copy(bytes, c.socket_copy_ps_per_byte) + c.socket_skb_ns / 2)
             }
-            Op::Fork { .. } => Some(c.fork_ns),
+            Op::Fork { .. } | Op::ForkNext { .. } => Some(c.fork_ns),
             Op::Exit => Some(c.exit_ns),
         }
     }
@@ -226,9 +226,14 @@ impl Kernel {
             }
             Op::Fork { child } => {
                 self.tasks[p].prog.advance();
-                self.tasks[child].parent = Some(p);
-                self.trace_fork(p, child, cpu);
-                self.wake_up_new_task(child, cpu);
+                self.fork_child(p, child, cpu);
+                None
+            }
+            Op::ForkNext { pool } => {
+                self.tasks[p].prog.advance();
+                if let Some(child) = self.shm.fork_pools[pool].pop() {
+                    self.fork_child(p, child, cpu);
+                }
                 None
             }
             Op::WaitChild => {
@@ -389,6 +394,13 @@ impl Kernel {
             }
             _ => self.exec_completion_op(p, cpu, op),
         }
+    }
+
+    /// fork(2): `child` (pre-built) starts as `p`'s child.
+    fn fork_child(&mut self, p: Pid, child: Pid, cpu: usize) {
+        self.tasks[child].parent = Some(p);
+        self.trace_fork(p, child, cpu);
+        self.wake_up_new_task(child, cpu);
     }
 
     /// The kthread ops.
