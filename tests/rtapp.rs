@@ -105,9 +105,29 @@ fn unsupported_and_mistyped_input_exit_2_with_file_and_line() {
             "malformed JSON",
         ),
         (
-            "{\"tasks\": {\"t\": {\"run\": 1, \"frobnicate\": 2}}}",
-            ":1: ",
-            "frobnicate",
+            "{\"tasks\": {\"t\": {\"run\": 1,\n \"sync\": {\"ref\": \"c\", \"mutex\": \"m\"}}}}",
+            ":2: ",
+            "`sync` is not supported",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"run\": 1,\n \"mem\": 1000}}}",
+            ":2: ",
+            "`mem` is not supported",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"run\": 1,\n \"iorun\": 1000}}}",
+            ":2: ",
+            "`iorun` is not supported",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"run\": 1,\n \"dl-runtime\": 1000}}}",
+            ":2: `tasks.t.dl-runtime`",
+            "custom slice",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"phases\": {\"a\": {\"run\": 1,\n \"cpus\": [0]}}}}}",
+            ":2: `tasks.t.phases.a.cpus`",
+            "per-phase `cpus` is not supported",
         ),
     ];
     for (i, (text, line, what)) in cases.iter().enumerate() {
@@ -288,4 +308,65 @@ fn each_fork_event_run_starts_a_new_thread() {
         err.contains("forkbomb.json:3: `tasks.p.fork`: fork in an endless loop"),
         "{err}"
     );
+}
+
+#[test]
+fn unknown_keys_are_ignored_with_a_warning() {
+    let f = write(
+        "unknown.json",
+        "{\"tasks\": {\"t\": {\"loop\": 1, \"run\": 1,\n \"frobnicate\": 2}},\n \"global\": {\"frag\": 1}}",
+    );
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &format!("rtapp:{f}"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("unknown.json:2: `tasks.t.frobnicate`: unknown key, ignored"),
+        "{err}"
+    );
+    assert!(
+        err.contains("unknown.json:3: `global.frag`: unknown global key, ignored"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_sleep_before_a_timer_or_suspend_does_not_skip_it() {
+    // rt-app's template: run 10 ms, sleep 0, then a 100 ms timer: 10 % of
+    // a CPU (the sleep's wakeup used to make the timer a no-op: 99 %).
+    let timer = r#"{"tasks": {"t": {"loop": -1, "run": 10000, "sleep": 0,
+        "timer": {"ref": "unique", "period": 100000}}}, "global": {"duration": 2}}"#;
+    let f = write("template.json", timer);
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &format!("rtapp:{f}"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let r = runtime_ms(&out, "t ");
+    assert!((195.0..210.0).contains(&r), "{r} ms in 2 s");
+    // A suspend nobody resumes stops the task after its first run.
+    let f = write(
+        "suspend.json",
+        &timer.replace(
+            r#""timer": {"ref": "unique", "period": 100000}"#,
+            r#""suspend": "t""#,
+        ),
+    );
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &format!("rtapp:{f}"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let r = runtime_ms(&out, "t ");
+    assert!((10.0..10.5).contains(&r), "{r} ms");
 }

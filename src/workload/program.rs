@@ -18,6 +18,9 @@ pub use crate::kernel::program::{Action, Blocked, Dist, KthreadOp, Mark, Op, Pro
 /// hundred trylock + pause rounds (an estimate; pause is ~40–140 cycles).
 const SPIN_CHUNK_NS: u64 = 1000;
 
+/// `ProgState::phase` of a Sleep op whose timer has been armed.
+const SLEPT: u8 = 3;
+
 /// schbench -R skips a worker with more requests than this queued.
 const RPS_MAX_PENDING: usize = 128;
 
@@ -196,9 +199,16 @@ impl Kernel {
                 self.tasks[p].prog.advance();
                 None
             }
+            // The op ends after the wakeup, so that the wakeup does not
+            // count as one inside the next op (a timer or condition wait
+            // would return at once).
+            Op::Sleep(_) if self.tasks[p].prog.phase == SLEPT => {
+                self.tasks[p].prog.advance();
+                None
+            }
             Op::Sleep(d) => {
                 let ns = d.sample(&mut self.tasks[p].rng);
-                self.tasks[p].prog.advance();
+                self.tasks[p].prog.phase = SLEPT;
                 self.hrtimer_sleep(p, cpu, ns);
                 Some(Action::Block)
             }

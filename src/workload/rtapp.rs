@@ -1,8 +1,10 @@
 //! rt-app JSON workloads (`--workload rtapp:FILE`): tasks with instances,
 //! loops and phases of events, compiled to task programs. `run` is work in
 //! µs at full capacity (rt-app's calibrated loop, which scales with the
-//! CPU); `runtime` is modelled the same way. Events and keys the model
-//! lacks are errors naming the file and line, never skipped.
+//! CPU); `runtime` is modelled the same way. Features the model lacks
+//! (sync, mem, iorun, SCHED_DEADLINE, uclamp, taskgroup, per-phase
+//! properties) are errors naming the file, line and feature; keys rt-app
+//! itself ignores are ignored with a warning. docs/rtapp.md has the table.
 
 use super::lenient_json::{self, Node, J};
 use super::params::Params;
@@ -91,9 +93,7 @@ const EVENTS: &[&str] = &[
 ];
 
 /// rt-app events the model does not have.
-const UNSUPPORTED: &[&str] = &[
-    "sem_post", "sem_wait", "memrun", "iorun", "sync", "mem", "iorun", "pi_",
-];
+const UNSUPPORTED: &[&str] = &["sem_post", "sem_wait", "iorun", "sync", "mem", "pi_"];
 
 /// Global keys about rt-app's own logging and setup, which do not change
 /// the schedule.
@@ -114,6 +114,8 @@ const GLOBAL_IGNORED: &[&str] = &[
 struct Ctx<'a> {
     file: &'a str,
     default_policy: String,
+    /// Keys ignored, printed on stderr once the file is read.
+    warnings: std::cell::RefCell<Vec<String>>,
 }
 
 const POLICIES: &str = "SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR";
@@ -221,12 +223,44 @@ impl Ctx<'_> {
                 continue;
             }
             let p = format!("{path}.{k}");
+            if self.property(k, v, &p, path.contains(".phases."))? {
+                continue;
+            }
             match self.event(k, v, &p)? {
                 Some(e) => out.push((e, v.line)),
-                None => return Err(self.err(v, &p, format!("unknown or unsupported key `{k}`"))),
+                None => self.warn(v, &p, "unknown key, ignored (as rt-app does)"),
             }
         }
         Ok(out)
+    }
+
+    /// A task or phase property the model lacks: an error naming the
+    /// feature, a warning if it does not change the schedule, or false if
+    /// `k` is no property at all. Properties it has are read by `task`.
+    fn property(&self, k: &str, v: &Node, p: &str, in_phase: bool) -> Result<bool, String> {
+        let unsupported = |what: &str| Err(self.err(v, p, format!("{what} is not supported")));
+        match k {
+            "dl-runtime" | "dl-period" | "dl-deadline" => {
+                unsupported("SCHED_DEADLINE (and a custom slice, dl-runtime on SCHED_OTHER)")
+            }
+            "util_min" | "util_max" => unsupported("utilization clamping (uclamp)"),
+            "taskgroup" if matches!(&v.v, J::Str(s) if s.is_empty()) => Ok(true),
+            "taskgroup" => {
+                unsupported("`taskgroup` (put the workload in a cgroup: rtapp:FILE,cgroup=/PATH)")
+            }
+            "cpus" | "policy" | "priority" if in_phase => {
+                unsupported(&format!("a per-phase `{k}`"))
+            }
+            "membind_nodes" => {
+                self.warn(v, p, "NUMA memory binding is not modelled, ignored");
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn warn(&self, n: &Node, path: &str, msg: &str) {
+        self.warnings.borrow_mut().push(self.err(n, path, msg));
     }
 
     fn task(&self, name: &str, n: &Node) -> Result<TaskDef, String> {
@@ -305,15 +339,10 @@ impl Ctx<'_> {
                 loops: 1,
                 events: self.events(n, &path, TASK_KEYS)?,
             });
-        } else if let Some((k, v)) = self
-            .obj(n, &path)?
-            .iter()
-            .find(|(k, _)| !TASK_KEYS.contains(&k.as_str()))
-        {
-            return Err(self.err(
-                v,
-                &format!("{path}.{k}"),
-                "events next to `phases` are not supported",
+        } else if let Some(&(_, line)) = self.events(n, &path, TASK_KEYS)?.first() {
+            return Err(format!(
+                "{}:{line}: `{path}`: events next to `phases` are not supported",
+                self.file
             ));
         }
         if t.loops == 0 {
@@ -413,6 +442,7 @@ impl RtApp {
         let mut c = Ctx {
             file,
             default_policy: "SCHED_OTHER".into(),
+            warnings: Default::default(),
         };
         // global.default_policy applies to every task: read it first.
         if let J::Obj(items) = &root.v {
@@ -438,13 +468,16 @@ impl RtApp {
                 }
                 "global" => app.global(&c, v)?,
                 "resources" => {}
-                _ => return Err(c.err(v, k, "unknown top-level key (tasks, global, resources)")),
+                _ => c.warn(v, k, "unknown top-level key, ignored (as rt-app does)"),
             }
         }
         if app.tasks.is_empty() {
             return Err(c.err(&root, "tasks", "no tasks"));
         }
         app.threads = app.thread_counts(&c)?;
+        for w in c.warnings.take() {
+            eprintln!("schedlab: warning: {w}");
+        }
         Ok(app)
     }
 
@@ -467,7 +500,7 @@ impl RtApp {
                     }
                 }
                 k if GLOBAL_IGNORED.contains(&k) => {}
-                _ => return Err(c.err(v, &p, "unknown or unsupported global key")),
+                _ => c.warn(v, &p, "unknown global key, ignored (as rt-app does)"),
             }
         }
         Ok(())
