@@ -370,3 +370,45 @@ fn a_sleep_before_a_timer_or_suspend_does_not_skip_it() {
     let r = runtime_ms(&out, "t ");
     assert!((10.0..10.5).contains(&r), "{r} ms");
 }
+
+#[test]
+fn the_run_says_whether_duration_or_global_duration_applies() {
+    let f = write(
+        "dur.json",
+        r#"{"tasks": {"t": {"run": 1000, "sleep": 9000}}, "global": {"duration": 1}}"#,
+    );
+    let w = format!("rtapp:{f}");
+    let (rc, _, err) = schedlab(&["run", "--machine", "vm-2", "--workload", &w]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("running for 1s, the rtapp workload's own run time"),
+        "{err}"
+    );
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &w,
+        "--duration",
+        "50ms",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains(
+            "running for 0.05s (--duration / sim.duration), not the rtapp workload's own 1s"
+        ),
+        "{err}"
+    );
+    let (_, _, err) = schedlab(&[
+        "run",
+        "-q",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &w,
+        "--duration",
+        "50ms",
+    ]);
+    assert!(!err.contains("running for"), "{err}");
+}

@@ -24,7 +24,8 @@ pub struct ScenarioArgs {
     /// Random seed [sim.seed]
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Stop after this much simulated time, e.g. 3s [sim.duration]
+    /// Stop after this much simulated time, e.g. 3s; wins over a workload's own run time
+    /// (rt-app's global.duration, schbench -r), and the run says which applies [sim.duration]
     #[arg(long)]
     pub duration: Option<String>,
     /// Override any scenario key, e.g. kernel.hz=1000 (repeatable)
