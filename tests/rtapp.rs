@@ -3,6 +3,7 @@
 
 mod common;
 use common::schedlab;
+use schedlab::workload::lenient_json::{Node, J};
 
 fn write(name: &str, text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("schedlab-rtapp-{}", std::process::id()));
@@ -411,4 +412,116 @@ fn the_run_says_whether_duration_or_global_duration_applies() {
         "50ms",
     ]);
     assert!(!err.contains("running for"), "{err}");
+}
+
+/// rt-app's timeline for a task made of run/runtime/sleep/timer events,
+/// with nothing else on its CPU: the busy time (ns) within `end` ns. Timers
+/// follow rt-app's run_event: the first expiry is t_first + period, a
+/// passed expiry is not waited for, and a relative timer then restarts
+/// from now. Independent of the simulator (only the JSON reader is shared).
+fn reference_busy(task: &Node, end: u64) -> u64 {
+    let obj = |n: &Node| match &n.v {
+        J::Obj(items) => items.clone(),
+        _ => Vec::new(),
+    };
+    let num = |n: &Node| match n.v {
+        J::Num(v) => v as u64 * 1000,
+        _ => 0,
+    };
+    let items = obj(task);
+    let get = |k: &str| {
+        items
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    let phases: Vec<Node> = match get("phases") {
+        Some(p) => obj(&p).into_iter().map(|(_, v)| v).collect(),
+        None => vec![task.clone()],
+    };
+    let mut timers: std::collections::BTreeMap<String, u64> = Default::default();
+    let (mut now, mut busy) = (0u64, 0u64);
+    while now < end {
+        for ph in &phases {
+            let ev = obj(ph);
+            // A phase's loop; a phase-less task's `loop` is the task's own.
+            let loops = match get("phases") {
+                Some(_) => ev
+                    .iter()
+                    .find(|(k, _)| k == "loop")
+                    .map_or(1, |(_, v)| num(v) / 1000),
+                None => 1,
+            };
+            for _ in 0..loops {
+                for (k, v) in &ev {
+                    if k.starts_with("run") {
+                        let d = num(v).min(end.saturating_sub(now));
+                        busy += d;
+                        now += num(v);
+                    } else if k.starts_with("sleep") {
+                        now += num(v);
+                    } else if k.starts_with("timer") {
+                        let t = obj(v);
+                        let f =
+                            |key: &str| t.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+                        let name = match f("ref").map(|n| n.v) {
+                            Some(J::Str(s)) => s,
+                            _ => String::new(),
+                        };
+                        let relative =
+                            !matches!(f("mode").map(|n| n.v), Some(J::Str(s)) if s == "absolute");
+                        let next = timers.entry(name).or_insert(0);
+                        *next += num(&f("period").unwrap());
+                        if now < *next {
+                            now = *next;
+                        } else if relative {
+                            *next = now;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    busy
+}
+
+#[test]
+fn own_example_files_put_the_load_rt_app_would() {
+    use schedlab::workload::lenient_json::parse;
+    for name in ["timer-after-sleep", "phases"] {
+        let path = format!("tests/data/rtapp/{name}.json");
+        let root = parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let J::Obj(top) = &root.v else { panic!() };
+        let tasks = top.iter().find(|(k, _)| k == "tasks").unwrap();
+        let J::Obj(tasks) = &tasks.1.v else { panic!() };
+        let j = write(&format!("{name}.out.json"), "");
+        let (rc, _, err) = schedlab(&[
+            "run",
+            "-q",
+            "--machine",
+            "vm-2",
+            "--workload",
+            &format!("rtapp:{path}"),
+            "--json",
+            &j,
+        ]);
+        assert_eq!(rc, 0, "{err}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+        let end = v["sim"]["simulated_ns"].as_u64().unwrap();
+        for t in v["tasks"].as_array().unwrap() {
+            let comm = t["comm"].as_str().unwrap();
+            let def = &tasks
+                .iter()
+                .find(|(k, _)| comm.starts_with(k.as_str()))
+                .unwrap()
+                .1;
+            let want = reference_busy(def, end) as f64;
+            let got = t["sum_exec_ns"].as_u64().unwrap() as f64;
+            assert!(
+                (got / want - 1.0).abs() < 0.02,
+                "{name} {comm}: {got} ns busy, rt-app {want}"
+            );
+        }
+    }
 }
