@@ -525,3 +525,25 @@ fn own_example_files_put_the_load_rt_app_would() {
         }
     }
 }
+
+#[test]
+fn suspend_and_resume_pass_the_load_along() {
+    // tests/data/rtapp/sync.json: every 20 ms the waker runs 3 ms (15 %)
+    // and resumes the worker, which runs 5 ms (25 %): 300 and 500 ms in 2 s.
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--check",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "rtapp:tests/data/rtapp/sync.json",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    for (comm, want) in [("waker", 300.0), ("worker", 500.0)] {
+        let got = runtime_ms(&out, comm);
+        assert!(
+            (got / want - 1.0).abs() < 0.02,
+            "{comm}: {got} ms, want {want}"
+        );
+    }
+}
