@@ -202,6 +202,27 @@ pub fn run_in(
     }
 }
 
+/// Which run time applies when a workload has its own (rt-app's
+/// global.duration, schbench -r, ...): sim.duration (--duration) wins.
+pub fn run_time_note(out: &RunOutput) -> Option<String> {
+    let duration = out.scenario.duration;
+    let (own, kind) = (out.workloads.iter())
+        .filter_map(|(w, _)| w.run_for().map(|t| (t, w.name())))
+        .max()?;
+    let s = |ns: u64| format!("{}s", ns as f64 / 1e9);
+    Some(match duration {
+        Some(d) => format!(
+            "running for {} (--duration / sim.duration), not the {kind} workload's own {}",
+            s(d),
+            s(own)
+        ),
+        None => format!(
+            "running for {}, the {kind} workload's own run time (--duration overrides it)",
+            s(own)
+        ),
+    })
+}
+
 /// The tasks, CPUs and the end each need an event source; refuse more
 /// than the event queue has.
 fn check_sources(src: &Source, k: &Kernel) -> Result<(), InputError> {

@@ -78,3 +78,29 @@ fn rt_time_shrinks_the_capacity_left_to_the_fair_class() {
         "irq time accounting is off by default"
     );
 }
+
+#[test]
+fn a_task_started_at_time_zero_is_attached_once_and_ages() {
+    // A task that starts at simulated time 0 and runs for 32 ms (one PELT
+    // half-life) from post_init's 512: util ≈ 1024 - 512/2 = 768. Attached
+    // twice (0 was both the PELT clock and "not attached"), it stayed at
+    // 512 until its first wakeup and its CPU's util went above capacity,
+    // which --check now refuses.
+    let v = json_of(
+        &[
+            "run",
+            "--machine",
+            "vm-2",
+            "--workload",
+            "periodic:tasks=1,run=1s,sleep=1ms",
+            "--duration",
+            "32ms",
+            "--check",
+        ],
+        "pelt-t0.json",
+    );
+    let util = v["tasks"][0]["util_avg"].as_u64().unwrap();
+    assert!((730..800).contains(&util), "task util_avg {util}");
+    let cpu_util = (0..2).map(|i| cpu(&v, i, "util_avg")).max().unwrap();
+    assert!(cpu_util <= 1024, "cpu util_avg {cpu_util}");
+}

@@ -3,6 +3,7 @@
 
 mod common;
 use common::schedlab;
+use schedlab::workload::lenient_json::{Node, J};
 
 fn write(name: &str, text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("schedlab-rtapp-{}", std::process::id()));
@@ -105,9 +106,29 @@ fn unsupported_and_mistyped_input_exit_2_with_file_and_line() {
             "malformed JSON",
         ),
         (
-            "{\"tasks\": {\"t\": {\"run\": 1, \"frobnicate\": 2}}}",
-            ":1: ",
-            "frobnicate",
+            "{\"tasks\": {\"t\": {\"run\": 1,\n \"sync\": {\"ref\": \"c\", \"mutex\": \"m\"}}}}",
+            ":2: ",
+            "`sync` is not supported",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"run\": 1,\n \"mem\": 1000}}}",
+            ":2: ",
+            "`mem` is not supported",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"run\": 1,\n \"iorun\": 1000}}}",
+            ":2: ",
+            "`iorun` is not supported",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"run\": 1,\n \"dl-runtime\": 1000}}}",
+            ":2: `tasks.t.dl-runtime`",
+            "custom slice",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"phases\": {\"a\": {\"run\": 1,\n \"cpus\": [0]}}}}}",
+            ":2: `tasks.t.phases.a.cpus`",
+            "per-phase `cpus` is not supported",
         ),
     ];
     for (i, (text, line, what)) in cases.iter().enumerate() {
@@ -162,4 +183,367 @@ fn fifo_task_preempts_a_fair_one_on_its_cpu() {
     assert!(wait("fair") >= 2.9, "{out}");
     let trace = std::fs::read_to_string(&t).unwrap();
     assert!(trace.contains("prev_comm=fair prev_pid=1000 prev_prio=120 prev_state=R+ ==> next_comm=rt next_pid=1001 next_prio=49"), "no preemption by prio 49");
+}
+
+/// Run `text` as an rt-app file on vm-2 for 10 ms: (exit code, stderr).
+fn run_rtapp(name: &str, text: &str) -> (i32, String) {
+    let f = write(name, text);
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "-q",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &format!("rtapp:{f}"),
+        "--duration",
+        "10ms",
+    ]);
+    (rc, err)
+}
+
+#[test]
+fn inputs_that_panicked_or_hung_are_errors_naming_file_line_and_key() {
+    let deep = "[".repeat(33_126);
+    let cases: [(&str, &str, &str); 7] = [
+        (
+            r#"{"tasks":{"t":{"cpus":[],"run":2000,"sleep":2000}}}"#,
+            ":1: `tasks.t.cpus`",
+            "empty CPU list",
+        ),
+        (
+            r#"{"tasks":{"t":{"cpus":[2],"sleep":2000}}}"#,
+            ":1: `tasks.t.cpus`",
+            "CPU 2 is not on this machine",
+        ),
+        (
+            r#"{"tasks":{"t":{"instance":0,"run":1000}}}"#,
+            ": `tasks`",
+            "every task has instance 0",
+        ),
+        (
+            r#"{"tasks":{"t":{"phases":{}},"helper":{"instance":-0}}}"#,
+            ":1: `tasks.t.loop`",
+            "loop makes no progress",
+        ),
+        (
+            r#"{"tasks":{"t":{"loop":-1,"phases":{}}}}"#,
+            ":1: `tasks.t.loop`",
+            "loop makes no progress",
+        ),
+        (
+            "{\"tasks\":{\"t\":{\n\"loop\":-1,\n\"run\":0}}}",
+            ":2: `tasks.t.loop`",
+            "loop makes no progress",
+        ),
+        (&deep, ":1: malformed JSON", "nested deeper than"),
+    ];
+    for (i, (text, at, what)) in cases.iter().enumerate() {
+        let t0 = std::time::Instant::now();
+        let (rc, err) = run_rtapp(&format!("p{i}.json"), text);
+        assert_eq!(rc, 2, "case {i}: {err}");
+        assert!(
+            err.contains(&format!("p{i}.json{at}")) && err.contains(what),
+            "case {i}: {err}"
+        );
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "case {i} took {:?}",
+            t0.elapsed()
+        );
+    }
+}
+
+#[test]
+fn resume_of_a_name_nobody_suspends_on_is_a_no_op() {
+    // rt-app's resume broadcasts a named condition: nobody waits, nothing
+    // happens, and the task runs on.
+    let (rc, err) = run_rtapp(
+        "resume.json",
+        r#"{"tasks":{"t":{"resume":"nobody","run":2000}}}"#,
+    );
+    assert_eq!(rc, 0, "{err}");
+}
+
+#[test]
+fn each_fork_event_run_starts_a_new_thread() {
+    // As rt-app: `a` runs once at start (instance 1) and again each time
+    // `p` forks it (3 loops); `b` (instance 0) runs only when forked.
+    let f = write(
+        "fork.json",
+        r#"{"tasks": {
+            "a": {"loop": 1, "run": 1000},
+            "b": {"instance": 0, "loop": 1, "run": 2000},
+            "p": {"loop": 1, "phases": {
+                "p0": {"loop": 3, "fork": "a", "sleep": 1000},
+                "p1": {"fork": "b", "run": 100}}}}}"#,
+    );
+    let j = write("fork.out.json", "");
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &format!("rtapp:{f}"),
+        "--json",
+        &j,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains(": 6 threads"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    // Two launched at time zero, four fork events run.
+    assert_eq!(v["totals"]["forks"].as_u64().unwrap(), 2 + 4);
+    for comm in ["a-0", "a-1", "a-2", "a-3"] {
+        let r = runtime_ms(&out, comm);
+        assert!((1.0..1.2).contains(&r), "{comm} {r}");
+    }
+    let r = runtime_ms(&out, "b ");
+    assert!((2.0..2.2).contains(&r), "b {r}");
+    // A fork with no end is refused where it is written.
+    let f = write(
+        "forkbomb.json",
+        "{\"tasks\": {\"a\": {\"instance\": 0, \"run\": 10},\n \"p\": {\"run\": 10,\n \"fork\": \"a\"}}}",
+    );
+    let (rc, _, err) = schedlab(&["run", "--workload", &format!("rtapp:{f}")]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("forkbomb.json:3: `tasks.p.fork`: fork in an endless loop"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_keys_are_ignored_with_a_warning() {
+    let f = write(
+        "unknown.json",
+        "{\"tasks\": {\"t\": {\"loop\": 1, \"run\": 1,\n \"frobnicate\": 2}},\n \"global\": {\"frag\": 1}}",
+    );
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &format!("rtapp:{f}"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("unknown.json:2: `tasks.t.frobnicate`: unknown key, ignored"),
+        "{err}"
+    );
+    assert!(
+        err.contains("unknown.json:3: `global.frag`: unknown global key, ignored"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_sleep_before_a_timer_or_suspend_does_not_skip_it() {
+    // rt-app's template: run 10 ms, sleep 0, then a 100 ms timer: 10 % of
+    // a CPU (the sleep's wakeup used to make the timer a no-op: 99 %).
+    let timer = r#"{"tasks": {"t": {"loop": -1, "run": 10000, "sleep": 0,
+        "timer": {"ref": "unique", "period": 100000}}}, "global": {"duration": 2}}"#;
+    let f = write("template.json", timer);
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &format!("rtapp:{f}"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let r = runtime_ms(&out, "t ");
+    assert!((195.0..210.0).contains(&r), "{r} ms in 2 s");
+    // A suspend nobody resumes stops the task after its first run.
+    let f = write(
+        "suspend.json",
+        &timer.replace(
+            r#""timer": {"ref": "unique", "period": 100000}"#,
+            r#""suspend": "t""#,
+        ),
+    );
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &format!("rtapp:{f}"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let r = runtime_ms(&out, "t ");
+    assert!((10.0..10.5).contains(&r), "{r} ms");
+}
+
+#[test]
+fn the_run_says_whether_duration_or_global_duration_applies() {
+    let f = write(
+        "dur.json",
+        r#"{"tasks": {"t": {"run": 1000, "sleep": 9000}}, "global": {"duration": 1}}"#,
+    );
+    let w = format!("rtapp:{f}");
+    let (rc, _, err) = schedlab(&["run", "--machine", "vm-2", "--workload", &w]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("running for 1s, the rtapp workload's own run time"),
+        "{err}"
+    );
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &w,
+        "--duration",
+        "50ms",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains(
+            "running for 0.05s (--duration / sim.duration), not the rtapp workload's own 1s"
+        ),
+        "{err}"
+    );
+    let (_, _, err) = schedlab(&[
+        "run",
+        "-q",
+        "--machine",
+        "vm-2",
+        "--workload",
+        &w,
+        "--duration",
+        "50ms",
+    ]);
+    assert!(!err.contains("running for"), "{err}");
+}
+
+/// rt-app's timeline for a task made of run/runtime/sleep/timer events,
+/// with nothing else on its CPU: the busy time (ns) within `end` ns. Timers
+/// follow rt-app's run_event: the first expiry is t_first + period, a
+/// passed expiry is not waited for, and a relative timer then restarts
+/// from now. Independent of the simulator (only the JSON reader is shared).
+fn reference_busy(task: &Node, end: u64) -> u64 {
+    let obj = |n: &Node| match &n.v {
+        J::Obj(items) => items.clone(),
+        _ => Vec::new(),
+    };
+    let num = |n: &Node| match n.v {
+        J::Num(v) => v as u64 * 1000,
+        _ => 0,
+    };
+    let items = obj(task);
+    let get = |k: &str| {
+        items
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    let phases: Vec<Node> = match get("phases") {
+        Some(p) => obj(&p).into_iter().map(|(_, v)| v).collect(),
+        None => vec![task.clone()],
+    };
+    let mut timers: std::collections::BTreeMap<String, u64> = Default::default();
+    let (mut now, mut busy) = (0u64, 0u64);
+    while now < end {
+        for ph in &phases {
+            let ev = obj(ph);
+            // A phase's loop; a phase-less task's `loop` is the task's own.
+            let loops = match get("phases") {
+                Some(_) => ev
+                    .iter()
+                    .find(|(k, _)| k == "loop")
+                    .map_or(1, |(_, v)| num(v) / 1000),
+                None => 1,
+            };
+            for _ in 0..loops {
+                for (k, v) in &ev {
+                    if k.starts_with("run") {
+                        let d = num(v).min(end.saturating_sub(now));
+                        busy += d;
+                        now += num(v);
+                    } else if k.starts_with("sleep") {
+                        now += num(v);
+                    } else if k.starts_with("timer") {
+                        let t = obj(v);
+                        let f =
+                            |key: &str| t.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+                        let name = match f("ref").map(|n| n.v) {
+                            Some(J::Str(s)) => s,
+                            _ => String::new(),
+                        };
+                        let relative =
+                            !matches!(f("mode").map(|n| n.v), Some(J::Str(s)) if s == "absolute");
+                        let next = timers.entry(name).or_insert(0);
+                        *next += num(&f("period").unwrap());
+                        if now < *next {
+                            now = *next;
+                        } else if relative {
+                            *next = now;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    busy
+}
+
+#[test]
+fn own_example_files_put_the_load_rt_app_would() {
+    use schedlab::workload::lenient_json::parse;
+    for name in ["timer-after-sleep", "phases"] {
+        let path = format!("tests/data/rtapp/{name}.json");
+        let root = parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let J::Obj(top) = &root.v else { panic!() };
+        let tasks = top.iter().find(|(k, _)| k == "tasks").unwrap();
+        let J::Obj(tasks) = &tasks.1.v else { panic!() };
+        let j = write(&format!("{name}.out.json"), "");
+        let (rc, _, err) = schedlab(&[
+            "run",
+            "-q",
+            "--machine",
+            "vm-2",
+            "--workload",
+            &format!("rtapp:{path}"),
+            "--json",
+            &j,
+        ]);
+        assert_eq!(rc, 0, "{err}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+        let end = v["sim"]["simulated_ns"].as_u64().unwrap();
+        for t in v["tasks"].as_array().unwrap() {
+            let comm = t["comm"].as_str().unwrap();
+            let def = &tasks
+                .iter()
+                .find(|(k, _)| comm.starts_with(k.as_str()))
+                .unwrap()
+                .1;
+            let want = reference_busy(def, end) as f64;
+            let got = t["sum_exec_ns"].as_u64().unwrap() as f64;
+            assert!(
+                (got / want - 1.0).abs() < 0.02,
+                "{name} {comm}: {got} ns busy, rt-app {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn suspend_and_resume_pass_the_load_along() {
+    // tests/data/rtapp/sync.json: every 20 ms the waker runs 3 ms (15 %)
+    // and resumes the worker, which runs 5 ms (25 %): 300 and 500 ms in 2 s.
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "--check",
+        "--machine",
+        "vm-2",
+        "--workload",
+        "rtapp:tests/data/rtapp/sync.json",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    for (comm, want) in [("waker", 300.0), ("worker", 500.0)] {
+        let got = runtime_ms(&out, comm);
+        assert!(
+            (got / want - 1.0).abs() < 0.02,
+            "{comm}: {got} ms, want {want}"
+        );
+    }
 }

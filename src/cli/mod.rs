@@ -238,6 +238,9 @@ fn run_and_report(src: &Source, sc: &Scenario, allow_unfinished: bool) -> i32 {
             };
         }
     };
+    if let Some(note) = crate::run::run_time_note(&result).filter(|_| !sc.output.quiet) {
+        eprintln!("schedlab: {note}");
+    }
     let json_text =
         || serde_json::to_string_pretty(&to_json(&result.view())).unwrap_or_default() + "\n";
     let written = write_out(json, json_text)

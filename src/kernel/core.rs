@@ -870,6 +870,7 @@ impl Kernel {
         self.trace_migrate(p, src, dst);
         let t = &mut self.tasks[p];
         t.se.avg.last_update_time = 0;
+        t.se.avg.attached = false;
         t.cpu = dst;
         t.stats.nr_migrations += 1;
         self.stats.cpu_migrations += 1;
@@ -963,6 +964,7 @@ impl Kernel {
         let (util, load) = (cfs.avg.util_avg, cfs.avg.load_avg);
         pelt::post_init_entity_util_avg(&mut self.tasks[p].se.avg, cap, util, load, w);
         self.tasks[p].se.avg.last_update_time = 0;
+        self.tasks[p].se.avg.attached = false;
         self.activate_task(cpu, p, ENQUEUE_INITIAL);
         self.trace_wakeup_new(p, cpu, parent_cpu);
         self.stats.forks += 1;

@@ -368,7 +368,7 @@ impl CfsRq {
         let running = self.curr == Some(id);
         let se = ents.se_mut(id);
         let w = scale_load_down(se.load.weight);
-        if se.avg.last_update_time != 0 && flags & SKIP_AGE_LOAD == 0 {
+        if se.avg.attached && flags & SKIP_AGE_LOAD == 0 {
             // se_runnable: a group entity counts its runnable tasks.
             let runnable = if se.sched_delayed {
                 0
@@ -383,7 +383,7 @@ impl CfsRq {
         if let Some(g) = g {
             decayed |= self.propagate_entity_load_avg(&mut se.avg, w, g);
         }
-        if se.avg.last_update_time == 0 && flags & DO_ATTACH != 0 {
+        if !se.avg.attached && flags & DO_ATTACH != 0 {
             pelt::attach_entity(&mut self.avg, &mut se.avg, w);
             self.add_tg_cfs_propagate(se.avg.load_sum as i64);
             self.update_tg_load_avg(env);
@@ -504,6 +504,7 @@ impl CfsRq {
         pelt::update_blocked_se(last, se, weight);
         pelt::add_removed(&mut self.removed, se);
         se.last_update_time = 0;
+        se.attached = false;
     }
 
     /// update_cfs_group: a group entity's weight follows its share of the

@@ -369,7 +369,7 @@ impl Kernel {
             }
             let w = prio::scale_load_down(t.se.load.weight);
             let running = self.rqs[t.cpu].curr == Some(pid);
-            if t.se.avg.last_update_time != 0 {
+            if t.se.avg.attached {
                 let on_rq = t.se.on_rq;
                 pelt::update_se(
                     self.now,
@@ -389,7 +389,15 @@ impl Kernel {
         let n = groups.count();
         for rq in &mut self.rqs {
             rq.gcfs = (0..n).map(fair::CfsRq::new).collect();
-            rq.gse = (0..n).map(|_| task::Entity::new(0)).collect();
+            // online_fair_sched_group: each group entity is attached, empty,
+            // when its group is created, before any task runs.
+            rq.gse = (0..n)
+                .map(|_| {
+                    let mut e = task::Entity::new(0);
+                    e.avg.attached = true;
+                    e
+                })
+                .collect();
         }
         self.bandwidth = vec![Default::default(); n];
         self.groups = groups;

@@ -50,6 +50,12 @@ pub struct SchedAvg {
     pub util_avg: u64,
     /// task: ewma | UTIL_AVG_UNCHANGED flag; cfs_rq: sum of enqueued task estimates
     pub util_est: u32,
+    /// An entity's sums are part of its cfs_rq's. The kernel reads
+    /// last_update_time == 0 as "not attached" (new or migrated), which is
+    /// unambiguous on a clock that has run since boot; simulated time
+    /// starts at 0, where a task attached in the first PELT period would
+    /// still read as detached and be attached again on its next enqueue.
+    pub attached: bool,
 }
 
 /// Removed load accumulated by remove_entity_load_avg (cfs_rq->removed)
@@ -292,6 +298,7 @@ pub fn update_cfs_rq_load_avg(
 pub fn attach_entity(cfs: &mut SchedAvg, se: &mut SchedAvg, se_weight: u64) {
     let divider = pelt_divider(cfs);
     se.last_update_time = cfs.last_update_time;
+    se.attached = true;
     se.period_contrib = cfs.period_contrib;
     se.util_sum = se.util_avg.wrapping_mul(divider) as u32 as u64;
     se.runnable_sum = se.runnable_avg.wrapping_mul(divider);

@@ -112,6 +112,11 @@ pub enum Op {
     Fork {
         child: Pid,
     },
+    /// fork(2) the next child of a fork pool (an rt-app fork event, which
+    /// creates a new thread each time it runs); nothing once it is empty.
+    ForkNext {
+        pool: usize,
+    },
     /// wait(2) for one child to exit and reap it.
     WaitChild,
     /// A user-space loop around FUTEX_WAIT: sleep while the word is `val`.

@@ -119,12 +119,22 @@ pub struct Shm {
     pub stamps: Vec<[u64; 3]>,
     /// cyclictest's measuring threads.
     pub cyclic: Vec<CyclicThread>,
+    /// rt-app fork events: the pre-built children each still has to
+    /// start, the next one last.
+    pub fork_pools: Vec<Vec<Pid>>,
 }
 
 impl Shm {
     pub fn new_hist(&mut self) -> usize {
         self.hists.push(PlatHist::default());
         self.hists.len() - 1
+    }
+
+    /// A pool of children for a fork event, in the order it starts them.
+    pub fn new_fork_pool(&mut self, mut children: Vec<Pid>) -> usize {
+        children.reverse();
+        self.fork_pools.push(children);
+        self.fork_pools.len() - 1
     }
 
     /// A new list whose tasks wait on their `futex_of` words.

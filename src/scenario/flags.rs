@@ -24,7 +24,9 @@ pub struct ScenarioArgs {
     /// Random seed [sim.seed] [default: 1]
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Stop after this much simulated time, with a unit (ns, us, ms, s), e.g. 3s [sim.duration]
+    /// Stop after this much simulated time, with a unit (ns, us, ms, s), e.g. 3s; wins over a
+    /// workload's own run time (rt-app's global.duration, schbench -r), and the run says which
+    /// applies [sim.duration]
     /// [default: when every workload has finished]
     #[arg(long)]
     pub duration: Option<String>,

@@ -35,7 +35,13 @@ struct P<'a> {
     s: &'a [u8],
     i: usize,
     line: usize,
+    /// Lists and objects open around the current value.
+    depth: usize,
 }
+
+/// The deepest nesting accepted: rt-app files nest about five levels; the
+/// limit keeps the recursive reader's stack bounded.
+pub const MAX_DEPTH: usize = 64;
 
 /// Parse `text`; errors are `line: message`.
 pub fn parse(text: &str) -> Result<Node, (usize, String)> {
@@ -43,6 +49,7 @@ pub fn parse(text: &str) -> Result<Node, (usize, String)> {
         s: text.as_bytes(),
         i: 0,
         line: 1,
+        depth: 0,
     };
     let v = p.value()?;
     p.ws()?;
@@ -100,6 +107,12 @@ impl P<'_> {
     fn value(&mut self) -> Result<Node, (usize, String)> {
         self.ws()?;
         let line = self.line;
+        if matches!(self.peek(), Some(b'{' | b'[')) {
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return Err((line, format!("nested deeper than {MAX_DEPTH} levels")));
+            }
+        }
         let v = match self.peek() {
             None => return Err((line, "unexpected end of file".into())),
             Some(b'{') => self.object()?,
@@ -107,6 +120,9 @@ impl P<'_> {
             Some(b'"') => J::Str(self.string()?),
             Some(_) => self.word()?,
         };
+        if matches!(v, J::Obj(_) | J::Arr(_)) {
+            self.depth -= 1;
+        }
         Ok(Node { v, line })
     }
 
@@ -220,5 +236,14 @@ mod tests {
         assert_eq!(items[1].1.line, 3);
         assert_eq!(parse("{\"a\": }").unwrap_err().0, 1);
         assert_eq!(parse("{\n\"a\": 1\n\"b\": 2}").unwrap_err().0, 3);
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(parse(&ok).is_ok());
+        let deep = "[".repeat(33_126);
+        let e = parse(&deep).unwrap_err();
+        assert!(e.1.contains("nested deeper"), "{e:?}");
     }
 }

@@ -114,6 +114,7 @@ impl Workload {
             Workload::Pipe(w) => w.check_machine(ncpus),
             Workload::IrqComplete(w) => w.check_machine(ncpus),
             Workload::StressNg(w) => w.check_machine(ncpus),
+            Workload::RtApp(w) => w.check_machine(ncpus),
             _ => Ok(()),
         }
     }

@@ -18,6 +18,9 @@ pub use crate::kernel::program::{Action, Blocked, Dist, KthreadOp, Mark, Op, Pro
 /// hundred trylock + pause rounds (an estimate; pause is ~40–140 cycles).
 const SPIN_CHUNK_NS: u64 = 1000;
 
+/// `ProgState::phase` of a Sleep op whose timer has been armed.
+const SLEPT: u8 = 3;
+
 /// schbench -R skips a worker with more requests than this queued.
 const RPS_MAX_PENDING: usize = 128;
 
@@ -123,7 +126,7 @@ impl Kernel {
             Op::SockSend { bytes, .. } | Op::SockRecv { bytes, .. } => {
                 Some(copy(bytes, c.socket_copy_ps_per_byte) + c.socket_skb_ns / 2)
             }
-            Op::Fork { .. } => Some(c.fork_ns),
+            Op::Fork { .. } | Op::ForkNext { .. } => Some(c.fork_ns),
             Op::Exit => Some(c.exit_ns),
         }
     }
@@ -196,9 +199,16 @@ impl Kernel {
                 self.tasks[p].prog.advance();
                 None
             }
+            // The op ends after the wakeup, so that the wakeup does not
+            // count as one inside the next op (a timer or condition wait
+            // would return at once).
+            Op::Sleep(_) if self.tasks[p].prog.phase == SLEPT => {
+                self.tasks[p].prog.advance();
+                None
+            }
             Op::Sleep(d) => {
                 let ns = d.sample(&mut self.tasks[p].rng);
-                self.tasks[p].prog.advance();
+                self.tasks[p].prog.phase = SLEPT;
                 self.hrtimer_sleep(p, cpu, ns);
                 Some(Action::Block)
             }
@@ -226,9 +236,14 @@ impl Kernel {
             }
             Op::Fork { child } => {
                 self.tasks[p].prog.advance();
-                self.tasks[child].parent = Some(p);
-                self.trace_fork(p, child, cpu);
-                self.wake_up_new_task(child, cpu);
+                self.fork_child(p, child, cpu);
+                None
+            }
+            Op::ForkNext { pool } => {
+                self.tasks[p].prog.advance();
+                if let Some(child) = self.shm.fork_pools[pool].pop() {
+                    self.fork_child(p, child, cpu);
+                }
                 None
             }
             Op::WaitChild => {
@@ -389,6 +404,13 @@ impl Kernel {
             }
             _ => self.exec_completion_op(p, cpu, op),
         }
+    }
+
+    /// fork(2): `child` (pre-built) starts as `p`'s child.
+    fn fork_child(&mut self, p: Pid, child: Pid, cpu: usize) {
+        self.tasks[child].parent = Some(p);
+        self.trace_fork(p, child, cpu);
+        self.wake_up_new_task(child, cpu);
     }
 
     /// The kthread ops.

@@ -1,8 +1,10 @@
 //! rt-app JSON workloads (`--workload rtapp:FILE`): tasks with instances,
 //! loops and phases of events, compiled to task programs. `run` is work in
 //! µs at full capacity (rt-app's calibrated loop, which scales with the
-//! CPU); `runtime` is modelled the same way. Events and keys the model
-//! lacks are errors naming the file and line, never skipped.
+//! CPU); `runtime` is modelled the same way. Features the model lacks
+//! (sync, mem, iorun, SCHED_DEADLINE, uclamp, taskgroup, per-phase
+//! properties) are errors naming the file, line and feature; keys rt-app
+//! itself ignores are ignored with a warning. docs/rtapp.md has the table.
 
 use super::lenient_json::{self, Node, J};
 use super::params::Params;
@@ -37,14 +39,21 @@ enum Ev {
     Barrier(String),
     Yield,
     Fork(String),
-    Suspend,
+    /// Wait on the named condition (rt-app fills an empty name with the
+    /// task's own), until a `resume` of that name.
+    Suspend(String),
+    /// Broadcast the named condition; a name nobody suspends on is a no-op.
     Resume(String),
 }
 
 #[derive(Clone, Debug)]
 struct Phase {
+    name: String,
+    /// The line of its `loop` key, or of the phase.
+    line: usize,
     loops: i64,
-    events: Vec<Ev>,
+    /// Each event with the line of its key.
+    events: Vec<(Ev, usize)>,
 }
 
 #[derive(Clone, Debug)]
@@ -52,18 +61,27 @@ struct TaskDef {
     name: String,
     instances: u64,
     loops: i64,
+    /// The line of the task's `loop` key, or of the task.
+    loop_line: usize,
     phases: Vec<Phase>,
     nice: i32,
     policy: Policy,
     rt_prio: u32,
-    cpus: Option<Vec<usize>>,
+    /// The affinity and the line of its key.
+    cpus: Option<(Vec<usize>, usize)>,
     delay: u64,
 }
+
+/// More iterations than this of a loop that takes no time are a hang.
+const MAX_IDLE_ITERATIONS: u128 = 1_000_000;
+const NO_PROGRESS: &str = "loop makes no progress (its events take no time)";
 
 #[derive(Clone, Debug)]
 pub struct RtApp {
     file: String,
     tasks: Vec<TaskDef>,
+    /// Threads per task: its instances, then the ones its forks create.
+    threads: Vec<u64>,
     /// global.duration
     pub duration: Option<u64>,
 }
@@ -75,9 +93,7 @@ const EVENTS: &[&str] = &[
 ];
 
 /// rt-app events the model does not have.
-const UNSUPPORTED: &[&str] = &[
-    "sem_post", "sem_wait", "memrun", "iorun", "sync", "mem", "iorun", "pi_",
-];
+const UNSUPPORTED: &[&str] = &["sem_post", "sem_wait", "iorun", "sync", "mem", "pi_"];
 
 /// Global keys about rt-app's own logging and setup, which do not change
 /// the schedule.
@@ -98,6 +114,8 @@ const GLOBAL_IGNORED: &[&str] = &[
 struct Ctx<'a> {
     file: &'a str,
     default_policy: String,
+    /// Keys ignored, printed on stderr once the file is read.
+    warnings: std::cell::RefCell<Vec<String>>,
 }
 
 const POLICIES: &str = "SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR";
@@ -190,7 +208,7 @@ impl Ctx<'_> {
             "barrier" => Ev::Barrier(name(self)?),
             "yield" => Ev::Yield,
             "fork" => Ev::Fork(name(self)?),
-            "suspend" => Ev::Suspend,
+            "suspend" => Ev::Suspend(name(self)?),
             "resume" => Ev::Resume(name(self)?),
             _ => unreachable!("EVENTS lists only these"),
         }))
@@ -198,19 +216,51 @@ impl Ctx<'_> {
 
     /// A phase's (or a phase-less task's) events; `extra` keys are allowed
     /// and handled by the caller.
-    fn events(&self, n: &Node, path: &str, extra: &[&str]) -> Result<Vec<Ev>, String> {
+    fn events(&self, n: &Node, path: &str, extra: &[&str]) -> Result<Vec<(Ev, usize)>, String> {
         let mut out = Vec::new();
         for (k, v) in self.obj(n, path)? {
             if extra.contains(&k.as_str()) {
                 continue;
             }
             let p = format!("{path}.{k}");
+            if self.property(k, v, &p, path.contains(".phases."))? {
+                continue;
+            }
             match self.event(k, v, &p)? {
-                Some(e) => out.push(e),
-                None => return Err(self.err(v, &p, format!("unknown or unsupported key `{k}`"))),
+                Some(e) => out.push((e, v.line)),
+                None => self.warn(v, &p, "unknown key, ignored (as rt-app does)"),
             }
         }
         Ok(out)
+    }
+
+    /// A task or phase property the model lacks: an error naming the
+    /// feature, a warning if it does not change the schedule, or false if
+    /// `k` is no property at all. Properties it has are read by `task`.
+    fn property(&self, k: &str, v: &Node, p: &str, in_phase: bool) -> Result<bool, String> {
+        let unsupported = |what: &str| Err(self.err(v, p, format!("{what} is not supported")));
+        match k {
+            "dl-runtime" | "dl-period" | "dl-deadline" => {
+                unsupported("SCHED_DEADLINE (and a custom slice, dl-runtime on SCHED_OTHER)")
+            }
+            "util_min" | "util_max" => unsupported("utilization clamping (uclamp)"),
+            "taskgroup" if matches!(&v.v, J::Str(s) if s.is_empty()) => Ok(true),
+            "taskgroup" => {
+                unsupported("`taskgroup` (put the workload in a cgroup: rtapp:FILE,cgroup=/PATH)")
+            }
+            "cpus" | "policy" | "priority" if in_phase => {
+                unsupported(&format!("a per-phase `{k}`"))
+            }
+            "membind_nodes" => {
+                self.warn(v, p, "NUMA memory binding is not modelled, ignored");
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn warn(&self, n: &Node, path: &str, msg: &str) {
+        self.warnings.borrow_mut().push(self.err(n, path, msg));
     }
 
     fn task(&self, name: &str, n: &Node) -> Result<TaskDef, String> {
@@ -222,6 +272,7 @@ impl Ctx<'_> {
             name: name.to_string(),
             instances: 1,
             loops: -1,
+            loop_line: n.line,
             phases: Vec::new(),
             nice: 0,
             policy: Policy::Normal,
@@ -236,31 +287,32 @@ impl Ctx<'_> {
             let p = format!("{path}.{k}");
             match k.as_str() {
                 "instance" => t.instances = self.int(v, &p, 0, MAX_TASKS as i64)? as u64,
-                "loop" => t.loops = self.int(v, &p, -1, i64::MAX)?,
+                "loop" => {
+                    t.loops = self.int(v, &p, -1, i64::MAX)?;
+                    t.loop_line = v.line;
+                }
                 "policy" => policy = self.str(v, &p)?.to_string(),
                 "priority" => priority = Some((v, p.clone())),
                 "delay" => t.delay = self.usec(v, &p)?,
-                "cpus" => {
-                    let list = match &v.v {
-                        J::Arr(items) => items
-                            .iter()
-                            .map(|c| self.int(c, &p, 0, 4095))
-                            .collect::<Result<Vec<_>, _>>()?,
-                        _ => vec![self.int(v, &p, 0, 4095)?],
-                    };
-                    t.cpus = Some(list.into_iter().map(|c| c as usize).collect());
-                }
+                "cpus" => t.cpus = Some((self.cpus(v, &p)?, v.line)),
                 "phases" => {
                     has_phases = true;
                     for (pk, pv) in self.obj(v, &p)? {
                         let pp = format!("{p}.{pk}");
-                        let loops = match self.obj(pv, &pp)?.iter().rev().find(|(k, _)| k == "loop")
-                        {
-                            Some((_, l)) => self.int(l, &format!("{pp}.loop"), 1, i64::MAX)?,
-                            None => 1,
-                        };
+                        let (loops, line) =
+                            match self.obj(pv, &pp)?.iter().rev().find(|(k, _)| k == "loop") {
+                                Some((_, l)) => {
+                                    (self.int(l, &format!("{pp}.loop"), 1, i64::MAX)?, l.line)
+                                }
+                                None => (1, pv.line),
+                            };
                         let events = self.events(pv, &pp, &["loop"])?;
-                        t.phases.push(Phase { loops, events });
+                        t.phases.push(Phase {
+                            name: pk.clone(),
+                            line,
+                            loops,
+                            events,
+                        });
                     }
                 }
                 _ => {}
@@ -282,24 +334,93 @@ impl Ctx<'_> {
         }
         if !has_phases {
             t.phases.push(Phase {
+                name: "0".into(),
+                line: n.line,
                 loops: 1,
                 events: self.events(n, &path, TASK_KEYS)?,
             });
-        } else if let Some((k, v)) = self
-            .obj(n, &path)?
-            .iter()
-            .find(|(k, _)| !TASK_KEYS.contains(&k.as_str()))
-        {
-            return Err(self.err(
-                v,
-                &format!("{path}.{k}"),
-                "events next to `phases` are not supported",
+        } else if let Some(&(_, line)) = self.events(n, &path, TASK_KEYS)?.first() {
+            return Err(format!(
+                "{}:{line}: `{path}`: events next to `phases` are not supported",
+                self.file
             ));
         }
         if t.loops == 0 {
             t.loops = 1;
         }
+        // Suspend on "" waits on the task's own name (workgen fills it in).
+        for (e, _) in t.phases.iter_mut().flat_map(|p| &mut p.events) {
+            if let Ev::Suspend(s) = e {
+                if s.is_empty() {
+                    s.clone_from(&t.name);
+                }
+            }
+        }
+        self.check_progress(&t)?;
         Ok(t)
+    }
+
+    /// An affinity: a CPU number or a non-empty list of them (checked
+    /// against the machine by `RtApp::check_machine`).
+    fn cpus(&self, v: &Node, p: &str) -> Result<Vec<usize>, String> {
+        let list = match &v.v {
+            J::Arr(items) => items
+                .iter()
+                .map(|c| self.int(c, p, 0, 4095).map(|c| c as usize))
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => vec![self.int(v, p, 0, 4095)? as usize],
+        };
+        if list.is_empty() {
+            return Err(self.err(v, p, "an empty CPU list allows no CPU"));
+        }
+        Ok(list)
+    }
+
+    /// A loop whose events take no time would spin the simulator at one
+    /// instant: refuse one that repeats endlessly or more than
+    /// MAX_IDLE_ITERATIONS times (rt-app itself would busy-loop).
+    fn check_progress(&self, t: &TaskDef) -> Result<(), String> {
+        let path = format!("tasks.{}", t.name);
+        let idle = |p: &Phase| !p.events.iter().any(|(e, _)| takes_time(e));
+        let mut idle_iters: u128 = 0;
+        for ph in &t.phases {
+            if !idle(ph) {
+                continue;
+            }
+            if ph.loops as u128 > MAX_IDLE_ITERATIONS {
+                return Err(format!(
+                    "{}:{}: `{path}.phases.{}.loop`: {NO_PROGRESS}",
+                    self.file, ph.line, ph.name
+                ));
+            }
+            idle_iters += ph.loops as u128;
+        }
+        if t.phases.iter().all(idle)
+            && (t.loops < 0 || idle_iters.max(1) * t.loops as u128 > MAX_IDLE_ITERATIONS)
+        {
+            return Err(format!(
+                "{}:{}: `{path}.loop`: {NO_PROGRESS}",
+                self.file, t.loop_line
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether an event always lets simulated time pass: work, a sleep, a
+/// timer, or a wait for another task.
+fn takes_time(e: &Ev) -> bool {
+    match e {
+        Ev::Run(ns) | Ev::Sleep(ns) => *ns > 0,
+        Ev::Timer { period, .. } => *period > 0,
+        Ev::Wait { .. } | Ev::Barrier(_) | Ev::Suspend(_) => true,
+        Ev::Lock(_)
+        | Ev::Unlock(_)
+        | Ev::Signal(_)
+        | Ev::Broad(_)
+        | Ev::Yield
+        | Ev::Fork(_)
+        | Ev::Resume(_) => false,
     }
 }
 
@@ -321,6 +442,7 @@ impl RtApp {
         let mut c = Ctx {
             file,
             default_policy: "SCHED_OTHER".into(),
+            warnings: Default::default(),
         };
         // global.default_policy applies to every task: read it first.
         if let J::Obj(items) = &root.v {
@@ -334,6 +456,7 @@ impl RtApp {
         let mut app = RtApp {
             file: file.to_string(),
             tasks: Vec::new(),
+            threads: Vec::new(),
             duration: None,
         };
         for (k, v) in c.obj(&root, "")? {
@@ -345,13 +468,16 @@ impl RtApp {
                 }
                 "global" => app.global(&c, v)?,
                 "resources" => {}
-                _ => return Err(c.err(v, k, "unknown top-level key (tasks, global, resources)")),
+                _ => c.warn(v, k, "unknown top-level key, ignored (as rt-app does)"),
             }
         }
         if app.tasks.is_empty() {
             return Err(c.err(&root, "tasks", "no tasks"));
         }
-        app.check_forks(&c, &root)?;
+        app.threads = app.thread_counts(&c)?;
+        for w in c.warnings.take() {
+            eprintln!("schedlab: warning: {w}");
+        }
         Ok(app)
     }
 
@@ -374,98 +500,121 @@ impl RtApp {
                     }
                 }
                 k if GLOBAL_IGNORED.contains(&k) => {}
-                _ => return Err(c.err(v, &p, "unknown or unsupported global key")),
+                _ => c.warn(v, &p, "unknown global key, ignored (as rt-app does)"),
             }
         }
         Ok(())
     }
 
-    /// A forked task is created once per fork event executed: each fork
-    /// runs once per instance of its task, and a task forked N times has N
-    /// instances, each started by one fork.
-    fn check_forks(&self, c: &Ctx, root: &Node) -> Result<(), String> {
-        let mut forks = BTreeMap::<&str, u64>::new();
-        for t in &self.tasks {
-            for e in t.phases.iter().flat_map(|p| &p.events) {
-                if let Ev::Fork(name) = e {
-                    *forks.entry(name).or_default() += t.instances;
-                }
-            }
+    /// How many threads of each task run: its instances, started at time
+    /// zero, plus one per fork event executed (rt-app's fork creates a new
+    /// thread of the named task each time). A fork must run a bounded
+    /// number of times and forks must not form a cycle.
+    fn thread_counts(&self, c: &Ctx) -> Result<Vec<u64>, String> {
+        let mut counts: Vec<Option<u64>> = vec![None; self.tasks.len()];
+        for i in 0..self.tasks.len() {
+            self.count_threads(c, i, &mut counts, &mut Vec::new())?;
         }
-        for (name, n) in forks {
-            if let Some(x) = self.tasks.iter().find(|x| x.name == name) {
-                if x.instances != n {
-                    return Err(c.err(
-                        root,
-                        &format!("tasks.{name}.instance"),
-                        format!(
-                            "is {} but the task is forked {n} times (one instance per fork)",
-                            x.instances
-                        ),
-                    ));
-                }
-            }
+        if self.tasks.iter().all(|t| t.instances == 0) {
+            return Err(format!(
+                "{}: `tasks`: no thread starts: every task has instance 0",
+                self.file
+            ));
         }
-        for t in &self.tasks {
+        Ok(counts.into_iter().map(|n| n.unwrap_or(0)).collect())
+    }
+
+    fn count_threads(
+        &self,
+        c: &Ctx,
+        i: usize,
+        counts: &mut Vec<Option<u64>>,
+        path: &mut Vec<usize>,
+    ) -> Result<u64, String> {
+        if let Some(n) = counts[i] {
+            return Ok(n);
+        }
+        path.push(i);
+        let target = &self.tasks[i].name;
+        let mut n = self.tasks[i].instances as u128;
+        for (f, t) in self.tasks.iter().enumerate() {
             for ph in &t.phases {
-                for e in &ph.events {
-                    if let Ev::Fork(name) = e {
-                        if !self.tasks.iter().any(|x| &x.name == name) {
-                            return Err(c.err(
-                                root,
-                                &format!("tasks.{}", t.name),
-                                format!("fork of unknown task `{name}`"),
-                            ));
-                        }
-                        if t.loops != 1 || ph.loops != 1 {
-                            return Err(c.err(
-                                root,
-                                &format!("tasks.{}", t.name),
-                                "fork inside a loop is not supported (it must run once)",
-                            ));
-                        }
+                for (e, line) in &ph.events {
+                    let Ev::Fork(name) = e else { continue };
+                    let at =
+                        |msg: &str| format!("{}:{line}: `tasks.{}.fork`: {msg}", c.file, t.name);
+                    if !self.tasks.iter().any(|x| &x.name == name) {
+                        return Err(at(&format!("fork of unknown task `{name}`")));
+                    }
+                    if name != target {
+                        continue;
+                    }
+                    if t.loops < 0 {
+                        return Err(at(
+                            "fork in an endless loop (rt-app stops at 1024 forks); give the task a `loop`",
+                        ));
+                    }
+                    if path.contains(&f) {
+                        return Err(at(&format!(
+                            "tasks `{name}` and `{}` fork each other without end",
+                            t.name
+                        )));
+                    }
+                    let forkers = self.count_threads(c, f, counts, path)? as u128;
+                    n += forkers * t.loops as u128 * ph.loops as u128;
+                    if n > MAX_TASKS as u128 {
+                        return Err(at(&format!("forks more than {MAX_TASKS} threads")));
                     }
                 }
             }
         }
-        Ok(())
+        path.pop();
+        counts[i] = Some(n as u64);
+        Ok(n as u64)
     }
 
-    /// Whether every task started at time zero ends by itself.
+    /// Whether every thread ends by itself.
     pub fn is_finite(&self) -> bool {
-        self.tasks.iter().all(|t| t.loops > 0)
-    }
-
-    fn forked(&self, name: &str) -> bool {
         self.tasks
             .iter()
-            .flat_map(|t| &t.phases)
-            .flat_map(|p| &p.events)
-            .any(|e| *e == Ev::Fork(name.to_string()))
+            .zip(&self.threads)
+            .all(|(t, &n)| t.loops > 0 || n == 0)
+    }
+
+    /// Reject an affinity naming a CPU the machine lacks.
+    pub fn check_machine(&self, ncpus: usize) -> Result<(), String> {
+        for t in &self.tasks {
+            let Some((cpus, line)) = &t.cpus else {
+                continue;
+            };
+            if let Some(c) = cpus.iter().find(|&&c| c >= ncpus) {
+                return Err(format!(
+                    "{}:{line}: `tasks.{}.cpus`: CPU {c} is not on this machine (CPUs 0-{})",
+                    self.file,
+                    t.name,
+                    ncpus - 1
+                ));
+            }
+        }
+        Ok(())
     }
 
     pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
         let mut res = Resources::default();
-        // Barrier users: every instance of a task naming the barrier.
-        for t in &self.tasks {
-            for name in t
-                .phases
-                .iter()
-                .flat_map(|p| &p.events)
-                .filter_map(|e| match e {
-                    Ev::Barrier(n) => Some(n),
-                    _ => None,
-                })
-            {
-                let n = t.instances.max(1) as u32;
-                *res.barrier_users.entry(name.clone()).or_default() += n;
+        // Barrier users: every thread of a task naming the barrier.
+        for (t, &n) in self.tasks.iter().zip(&self.threads) {
+            for (e, _) in t.phases.iter().flat_map(|p| &p.events) {
+                if let Ev::Barrier(name) = e {
+                    *res.barrier_users.entry(name.clone()).or_default() += n as u32;
+                }
             }
         }
-        // Every instance first, so resume and fork can name them.
-        let mut instances: BTreeMap<String, Vec<Pid>> = BTreeMap::new();
-        for t in &self.tasks {
-            for i in 0..t.instances {
-                let comm = if t.instances > 1 {
+        // Every thread first, so that resume and fork can name them.
+        let mut threads: Vec<Vec<Pid>> = Vec::new();
+        for (t, &n) in self.tasks.iter().zip(&self.threads) {
+            let mut pids = Vec::new();
+            for i in 0..n {
+                let comm = if n > 1 {
                     format!("{}-{i}", t.name)
                 } else {
                     t.name.clone()
@@ -476,20 +625,28 @@ impl RtApp {
                         comm: &comm,
                         group_of: None,
                         nice: t.nice,
-                        allowed: t.cpus.clone(),
+                        allowed: t.cpus.as_ref().map(|c| c.0.clone()),
                         ops: Rc::from(Vec::new()),
                     },
                 );
                 k.set_scheduler(p, t.policy, t.rt_prio);
-                instances.entry(t.name.clone()).or_default().push(p);
-                res.suspend.insert(p, k.futex_new(0));
+                pids.push(p);
             }
+            threads.push(pids);
         }
-        for t in &self.tasks {
-            for &p in &instances[&t.name] {
-                let ops = self.program(k, t, p, &mut res, &instances);
+        // The threads past a task's instances start when forked, handed
+        // to the fork events in file order.
+        let mut spare: Vec<std::collections::VecDeque<Pid>> = self
+            .tasks
+            .iter()
+            .zip(&threads)
+            .map(|(t, pids)| pids[t.instances as usize..].iter().copied().collect())
+            .collect();
+        for (t, pids) in self.tasks.iter().zip(&threads) {
+            for (i, &p) in pids.iter().enumerate() {
+                let ops = self.program(k, t, p, &mut res, &mut spare);
                 k.tasks[p].prog = crate::workload::program::ProgState::new(Rc::from(ops));
-                if !self.forked(&t.name) {
+                if i < t.instances as usize {
                     b.launch(k, p);
                 }
             }
@@ -502,7 +659,7 @@ impl RtApp {
         t: &TaskDef,
         me: Pid,
         res: &mut Resources,
-        inst: &BTreeMap<String, Vec<Pid>>,
+        spare: &mut [std::collections::VecDeque<Pid>],
     ) -> Vec<Op> {
         let mut ops = Vec::new();
         if t.delay > 0 {
@@ -517,7 +674,7 @@ impl RtApp {
             ops.push(Op::Loop {
                 count: ph.loops as u64,
             });
-            for e in &ph.events {
+            for (e, _) in &ph.events {
                 match e {
                     Ev::Run(ns) => ops.push(Op::Run(Dist::Fixed(*ns))),
                     Ev::Sleep(ns) => ops.push(Op::Sleep(Dist::Fixed(*ns))),
@@ -542,23 +699,23 @@ impl RtApp {
                         }));
                     }
                     Ev::Lock(m) => ops.push(Op::Pthread(PthreadOp::MutexLock {
-                        futex: res.futex(k, m),
+                        futex: res.futex(k, "mutex", m),
                     })),
                     Ev::Unlock(m) => ops.push(Op::Pthread(PthreadOp::MutexUnlock {
-                        futex: res.futex(k, m),
+                        futex: res.futex(k, "mutex", m),
                     })),
                     Ev::Wait { cond, mutex } => {
-                        let (c, m) = (res.futex(k, cond), res.futex(k, mutex));
+                        let (c, m) = (res.futex(k, "cond", cond), res.futex(k, "mutex", mutex));
                         ops.push(Op::Pthread(PthreadOp::MutexUnlock { futex: m }));
                         ops.push(Op::Pthread(PthreadOp::CondWait { futex: c }));
                         ops.push(Op::Pthread(PthreadOp::MutexLock { futex: m }));
                     }
                     Ev::Signal(c) => ops.push(Op::Pthread(PthreadOp::CondWake {
-                        futex: res.futex(k, c),
+                        futex: res.futex(k, "cond", c),
                         all: false,
                     })),
                     Ev::Broad(c) => ops.push(Op::Pthread(PthreadOp::CondWake {
-                        futex: res.futex(k, c),
+                        futex: res.futex(k, "cond", c),
                         all: true,
                     })),
                     Ev::Barrier(n) => {
@@ -574,24 +731,22 @@ impl RtApp {
                     }
                     Ev::Yield => ops.push(Op::Yield),
                     Ev::Fork(name) => {
-                        // The next instance of the forked task not yet taken.
-                        let n = res.forks.entry(name.clone()).or_default();
-                        ops.push(Op::Fork {
-                            child: inst[name][*n],
+                        // This event's children: one per time it runs.
+                        let target = self.tasks.iter().position(|x| &x.name == name);
+                        let pool = &mut spare[target.expect("checked at parse")];
+                        let runs = (t.loops.max(1) * ph.loops) as usize;
+                        let children: Vec<Pid> = pool.drain(..runs.min(pool.len())).collect();
+                        ops.push(Op::ForkNext {
+                            pool: k.shm.new_fork_pool(children),
                         });
-                        *n += 1;
                     }
-                    Ev::Suspend => ops.push(Op::Pthread(PthreadOp::CondWait {
-                        futex: res.suspend[&me],
+                    Ev::Suspend(name) => ops.push(Op::Pthread(PthreadOp::CondWait {
+                        futex: res.futex(k, "suspend", name),
                     })),
-                    Ev::Resume(name) => {
-                        for p in &inst[name] {
-                            ops.push(Op::Pthread(PthreadOp::CondWake {
-                                futex: res.suspend[p],
-                                all: true,
-                            }));
-                        }
-                    }
+                    Ev::Resume(name) => ops.push(Op::Pthread(PthreadOp::CondWake {
+                        futex: res.futex(k, "suspend", name),
+                        all: true,
+                    })),
                 }
             }
             ops.push(Op::EndLoop);
@@ -625,20 +780,18 @@ impl RtApp {
 /// Named rt-app resources, created on first use.
 #[derive(Default)]
 struct Resources {
-    futexes: BTreeMap<String, usize>,
+    /// Futex words by (kind, name): mutexes, conditions, suspend points.
+    futexes: BTreeMap<(&'static str, String), usize>,
     barriers: BTreeMap<String, usize>,
     barrier_users: BTreeMap<String, u32>,
     timers: BTreeMap<String, usize>,
-    suspend: BTreeMap<Pid, usize>,
-    /// Instances of each forked task handed out so far.
-    forks: BTreeMap<String, usize>,
 }
 
 impl Resources {
-    fn futex(&mut self, k: &mut Kernel, name: &str) -> usize {
+    fn futex(&mut self, k: &mut Kernel, kind: &'static str, name: &str) -> usize {
         *self
             .futexes
-            .entry(name.to_string())
+            .entry((kind, name.to_string()))
             .or_insert_with(|| k.futex_new(0))
     }
 }
