@@ -62,13 +62,11 @@ fn scenarios_and_flag_strings_end_in_success_or_an_input_error() {
 }
 
 #[test]
-#[ignore = "until the rt-app and replay fixes of issue 16 part 1 merge (tests/corpus/known)"]
 fn rtapp_files_and_traces_end_in_success_or_an_input_error() {
     fuzz_clean(vec![Format::Rtapp, Format::Trace], 1000);
 }
 
 #[test]
-#[ignore = "until the inputs in tests/corpus/known are fixed (see its README)"]
 fn known_cases_end_cleanly() {
     let _serial = serial();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/known");
