@@ -17,6 +17,25 @@ fn json(path: &str) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// `schedlab replay TRACE --machine vm-2 --fidelity --json NAME` and
+/// `flags`, which must succeed: its stdout and the JSON's `benchmark.replay`.
+fn replay_fidelity(trace: &str, name: &str, flags: &[&str]) -> (String, serde_json::Value) {
+    let j = tmp(name);
+    let mut args = vec![
+        "replay",
+        trace,
+        "--machine",
+        "vm-2",
+        "--fidelity",
+        "--json",
+        &j,
+    ];
+    args.extend_from_slice(flags);
+    let (rc, out, err) = schedlab(&args);
+    assert_eq!(rc, 0, "{trace}: {err}");
+    (out, json(&j)["benchmark"]["replay"].clone())
+}
+
 #[test]
 fn ftrace_export_is_well_formed_and_does_not_perturb_the_run() {
     let t = tmp("p.txt");
@@ -88,20 +107,8 @@ fn exported_trace_replays_to_the_same_work() {
         &t,
     ]);
     assert_eq!(rc, 0, "{err}");
-    let j = tmp("h.json");
-    let (rc, out, err) = schedlab(&[
-        "replay",
-        &t,
-        "--machine",
-        "vm-2",
-        "--fidelity",
-        "--json",
-        &j,
-    ]);
-    assert_eq!(rc, 0, "{err}");
+    let (out, w) = replay_fidelity(&t, "h.json", &[]);
     assert!(out.contains("# replay of"), "{out}");
-    let v = json(&j);
-    let w = &v["benchmark"]["replay"];
     let f = &w["fidelity"];
     assert!(f.is_object(), "{w}");
     assert_eq!(f["tasks"].as_array().unwrap().len(), 41);
@@ -403,23 +410,8 @@ fn a_pid_reused_after_exit_is_a_new_task() {
 ";
     let p = tmp("reuse.txt");
     std::fs::write(&p, t).unwrap();
-    let j = tmp("reuse.json");
-    let (rc, _, err) = schedlab(&[
-        "replay",
-        &p,
-        "--machine",
-        "vm-2",
-        "--check",
-        "--fidelity",
-        "--json",
-        &j,
-    ]);
-    assert_eq!(rc, 0, "{err}");
-    let v = json(&j);
-    let rows = v["benchmark"]["replay"]["fidelity"]["tasks"]
-        .as_array()
-        .unwrap()
-        .clone();
+    let (_, w) = replay_fidelity(&p, "reuse.json", &["--check"]);
+    let rows = w["fidelity"]["tasks"].as_array().unwrap().clone();
     let mut comms: Vec<&str> = rows.iter().map(|r| r["comm"].as_str().unwrap()).collect();
     comms.sort();
     assert_eq!(comms, ["c", "d", "p"], "{rows:?}");
@@ -499,19 +491,7 @@ fn a_task_first_seen_mid_trace_starts_there() {
 ";
     let p = tmp("late.txt");
     std::fs::write(&p, t).unwrap();
-    let j = tmp("late.json");
-    let (rc, _, err) = schedlab(&[
-        "replay",
-        &p,
-        "--machine",
-        "vm-2",
-        "--check",
-        "--fidelity",
-        "--json",
-        &j,
-    ]);
-    assert_eq!(rc, 0, "{err}");
-    let w = &json(&j)["benchmark"]["replay"];
+    let (_, w) = replay_fidelity(&p, "late.json", &["--check"]);
     let span = w["simulated_span_ns"].as_f64().unwrap();
     assert!((span / 101e6 - 1.0).abs() < 0.05, "{w}");
     let b = &w["fidelity"]["tasks"][1];
@@ -536,18 +516,8 @@ fn recorded_migrations_count_visible_cpu_changes() {
     }
     let p = tmp("migr.txt");
     std::fs::write(&p, t).unwrap();
-    let j = tmp("migr.json");
-    let (rc, _, err) = schedlab(&[
-        "replay",
-        &p,
-        "--machine",
-        "vm-2",
-        "--fidelity",
-        "--json",
-        &j,
-    ]);
-    assert_eq!(rc, 0, "{err}");
-    let f = &json(&j)["benchmark"]["replay"]["fidelity"]["total"];
+    let (_, w) = replay_fidelity(&p, "migr.json", &[]);
+    let f = &w["fidelity"]["total"];
     // First seen on CPU 0, then on 1, 0, 1, 0, 1, 0: six changes.
     assert_eq!(f["recorded"]["migrations"], 6, "{f}");
 }
@@ -581,23 +551,11 @@ fn lost_switch_ins_are_reconstructed_and_counted() {
     assert!(dropped > 100, "{dropped}");
     let p = tmp("pp-lost.txt");
     std::fs::write(&p, lost).unwrap();
-    let j = tmp("pp-lost.json");
-    let (rc, out, err) = schedlab(&[
-        "replay",
-        &p,
-        "--machine",
-        "vm-2",
-        "--check",
-        "--fidelity",
-        "--json",
-        &j,
-    ]);
-    assert_eq!(rc, 0, "{err}");
+    let (out, w) = replay_fidelity(&p, "pp-lost.json", &["--check"]);
     assert!(
         out.contains(&format!("{dropped} switch-ins reconstructed")),
         "{out}"
     );
-    let w = &json(&j)["benchmark"]["replay"];
     assert_eq!(w["reconstructed_switch_ins"], dropped as u64, "{w}");
     let e = &w["fidelity"]["total"]["relative_error"];
     assert!(e["switches"].as_f64().unwrap().abs() < 0.05, "{e}");
@@ -620,18 +578,7 @@ fn an_exported_pipe_trace_replays_to_its_own_numbers() {
         "-q",
     ]);
     assert_eq!(rc, 0, "{err}");
-    let j = tmp("pp2.json");
-    let (rc, _, err) = schedlab(&[
-        "replay",
-        &t,
-        "--machine",
-        "vm-2",
-        "--fidelity",
-        "--json",
-        &j,
-    ]);
-    assert_eq!(rc, 0, "{err}");
-    let w = &json(&j)["benchmark"]["replay"];
+    let (_, w) = replay_fidelity(&t, "pp2.json", &[]);
     let e = &w["fidelity"]["total"]["relative_error"];
     for k in ["runtime", "switches", "wait"] {
         assert!(e[k].as_f64().unwrap().abs() < 0.05, "{k}: {e}");
@@ -645,21 +592,7 @@ fn an_exported_pipe_trace_replays_to_its_own_numbers() {
 /// two layouts gives the same replay.
 #[test]
 fn every_input_layout_replays() {
-    let replay = |file: &str, name: &str| {
-        let j = tmp(name);
-        let (rc, _, err) = schedlab(&[
-            "replay",
-            file,
-            "--machine",
-            "vm-2",
-            "--check",
-            "--fidelity",
-            "--json",
-            &j,
-        ]);
-        assert_eq!(rc, 0, "{file}: {err}");
-        json(&j)["benchmark"]["replay"].clone()
-    };
+    let replay = |file: &str, name: &str| replay_fidelity(file, name, &["--check"]).1;
     // trace-cmd report, and -R (raw fields, numeric prev_state, no ==>).
     let tc = replay("tests/data/messaging-g1-l10.trace-cmd.txt", "tc.json");
     let raw = replay("tests/data/messaging-g1-l10.trace-cmd-R.txt", "tcr.json");
@@ -694,22 +627,9 @@ fn every_input_layout_replays() {
 /// it restores the recorded number of switches (without it, -96 %).
 #[test]
 fn handover_edges_restore_the_recorded_switches() {
-    let j = tmp("ho.json");
-    let (rc, out, err) = schedlab(&[
-        "replay",
-        PERF,
-        "--select",
-        "sched-messaging",
-        "--machine",
-        "vm-2",
-        "--fidelity",
-        "--handover",
-        "--json",
-        &j,
-    ]);
-    assert_eq!(rc, 0, "{err}");
+    let flags = ["--select", "sched-messaging", "--handover"];
+    let (out, w) = replay_fidelity(PERF, "ho.json", &flags);
     assert!(out.contains("handovers)"), "{out}");
-    let w = &json(&j)["benchmark"]["replay"];
     assert!(w["handover_edges"].as_u64().unwrap() > 1000, "{w}");
     let e = w["fidelity"]["total"]["relative_error"]["switches"]
         .as_f64()
