@@ -18,23 +18,24 @@ fn runtime_ms(out: &str, comm: &str) -> f64 {
     l.split_whitespace().nth(2).unwrap().parse().unwrap()
 }
 
+/// `schedlab run --machine vm-2 --workload rtapp:FILE --json OUT` and
+/// `flags`, which must succeed: its stdout and its JSON.
+fn run_json(file: &str, out: &str, flags: &[&str]) -> (String, serde_json::Value) {
+    let j = write(out, "");
+    let w = format!("rtapp:{file}");
+    let mut args = vec!["run", "--machine", "vm-2", "--workload", &w, "--json", &j];
+    args.extend_from_slice(flags);
+    let (rc, stdout, err) = schedlab(&args);
+    assert_eq!(rc, 0, "{file}: {err}");
+    let v = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    (stdout, v)
+}
+
 #[test]
 fn example_runs_as_its_events_say() {
-    let j = write("ex.json", "");
-    let (rc, out, err) = schedlab(&[
-        "run",
-        "--machine",
-        "vm-2",
-        "--workload",
-        "rtapp:tests/data/rtapp-example.json",
-        "--check",
-        "--json",
-        &j,
-    ]);
-    assert_eq!(rc, 0, "{err}");
+    let (out, v) = run_json("tests/data/rtapp-example.json", "ex.json", &["--check"]);
     // global.duration = 1 s; a 2 ms run every 10 ms (absolute timer) is
     // 100 activations; the producer runs 50 × 500 µs, the helper 2 × 1 ms.
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
     assert_eq!(v["sim"]["simulated_ns"].as_u64().unwrap(), 1_000_000_000);
     for comm in ["periodic-0", "periodic-1"] {
         let r = runtime_ms(&out, comm);
@@ -63,19 +64,7 @@ fn mutex_serialises_its_holders() {
         r#"{"tasks": {"a": {"instance": 2, "loop": 20, "run": 1000}}}"#,
     );
     let span = |f: &str| {
-        let j = write(&format!("{f}.out.json"), "");
-        let (rc, _, err) = schedlab(&[
-            "run",
-            "--machine",
-            "vm-2",
-            "--workload",
-            &format!("rtapp:{f}"),
-            "--json",
-            &j,
-        ]);
-        assert_eq!(rc, 0, "{err}");
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+        let (_, v) = run_json(f, &format!("{f}.out.json"), &[]);
         v["sim"]["simulated_ns"].as_u64().unwrap() as f64 / 1e6
     };
     let (l, f) = (span(&locked), span(&free));
@@ -277,19 +266,8 @@ fn each_fork_event_run_starts_a_new_thread() {
                 "p0": {"loop": 3, "fork": "a", "sleep": 1000},
                 "p1": {"fork": "b", "run": 100}}}}}"#,
     );
-    let j = write("fork.out.json", "");
-    let (rc, out, err) = schedlab(&[
-        "run",
-        "--machine",
-        "vm-2",
-        "--workload",
-        &format!("rtapp:{f}"),
-        "--json",
-        &j,
-    ]);
-    assert_eq!(rc, 0, "{err}");
+    let (out, v) = run_json(&f, "fork.out.json", &[]);
     assert!(out.contains(": 6 threads"), "{out}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
     // Two launched at time zero, four fork events run.
     assert_eq!(v["totals"]["forks"].as_u64().unwrap(), 2 + 4);
     for comm in ["a-0", "a-1", "a-2", "a-3"] {
@@ -494,20 +472,7 @@ fn own_example_files_put_the_load_rt_app_would() {
         let J::Obj(top) = &root.v else { panic!() };
         let tasks = top.iter().find(|(k, _)| k == "tasks").unwrap();
         let J::Obj(tasks) = &tasks.1.v else { panic!() };
-        let j = write(&format!("{name}.out.json"), "");
-        let (rc, _, err) = schedlab(&[
-            "run",
-            "-q",
-            "--machine",
-            "vm-2",
-            "--workload",
-            &format!("rtapp:{path}"),
-            "--json",
-            &j,
-        ]);
-        assert_eq!(rc, 0, "{err}");
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+        let (_, v) = run_json(&path, &format!("{name}.out.json"), &["-q"]);
         let end = v["sim"]["simulated_ns"].as_u64().unwrap();
         for t in v["tasks"].as_array().unwrap() {
             let comm = t["comm"].as_str().unwrap();
