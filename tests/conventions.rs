@@ -68,7 +68,7 @@ fn runs_scale_json_and_quiet_are_spelled_the_same_everywhere() {
             !out.contains("--seeds") && !out.contains("--ops-scale") && !out.contains("--loops")
         );
     }
-    for r in ["wakelist", "preempt", "completion"] {
+    for r in ["wakelist", "preempt", "completion", "swb"] {
         let (_, out, _) = schedlab(&["repro", r, "--help"]);
         assert!(out.contains("--runs <RUNS>"), "repro {r}");
     }

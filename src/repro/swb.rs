@@ -7,6 +7,7 @@
 
 use super::run_embedded;
 use super::table::SeedTable;
+use crate::compare::mean_sd;
 use crate::run::RunOutput;
 use clap::Args;
 use serde_json::{json, Value};
@@ -24,10 +25,14 @@ pub struct SwbArgs {
     /// Also write the results as JSON to this file, atomically
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
-    /// Random seed of every run (sim.seed; default: the scenario files' 1),
-    /// so several seeds can be run one after another to see the spread
+    /// Random seed of every run (sim.seed; default: the scenario files' 1);
+    /// with --runs, the first of the seeds
     #[arg(long)]
     seed: Option<u64>,
+    /// Run every cell with this many seeds (seed, seed+1, ...): the tables
+    /// print the mean and each simulated row's sd before/after
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    runs: u64,
 }
 
 const IDLE: (&str, &str) = (
@@ -84,14 +89,15 @@ const TABLE: SeedTable = SeedTable {
     change: |a, b| format!("{:.2}", gain(a, b)),
 };
 
-/// Run both variants of every row and print the table: the seed's numbers,
-/// the simulated ones, and (for table 1) CPUs read per call.
+/// Run both variants of every row with each seed and print the table: the
+/// seed's numbers, the simulated means, and (for table 1) CPUs read per
+/// call; with more than one seed, each row's sd before/after.
 fn table(
     title: &str,
     rows: &[Row],
     metric: fn(&RunOutput) -> f64,
     swb: bool,
-    seed: Option<u64>,
+    seeds: &[Option<u64>],
 ) -> Result<Value, String> {
     println!("\n{title}");
     let header = TABLE.header(
@@ -111,23 +117,31 @@ fn table(
     );
     let mut out = Vec::new();
     for row in rows {
-        let (b, a) = (run_one(row, false, seed)?, run_one(row, true, seed)?);
-        let (before, after) = (metric(&b), metric(&a));
+        let (mut bs, mut as_) = (Vec::new(), Vec::new());
+        let mut extra = String::new();
+        for &seed in seeds {
+            let (b, a) = (run_one(row, false, seed)?, run_one(row, true, seed)?);
+            bs.push(metric(&b));
+            as_.push(metric(&a));
+            if swb && extra.is_empty() {
+                extra = format!(
+                    "  | {}, {:.1} -> {:.1}",
+                    a.kernel.lb.swb.calls,
+                    swb_cpus_per_call(&b),
+                    swb_cpus_per_call(&a)
+                );
+            }
+        }
+        let ((before, sd_b), (after, sd_a)) = (mean_sd(&bs), mean_sd(&as_));
         out.push(json!({
             "label": row.label, "scenario": row.scenario.0,
             "seed": {"before": row.seed.0, "after": row.seed.1},
-            "sim": {"before": before, "after": after},
+            "sim": {"before": before, "after": after, "sd_before": sd_b, "sd_after": sd_a,
+                    "before_runs": bs, "after_runs": as_},
         }));
-        let extra = if swb {
-            format!(
-                "  | {}, {:.1} -> {:.1}",
-                a.kernel.lb.swb.calls,
-                swb_cpus_per_call(&b),
-                swb_cpus_per_call(&a)
-            )
-        } else {
-            String::new()
-        };
+        if seeds.len() > 1 {
+            extra += &format!("  | sd {sd_b:.2} / {sd_a:.2}");
+        }
         let line = TABLE.row(&row.label, &[row.seed, (before, after)]);
         println!("{line}{extra}");
     }
@@ -254,7 +268,8 @@ Notes (read before comparing):
   SMT factor is 55 %, so fully loaded rows run faster in the simulation.
 - Table 2 has the seed's hackbench rows only (its schbench rows are not part of this series;
   `-w schbench` runs schbench); hackbench runs 200 loops instead of 50000, so compare gains only.
-- One seed per cell (--seed picks it): run several seeds to see the spread.";
+- One seed per cell unless --runs N (seeds --seed, +1, ...; table 1's calls and CPUs per call
+  are the first seed's): a gain smaller than the sd of its row is not a result.";
 
 /// `schedlab repro swb`: the three tables and the notes.
 pub fn repro(args: &SwbArgs, quiet: bool) -> Result<(), String> {
@@ -263,11 +278,21 @@ pub fn repro(args: &SwbArgs, quiet: bool) -> Result<(), String> {
         Some(_) => return Err("--ops-scale must be in (0, 1]".into()),
         None => 100_000 / args.scale,
     };
+    // One run keeps the scenario files' own seed unless --seed is given.
+    let seeds: Vec<Option<u64>> = match args.runs {
+        1 => vec![args.seed],
+        n => (0..n).map(|i| Some(args.seed.unwrap_or(1) + i)).collect(),
+    };
+    let first = args.seed.unwrap_or(1);
     println!(
         "schedlab repro swb: seed 001, sched/fair: optimize should_we_balance for higher SMT systems\n\
          machine power10-96 (24 SMT4 small cores; domains SMT, MC, PKG), HZ=100; \
          before = SWB_SMT_SKIP off, after = on; sim.seed {}",
-        args.seed.map_or("1 (the scenarios')".to_string(), |s| s.to_string())
+        match (args.runs, args.seed) {
+            (1, None) => "1 (the scenarios')".to_string(),
+            (1, Some(s)) => s.to_string(),
+            (n, _) => format!("{first}..{} (mean of {n} runs per cell)", first + n - 1),
+        }
     );
     let tables = [
         table(
@@ -275,21 +300,21 @@ pub fn repro(args: &SwbArgs, quiet: bool) -> Result<(), String> {
             &swb_rows(),
             swb_avg_ns,
             true,
-            args.seed,
+            &seeds,
         )?,
         table(
             "Table 2: hackbench 10 groups, seconds (seed: 50000 loops; sim: 200)",
             &hackbench_rows(),
             bench_seconds,
             false,
-            args.seed,
+            &seeds,
         )?,
         table(
             &format!("Table 3: stress-ng --cpu=N -util=P --cpu-ops {ops}, time taken in seconds"),
             &time_rows(ops),
             bench_seconds,
             false,
-            args.seed,
+            &seeds,
         )?,
     ];
     if !quiet {
@@ -297,7 +322,7 @@ pub fn repro(args: &SwbArgs, quiet: bool) -> Result<(), String> {
     }
     let results = json!({
         "study": "seed-001-swb", "machine": "power10-96", "cpu_ops": ops,
-        "sim_seed": args.seed.unwrap_or(1), "tables": tables,
+        "sim_seed": first, "runs": args.runs, "tables": tables,
     });
     super::write_json(args.json.as_ref(), results)
 }
