@@ -37,3 +37,32 @@ fn schbench_threads_above_the_task_limit() {
         "limit of 200000",
     );
 }
+
+/// A quota the kernel refuses (above max_cfs_runtime, 2^44 - 1 µs) made the
+/// bandwidth pool overflow; the kernel's limit now applies, and the largest
+/// quota it accepts still runs with --check.
+#[test]
+fn cpu_max_quota_above_the_kernels_maximum() {
+    input_error(
+        &[
+            "run",
+            "--cgroup",
+            "/d:max=\"9233036854775807 1000\"",
+            "-w",
+            "periodic:tasks=3,run=1s,sleep=3s,cgroup=/d",
+        ],
+        "max_cfs_runtime",
+    );
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "-q",
+        "--check",
+        "--cgroup",
+        "/d:max=\"17592186044415 1000\"",
+        "-w",
+        "periodic:tasks=3,run=10ms,sleep=30ms,cgroup=/d",
+        "--duration",
+        "100ms",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+}

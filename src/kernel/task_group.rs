@@ -17,6 +17,9 @@ pub const CGROUP_WEIGHT_MAX: u64 = 10_000;
 pub const CFS_PERIOD_DFL_US: u64 = 100_000;
 const CFS_PERIOD_MIN_US: u64 = 1_000;
 const CFS_PERIOD_MAX_US: u64 = 1_000_000;
+/// The largest quota tg_set_cfs_bandwidth accepts (max_cfs_runtime: MAX_BW,
+/// 2^44 - 1 µs, "more than 203 days"), in µs.
+const CFS_QUOTA_MAX_US: u64 = (1 << 44) - 1;
 /// The most task groups a run may have, the root excluded (ancestors
 /// created on the way count too).
 pub const MAX_CGROUPS: usize = 1024;
@@ -114,6 +117,11 @@ pub fn parse_cpu_max(s: &str) -> Result<Option<(u64, u64)>, String> {
     if q < CFS_PERIOD_MIN_US {
         return Err(format!(
             "cpu.max quota {q} µs is below the minimum of 1000 µs"
+        ));
+    }
+    if q > CFS_QUOTA_MAX_US {
+        return Err(format!(
+            "cpu.max quota {q} µs is above the kernel's maximum of {CFS_QUOTA_MAX_US} µs (max_cfs_runtime)"
         ));
     }
     Ok(Some((q, period)))
