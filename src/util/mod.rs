@@ -1,12 +1,13 @@
 //! Generic helpers below the kernel model: a latency histogram, atomic
 //! results files, a thread pool for independent runs, the host's CPU
-//! affinity and this process's resident memory.
+//! affinity, this process's resident memory and UTC dates.
 //!
 //! Layer: bottom, beside `engine` and `machine`. Imports nothing of the
 //! crate: no kernel, workload or report type appears here.
 
 pub mod affinity;
 pub mod cpumask;
+pub mod date;
 pub mod fs;
 pub mod hist;
 pub mod json_schema;
