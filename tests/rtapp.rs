@@ -18,15 +18,21 @@ fn runtime_ms(out: &str, comm: &str) -> f64 {
     l.split_whitespace().nth(2).unwrap().parse().unwrap()
 }
 
-/// `schedlab run --machine vm-2 --workload rtapp:FILE --json OUT` and
-/// `flags`, which must succeed: its stdout and its JSON.
+/// `schedlab run --machine vm-2 --workload rtapp:FILE` and `flags`, which
+/// must succeed: its stdout and stderr.
+fn run_ok(file: &str, flags: &[&str]) -> (String, String) {
+    let w = format!("rtapp:{file}");
+    let mut args = vec!["run", "--machine", "vm-2", "--workload", &w];
+    args.extend_from_slice(flags);
+    let (rc, out, err) = schedlab(&args);
+    assert_eq!(rc, 0, "{file}: {err}");
+    (out, err)
+}
+
+/// `run_ok` with `--json OUT`: its stdout and its JSON.
 fn run_json(file: &str, out: &str, flags: &[&str]) -> (String, serde_json::Value) {
     let j = write(out, "");
-    let w = format!("rtapp:{file}");
-    let mut args = vec!["run", "--machine", "vm-2", "--workload", &w, "--json", &j];
-    args.extend_from_slice(flags);
-    let (rc, stdout, err) = schedlab(&args);
-    assert_eq!(rc, 0, "{file}: {err}");
+    let (stdout, _) = run_ok(file, &[&["--json", j.as_str()], flags].concat());
     let v = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
     (stdout, v)
 }
@@ -147,16 +153,7 @@ fn fifo_task_preempts_a_fair_one_on_its_cpu() {
         }, "global": {"default_policy": "SCHED_OTHER"}}"#,
     );
     let t = write("rt.txt", "");
-    let (rc, out, err) = schedlab(&[
-        "run",
-        "--machine",
-        "vm-2",
-        "--workload",
-        &format!("rtapp:{f}"),
-        "--trace",
-        &t,
-    ]);
-    assert_eq!(rc, 0, "{err}");
+    let (out, _) = run_ok(&f, &["--trace", &t]);
     let wait = |comm: &str| -> f64 {
         let l = out.lines().find(|l| l.starts_with(comm)).unwrap();
         l.split("wait_max")
@@ -295,14 +292,7 @@ fn unknown_keys_are_ignored_with_a_warning() {
         "unknown.json",
         "{\"tasks\": {\"t\": {\"loop\": 1, \"run\": 1,\n \"frobnicate\": 2}},\n \"global\": {\"frag\": 1}}",
     );
-    let (rc, _, err) = schedlab(&[
-        "run",
-        "--machine",
-        "vm-2",
-        "--workload",
-        &format!("rtapp:{f}"),
-    ]);
-    assert_eq!(rc, 0, "{err}");
+    let (_, err) = run_ok(&f, &[]);
     assert!(
         err.contains("unknown.json:2: `tasks.t.frobnicate`: unknown key, ignored"),
         "{err}"
@@ -320,14 +310,7 @@ fn a_sleep_before_a_timer_or_suspend_does_not_skip_it() {
     let timer = r#"{"tasks": {"t": {"loop": -1, "run": 10000, "sleep": 0,
         "timer": {"ref": "unique", "period": 100000}}}, "global": {"duration": 2}}"#;
     let f = write("template.json", timer);
-    let (rc, out, err) = schedlab(&[
-        "run",
-        "--machine",
-        "vm-2",
-        "--workload",
-        &format!("rtapp:{f}"),
-    ]);
-    assert_eq!(rc, 0, "{err}");
+    let (out, _) = run_ok(&f, &[]);
     let r = runtime_ms(&out, "t ");
     assert!((195.0..210.0).contains(&r), "{r} ms in 2 s");
     // A suspend nobody resumes stops the task after its first run.
@@ -338,14 +321,7 @@ fn a_sleep_before_a_timer_or_suspend_does_not_skip_it() {
             r#""suspend": "t""#,
         ),
     );
-    let (rc, out, err) = schedlab(&[
-        "run",
-        "--machine",
-        "vm-2",
-        "--workload",
-        &format!("rtapp:{f}"),
-    ]);
-    assert_eq!(rc, 0, "{err}");
+    let (out, _) = run_ok(&f, &[]);
     let r = runtime_ms(&out, "t ");
     assert!((10.0..10.5).contains(&r), "{r} ms");
 }
@@ -356,39 +332,19 @@ fn the_run_says_whether_duration_or_global_duration_applies() {
         "dur.json",
         r#"{"tasks": {"t": {"run": 1000, "sleep": 9000}}, "global": {"duration": 1}}"#,
     );
-    let w = format!("rtapp:{f}");
-    let (rc, _, err) = schedlab(&["run", "--machine", "vm-2", "--workload", &w]);
-    assert_eq!(rc, 0, "{err}");
+    let (_, err) = run_ok(&f, &[]);
     assert!(
         err.contains("running for 1s, the rtapp workload's own run time"),
         "{err}"
     );
-    let (rc, _, err) = schedlab(&[
-        "run",
-        "--machine",
-        "vm-2",
-        "--workload",
-        &w,
-        "--duration",
-        "50ms",
-    ]);
-    assert_eq!(rc, 0, "{err}");
+    let (_, err) = run_ok(&f, &["--duration", "50ms"]);
     assert!(
         err.contains(
             "running for 0.05s (--duration / sim.duration), not the rtapp workload's own 1s"
         ),
         "{err}"
     );
-    let (_, _, err) = schedlab(&[
-        "run",
-        "-q",
-        "--machine",
-        "vm-2",
-        "--workload",
-        &w,
-        "--duration",
-        "50ms",
-    ]);
+    let (_, err) = run_ok(&f, &["-q", "--duration", "50ms"]);
     assert!(!err.contains("running for"), "{err}");
 }
 
