@@ -29,6 +29,7 @@ use super::sched_domain::{
 use super::task::Pid;
 use super::Kernel;
 use crate::engine::EventKind;
+use crate::util::cpumask::CpuMask;
 
 /// sysctl_sched_nr_migrate (non-RT kernels).
 const NR_MIGRATE: usize = 32;
@@ -103,7 +104,15 @@ struct LbEnv {
     lvl: usize,
     idle: IdleType,
     /// CPUs taken out of env->cpus (all-pinned busiest queues).
-    excluded: Vec<usize>,
+    excluded: CpuMask,
+    /// Each group's statistics from the previous pass over this domain,
+    /// in group order. A redo after an all-pinned busiest queue changes
+    /// only the group that queue is in (`sg_stale`), so the other groups
+    /// are not re-read (their cost is still charged, as the kernel reads
+    /// them again); without this a redo per pinned queue of a 4096-CPU
+    /// LLC re-aged every CPU's PELT each time.
+    sg_cache: Vec<SgStats>,
+    sg_stale: Option<usize>,
     imbalance: i64,
     migration_type: MigrationType,
     flags: u32,
@@ -340,7 +349,7 @@ impl Kernel {
     /// scan skips the other siblings of a busy core once one idle sibling
     /// is found. Counts the CPUs it reads for the cost histogram.
     fn should_we_balance(&mut self, env: &LbEnv) -> bool {
-        if env.excluded.contains(&env.dst) {
+        if env.excluded.test(env.dst) {
             return false;
         }
         if env.idle == IdleType::NewlyIdle {
@@ -356,7 +365,7 @@ impl Kernel {
         let mut idle_smt: Option<usize> = None;
         let mut decided: Option<usize> = None;
         for &cpu in &self.sd.groups[group].cpus {
-            if env.excluded.contains(&cpu) || skipped.contains(&cpu) {
+            if env.excluded.test(cpu) || skipped.contains(&cpu) {
                 continue;
             }
             visited += 1;
@@ -423,7 +432,9 @@ impl Kernel {
             dst: cpu,
             lvl,
             idle,
-            excluded: Vec::new(),
+            excluded: CpuMask::default(),
+            sg_cache: Vec::new(),
+            sg_stale: None,
             imbalance: 0,
             migration_type: MigrationType::Load,
             flags: 0,
@@ -464,12 +475,13 @@ impl Kernel {
                     }
                 }
                 if env.flags & LBF_ALL_PINNED != 0 && moved == 0 {
-                    env.excluded.push(busiest);
+                    env.excluded.set(busiest);
+                    env.sg_stale = Some(group);
                     let span = self.sd.span(self.sd(cpu, lvl));
                     let group_cpus = &self.sd.groups[self.sd(cpu, lvl).group(0)].cpus;
                     if span
                         .iter()
-                        .any(|c| !env.excluded.contains(c) && !group_cpus.contains(c))
+                        .any(|&c| !env.excluded.test(c) && !group_cpus.contains(&c))
                     {
                         continue;
                     }
@@ -559,7 +571,7 @@ impl Kernel {
         let n = self.sd.groups[g].cpus.len();
         for i in 0..n {
             let c = self.sd.groups[g].cpus[i];
-            if env.excluded.contains(&c) {
+            if env.excluded.test(c) {
                 continue;
             }
             self.update_blocked_averages(c);
@@ -594,8 +606,8 @@ impl Kernel {
 
     /// update_sd_lb_stats: statistics of every group of the domain; pick
     /// the busiest non-local group.
-    fn update_sd_lb_stats(&mut self, env: &LbEnv) -> SdLbStats {
-        let groups: Vec<usize> = self.sd(env.dst, env.lvl).groups().collect();
+    fn update_sd_lb_stats(&mut self, env: &mut LbEnv) -> SdLbStats {
+        let ngroups = self.sd(env.dst, env.lvl).nr_groups();
         let is_root = env.lvl + 1 == self.sd.cpu[env.dst].len();
         let mut sg_overloaded = false;
         let mut sds = SdLbStats {
@@ -605,9 +617,22 @@ impl Kernel {
             },
             ..SdLbStats::default()
         };
-        for (i, &g) in groups.iter().enumerate() {
+        let mut cache = std::mem::take(&mut env.sg_cache);
+        for i in 0..ngroups {
+            let g = self.sd(env.dst, env.lvl).group(i);
             let local = i == 0;
-            let s = self.update_sg_lb_stats(env, g, local);
+            let s = match cache.get(i) {
+                Some(&s) if env.sg_stale != Some(g) => {
+                    self.scan_cost(self.sd.groups[g].cpus.len() as u64);
+                    s
+                }
+                _ => self.update_sg_lb_stats(env, g, local),
+            };
+            if i < cache.len() {
+                cache[i] = s;
+            } else {
+                cache.push(s);
+            }
             sg_overloaded |= s.overloaded_cpu;
             if local {
                 sds.local = g;
@@ -619,6 +644,7 @@ impl Kernel {
             sds.total_load += s.group_load;
             sds.total_capacity += s.group_capacity;
         }
+        env.sg_cache = cache;
         if let Some(b) = sds.busiest {
             sds.prefer_sibling = self.sd.groups[b].flags & SD_PREFER_SIBLING != 0;
         }
@@ -807,7 +833,7 @@ impl Kernel {
         let mut busiest = None;
         let (mut best_load, mut best_cap, mut best_util, mut best_nr) = (0u64, 1u64, 0u64, 0usize);
         for &c in &self.sd.groups[g].cpus {
-            if env.excluded.contains(&c) {
+            if env.excluded.test(c) {
                 continue;
             }
             let rq = &self.rqs[c];
@@ -1180,7 +1206,9 @@ impl Kernel {
             dst: target,
             lvl,
             idle: IdleType::Idle,
-            excluded: Vec::new(),
+            excluded: CpuMask::default(),
+            sg_cache: Vec::new(),
+            sg_stale: None,
             imbalance: 0,
             migration_type: MigrationType::Task,
             flags: LBF_ACTIVE_LB,

@@ -19,16 +19,25 @@ impl CpuMask {
         m
     }
 
+    /// Set `cpu`, growing the mask if needed (so an empty mask, the
+    /// `Default`, costs no allocation until its first member).
     pub fn set(&mut self, cpu: usize) {
+        if cpu / 64 >= self.words.len() {
+            self.words.resize(cpu / 64 + 1, 0);
+        }
         self.words[cpu / 64] |= 1 << (cpu % 64);
     }
 
     pub fn clear(&mut self, cpu: usize) {
-        self.words[cpu / 64] &= !(1 << (cpu % 64));
+        if let Some(w) = self.words.get_mut(cpu / 64) {
+            *w &= !(1 << (cpu % 64));
+        }
     }
 
     pub fn test(&self, cpu: usize) -> bool {
-        (self.words[cpu / 64] >> (cpu % 64)) & 1 != 0
+        self.words
+            .get(cpu / 64)
+            .is_some_and(|w| (w >> (cpu % 64)) & 1 != 0)
     }
 
     /// The first set CPU at or after `from`, if any (`cpumask_next`).
@@ -75,5 +84,15 @@ mod tests {
         assert_eq!(m.iter_range(65, 129).count(), 0);
         assert_eq!(m.next_set(200), None);
         assert_eq!(CpuMask::new(70, true).iter_range(0, 69).count(), 70);
+    }
+
+    #[test]
+    fn an_empty_mask_grows_on_set() {
+        let mut m = CpuMask::default();
+        assert!(!m.test(4095));
+        m.clear(4095);
+        m.set(4095);
+        assert!(m.test(4095) && !m.test(4094));
+        assert_eq!(m.iter_range(0, 4095).collect::<Vec<_>>(), [4095]);
     }
 }
