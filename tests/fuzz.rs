@@ -15,6 +15,7 @@ const LIMITS: Limits = Limits {
     sim_ns: 5_000_000,
     events_per_entity: 25_000,
     wall: Duration::from_secs(2),
+    wall_per_entity: Duration::from_millis(1),
     memory_kib: 1 << 20,
 };
 
@@ -112,6 +113,7 @@ fn budgets_stop_what_exceeds_them() {
     );
     let no_time = Limits {
         wall: Duration::ZERO,
+        wall_per_entity: Duration::ZERO,
         ..long
     };
     let o = execute(Format::Spec, spec, &no_time, &scratch);
@@ -134,6 +136,30 @@ fn budgets_stop_what_exceeds_them() {
         &scratch,
     );
     assert_eq!(bad, Outcome::InputError);
+}
+
+/// The child beats at every budget check, so the parent's watchdog (silence
+/// for 2 × wall + 1 s) does not cut a run whose budget grows with its size.
+#[test]
+fn a_beating_run_outlasts_the_watchdog() {
+    let _serial = serial();
+    let scratch = Scratch::new().unwrap();
+    let spec = b"--machine xeon-8269cy\n-w hackbench:groups=4,loops=5000\n";
+    let lim = Limits {
+        sim_ns: 1_000_000_000,
+        events_per_entity: u64::MAX,
+        wall: Duration::ZERO,
+        wall_per_entity: Duration::from_secs(30),
+        ..LIMITS
+    };
+    let t = std::time::Instant::now();
+    let o = execute(Format::Spec, spec, &lim, &scratch);
+    assert_eq!(o, Outcome::Ok);
+    assert!(
+        t.elapsed() > Duration::from_millis(1500),
+        "{:?}: too short to show it",
+        t.elapsed()
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ use crate::scenario::flags::{load_scenario, ScenarioArgs};
 use crate::util::fs::OutputSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,10 @@ pub struct Limits {
     pub sim_ns: u64,
     /// Events per CPU and task (see `kernel::Budget`).
     pub events_per_entity: u64,
+    /// Wall time for a run of no CPUs and tasks ...
     pub wall: Duration,
+    /// ... and what each CPU and task adds to it.
+    pub wall_per_entity: Duration,
     /// Growth of peak resident memory, KiB.
     pub memory_kib: u64,
 }
@@ -157,6 +161,7 @@ pub fn execute(f: Format, bytes: &[u8], lim: &Limits, scratch: &Scratch) -> Outc
         // destructors or buffered output of the parent run twice).
         unsafe {
             libc::close(fds[0]);
+            HEARTBEAT_FD.store(fds[1], Ordering::Relaxed);
             let msg = encode(&child(f, bytes, lim, scratch));
             libc::write(fds[1], msg.as_ptr().cast(), msg.len());
             libc::_exit(0);
@@ -164,14 +169,12 @@ pub fn execute(f: Format, bytes: &[u8], lim: &Limits, scratch: &Scratch) -> Outc
     }
     // SAFETY: the parent closes the write end it does not use.
     unsafe { libc::close(fds[1]) };
-    let (report, timed_out) = read_report(fds[0], pid, lim.wall * 2 + Duration::from_secs(1));
+    let silence = lim.wall * 2 + Duration::from_secs(1);
+    let (report, timed_out) = read_report(fds[0], pid, silence);
     let (status, peak_kib) = reap(pid);
     let grown = peak_kib.saturating_sub(base);
     if timed_out {
-        return Outcome::Timeout(format!(
-            "no answer within {:?}: stuck in one event",
-            lim.wall * 2
-        ));
+        return Outcome::Timeout(format!("silent for {silence:?}: stuck in one event"));
     }
     if grown > lim.memory_kib {
         return Outcome::Memory(grown);
@@ -183,6 +186,22 @@ pub fn execute(f: Format, bytes: &[u8], lim: &Limits, scratch: &Scratch) -> Outc
             describe_status(status)
         )),
     }
+}
+
+/// The child's end of the pipe, for [`heartbeat`].
+static HEARTBEAT_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// The byte a child writes each time its run checks its budget: the
+/// parent waits for silence, not for the whole run, so a large valid input
+/// may use the budget that grows with its size. A report never starts
+/// with it (its first byte is an outcome's index).
+const BEAT: u8 = 0xff;
+
+/// In the child, from the event loop's budget check: "still running".
+fn heartbeat() {
+    let fd = HEARTBEAT_FD.load(Ordering::Relaxed);
+    // SAFETY: a one-byte write to the child's own pipe end.
+    unsafe { libc::write(fd, [BEAT].as_ptr().cast(), 1) };
 }
 
 /// In the child: the input's outcome, a panic caught.
@@ -222,12 +241,12 @@ fn decode_report(b: &[u8]) -> Option<Outcome> {
 }
 
 /// Everything the child writes before it exits, or (what came, true) when
-/// it has not finished within `wait`; the child is then killed.
+/// it has been silent for `wait`; the child is then killed.
 fn read_report(fd: i32, pid: i32, wait: Duration) -> (Vec<u8>, bool) {
-    let end = Instant::now() + wait;
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
+        let end = Instant::now() + wait;
         let left = end.saturating_duration_since(Instant::now()).as_millis() as i32;
         let mut p = libc::pollfd {
             fd,
@@ -248,7 +267,12 @@ fn read_report(fd: i32, pid: i32, wait: Duration) -> (Vec<u8>, bool) {
             unsafe { libc::close(fd) };
             return (out, false);
         }
-        out.extend_from_slice(&buf[..n as usize]);
+        let mut chunk = &buf[..n as usize];
+        if out.is_empty() {
+            let report = chunk.iter().position(|&c| c != BEAT);
+            chunk = &chunk[report.unwrap_or(chunk.len())..];
+        }
+        out.extend_from_slice(chunk);
     }
 }
 
@@ -323,6 +347,8 @@ fn run_input(f: Format, bytes: &[u8], lim: &Limits, scratch: &Scratch) -> Outcom
     sc.budget = Some(Budget {
         events_per_entity: lim.events_per_entity,
         deadline: Some(Instant::now() + lim.wall),
+        wall_per_entity: lim.wall_per_entity,
+        heartbeat: Some(heartbeat),
     });
     match run_in(&src, &sc, None, &OutputSet::new()) {
         Ok(_) => Outcome::Ok,

@@ -86,11 +86,13 @@ pub struct Config {
 }
 
 /// The budget of `schedlab fuzz`: 20 ms simulated, 100,000 events per CPU
-/// and task (5 per simulated µs), 10 s of wall time, 1 GiB of peak RSS.
+/// and task (5 per simulated µs), 10 s of wall time plus 1 ms per CPU and
+/// task, 1 GiB of peak RSS.
 pub const CLI_LIMITS: Limits = Limits {
     sim_ns: 20_000_000,
     events_per_entity: 100_000,
     wall: Duration::from_secs(10),
+    wall_per_entity: Duration::from_millis(1),
     memory_kib: 1 << 20,
 };
 
@@ -198,12 +200,13 @@ pub fn main(args: &FuzzArgs) -> i32 {
         minimize_runs: 300,
     };
     println!(
-        "schedlab fuzz: {} inputs, seed {}, budget per input: {} ms simulated, {} events per CPU and task, {:?} wall, {} MiB peak RSS",
+        "schedlab fuzz: {} inputs, seed {}, budget per input: {} ms simulated, {} events per CPU and task, {:?} wall + {:?} per CPU and task, {} MiB peak RSS",
         cfg.iterations,
         cfg.seed,
         cfg.limits.sim_ns / 1_000_000,
         cfg.limits.events_per_entity,
         cfg.limits.wall,
+        cfg.limits.wall_per_entity,
         cfg.limits.memory_kib / 1024
     );
     // The workloads' warnings would drown the counts.

@@ -122,19 +122,28 @@ pub enum SimError {
 }
 
 /// A cap on one run's cost (the fuzzer's per-input budget): events per CPU
-/// and task at the start of the run, and a wall-clock deadline, both
-/// checked with the progress tick. Exceeding it stops the run; it never
-/// changes a decision of a run that stays within it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// and task, and a wall-clock deadline that grows with the CPUs and tasks
+/// (a valid input's cost per simulated ms is linear in its size), both
+/// checked with the progress tick, where `heartbeat` also tells a watcher
+/// the run is alive. Exceeding it stops the run; it never changes a
+/// decision of a run that stays within it.
+#[derive(Clone, Copy, Debug)]
 pub struct Budget {
     pub events_per_entity: u64,
+    /// The deadline for a run of no CPUs and tasks.
     pub deadline: Option<std::time::Instant>,
+    /// What each CPU and task adds to the deadline.
+    pub wall_per_entity: std::time::Duration,
+    pub heartbeat: Option<fn()>,
 }
 
 impl Budget {
     /// Why the run must stop after `events` events among `entities` CPUs
     /// and tasks, if it must.
     fn exceeded(&self, events: u64, entities: usize) -> Option<String> {
+        if let Some(beat) = self.heartbeat {
+            beat();
+        }
         let max = self.events_per_entity.saturating_mul(entities as u64);
         if events > max {
             return Some(format!(
@@ -142,10 +151,11 @@ impl Budget {
                 self.events_per_entity
             ));
         }
+        let extra = self.wall_per_entity.saturating_mul(entities as u32);
         match self.deadline {
-            Some(d) if std::time::Instant::now() > d => {
-                Some(format!("wall-clock budget spent after {events} events"))
-            }
+            Some(d) if std::time::Instant::now() > d + extra => Some(format!(
+                "wall-clock budget ({extra:?} for {entities} CPUs and tasks beyond the base) spent after {events} events"
+            )),
             _ => None,
         }
     }
