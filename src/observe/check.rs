@@ -20,6 +20,9 @@ const PELT_SUM_LIMIT: u64 = LOAD_AVG_MAX + LOAD_AVG_MAX / 1000;
 /// tasks; longer ones wait for the sweep.
 const INCREMENTAL_MAX_QUEUED: usize = 64;
 
+/// SCHED_CAPACITY_SCALE: the most running earns a cfs_rq's util_avg.
+const SCHED_CAPACITY: u64 = 1024;
+
 impl Kernel {
     /// After the event `kind` on `idx` (a CPU, or a task for timers): the
     /// checks on what it touched, or the whole-machine sweep when due.
@@ -60,6 +63,7 @@ impl Kernel {
             self.check_task(p)?;
         }
         self.check_tg_load_avg()?;
+        self.check_cfs_util()?;
         self.check_bandwidth()?;
         self.check_wasted()
     }
@@ -317,6 +321,54 @@ impl Kernel {
             || a.runnable_sum > PELT_SUM_LIMIT << 10
         {
             return Err(format!("task {pid} PELT sums above LOAD_AVG_MAX: {a:?}"));
+        }
+        Ok(())
+    }
+
+    /// A cfs_rq's util_avg is what it earned running (at most 1024, the
+    /// running time's geometric series) plus what attached entities
+    /// brought in: attach adds an entity's util_avg; detach and the
+    /// removed load take back what it brought, decayed, and what it earned
+    /// there. So it is at most 1024 plus the stored util_avg of its
+    /// attached entities (a blocked one's is stale, so at least its aged
+    /// value), its pending removed util, and rounding (each sum has its own
+    /// PELT divider: 1/16 of the total and 2 per entity allowed). Not
+    /// "util_avg <= capacity": a migration's attach lifts a cfs_rq past its
+    /// CPU's capacity (cpu_util() clamps, the average does not). An entity
+    /// attached twice breaks it once the extra exceeds what running left
+    /// unused of the 1024.
+    fn check_cfs_util(&self) -> Result<(), String> {
+        let ng = self.groups.count();
+        let mut sum = vec![(0u64, 0u64); self.rqs.len() * ng];
+        for t in &self.tasks {
+            if t.se.avg.attached && t.state != TaskState::Dead {
+                let s = &mut sum[t.cpu * ng + t.tg];
+                *s = (s.0 + t.se.avg.util_avg, s.1 + 1);
+            }
+        }
+        for cpu in 0..self.rqs.len() {
+            let ents = self.ents(cpu);
+            for g in 1..ng {
+                let a = &ents.se(GROUP_SE + g).avg;
+                if a.attached {
+                    let s = &mut sum[cpu * ng + self.groups.parent(g)];
+                    *s = (s.0 + a.util_avg, s.1 + 1);
+                }
+            }
+        }
+        for cpu in 0..self.rqs.len() {
+            for c in 0..ng {
+                let q = self.cfs_rq(cpu, c);
+                let (util, n) = sum[cpu * ng + c];
+                let (rm, rn) = (q.removed.util_avg, q.removed.nr as u64);
+                let bound = SCHED_CAPACITY + util + rm + (util + rm) / 16 + 2 * (n + rn + 1);
+                if q.avg.util_avg > bound {
+                    return Err(format!(
+                        "cpu{cpu} group {c}: util_avg {} above 1024 + what its {n} attached entities brought ({util} + removed {rm} + rounding)",
+                        q.avg.util_avg
+                    ));
+                }
+            }
         }
         Ok(())
     }
