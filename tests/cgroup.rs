@@ -252,6 +252,8 @@ fn repro_pelt_filter_matters_only_inside_groups() {
         "50%-threads-pipe",
         "--scale",
         "8000",
+        "--runs",
+        "2",
         "--json",
         &p,
     ]);
@@ -260,6 +262,7 @@ fn repro_pelt_filter_matters_only_inside_groups() {
         out.contains("89911") && out.contains("90477"),
         "seed row missing:\n{out}"
     );
+    assert!(out.contains("Spread over 2 seeds"), "{out}");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let row = &v["rows"][0];
     assert_eq!(row["config"], "50%-threads-pipe");
@@ -280,6 +283,13 @@ fn repro_pelt_filter_matters_only_inside_groups() {
         "tg->load_avg updates off {off} on {on}"
     );
     assert!(f("deep", "filter_off", "tg_load_avg_ns") > f("deep", "filter_on", "tg_load_avg_ns"));
+    // --runs 2: each cell keeps both seeds' values, and prints their mean.
+    assert_eq!(v["runs"], 2);
+    let runs = row["deep"]["filter_on"]["throughput_runs"].as_array().unwrap();
+    let vals: Vec<f64> = runs.iter().map(|x| x.as_f64().unwrap()).collect();
+    assert_eq!(vals.len(), 2);
+    let mean = (vals[0] + vals[1]) / 2.0;
+    assert!((f("deep", "filter_on", "throughput_kb_s") - mean).abs() < 1e-6 * mean);
 }
 
 #[test]

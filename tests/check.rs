@@ -84,7 +84,10 @@ fn the_sweep_bounds_a_cfs_rq_util_by_running_and_its_tasks() {
     assert_eq!(k.check_invariants(), Ok(()));
     k.rqs[cpu].cfs.avg.util_avg = 1024 + 2 * brought + 64;
     let e = k.check_invariants().unwrap_err();
-    assert!(e.contains("cpu0 group 0") && e.contains("attached entities"), "{e}");
+    assert!(
+        e.contains("cpu0 group 0") && e.contains("attached entities"),
+        "{e}"
+    );
 }
 
 #[test]

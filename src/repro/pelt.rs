@@ -24,10 +24,14 @@ pub struct PeltArgs {
     /// Also write the results as JSON to this file, atomically
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
-    /// Random seed of every run (sim.seed; default: the scenario files' 1),
-    /// so several seeds can be run one after another to see the spread
+    /// Random seed of every run (sim.seed; default: the scenario files' 1);
+    /// with --runs, the first of the seeds
     #[arg(long)]
     seed: Option<u64>,
+    /// Run every cell with this many seeds (--seed, +1, ...): the tables
+    /// print means, and a spread table says which changes exceed it
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    runs: u64,
 }
 
 /// The group the deep runs put every hackbench task in.
@@ -163,27 +167,109 @@ fn simulate(
     })
 }
 
-/// The four runs of a row: (top off, top on, deep off, deep on).
+/// The four cells of a row: (top off, top on, deep off, deep on), each the
+/// mean over the seeds.
 type Runs = [Measured; 4];
 
 const SIDES: [(bool, bool); 4] = [(false, false), (false, true), (true, false), (true, true)];
 
-/// Run every (row, side) job on all cores; results in row order. (One seed
-/// per run: with noise on, other seeds give other results; `--seed`.)
-fn run_all(rows: &[&Row], args: &PeltArgs) -> Result<Vec<Runs>, String> {
-    let flat = crate::util::parallel::par_map(rows.len() * SIDES.len(), |i| {
-        let row = rows[i / SIDES.len()];
+/// The seeds of each cell: the scenarios' own with neither --seed nor
+/// --runs, else --seed (default 1) and the next --runs − 1.
+fn seeds(args: &PeltArgs) -> Vec<Option<u64>> {
+    match (args.runs, args.seed) {
+        (1, s) => vec![s],
+        (n, s) => (0..n).map(|i| Some(s.unwrap_or(1) + i)).collect(),
+    }
+}
+
+/// Every (row, side, seed) run, on all cores: for each row its four cells'
+/// runs, seed by seed.
+fn run_all(rows: &[&Row], args: &PeltArgs) -> Result<Vec<[Vec<Measured>; 4]>, String> {
+    let seeds = seeds(args);
+    let per_row = SIDES.len() * seeds.len();
+    let flat = crate::util::parallel::par_map(rows.len() * per_row, |i| {
+        let row = rows[i / per_row];
+        let side = SIDES[i % per_row / seeds.len()];
         simulate(
             row,
             loops(row.name, args.scale),
-            SIDES[i % SIDES.len()],
-            args.seed,
+            side,
+            seeds[i % seeds.len()],
         )
     })?;
     Ok(flat
-        .chunks(SIDES.len())
-        .map(|c| [c[0], c[1], c[2], c[3]])
+        .chunks(per_row)
+        .map(|c| std::array::from_fn(|k| c[k * seeds.len()..(k + 1) * seeds.len()].to_vec()))
         .collect())
+}
+
+/// The mean of each measure over a cell's runs.
+fn mean(ms: &[Measured]) -> Measured {
+    let n = ms.len() as f64;
+    let avg = |f: fn(&Measured) -> f64| ms.iter().map(f).sum::<f64>() / n;
+    Measured {
+        throughput: avg(|m| m.throughput),
+        time_s: avg(|m| m.time_s),
+        messages: avg(|m| m.messages),
+        update_load_avg_calls: avg(|m| m.update_load_avg_calls),
+        tg_load_avg_updates: avg(|m| m.tg_load_avg_updates),
+        propagations: avg(|m| m.propagations),
+        tg_load_avg_ns: avg(|m| m.tg_load_avg_ns),
+        cpu_ns: avg(|m| m.cpu_ns),
+    }
+}
+
+/// Sample standard deviation of the throughput over a cell's runs.
+fn sd(ms: &[Measured]) -> f64 {
+    let n = ms.len() as f64;
+    if ms.len() < 2 {
+        return 0.0;
+    }
+    let m = ms.iter().map(|x| x.throughput).sum::<f64>() / n;
+    (ms.iter().map(|x| (x.throughput - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+}
+
+/// Does the filter's change of a depth (cells `off`, `on`) exceed twice its
+/// standard error over the seeds?
+fn beyond_spread(off: &[Measured], on: &[Measured]) -> bool {
+    let n = off.len() as f64;
+    let se = (sd(off).powi(2) / n + sd(on).powi(2) / n).sqrt();
+    (mean(on).throughput - mean(off).throughput).abs() > 2.0 * se
+}
+
+/// With several seeds: each cell's sd of throughput, and whether the
+/// filter's change at each depth is larger than the spread.
+fn spread(rows: &[&Row], all: &[[Vec<Measured>; 4]]) -> String {
+    let n = all.first().map_or(0, |c| c[0].len());
+    let mut s = format!(
+        "\nSpread over {n} seeds: sd of throughput (KB/s); the filter's change counts only beyond 2 standard errors\n"
+    );
+    let _ = writeln!(
+        s,
+        "{:<22} {:>9} {:>9} {:>9} {:>9} {:>12} {:>12}",
+        "", "top off", "top on", "deep off", "deep on", "top change", "deep change"
+    );
+    for (row, c) in rows.iter().zip(all) {
+        let verdict = |a: &[Measured], b: &[Measured]| {
+            if beyond_spread(a, b) {
+                pct(mean(a).throughput, mean(b).throughput)
+            } else {
+                "within sd".to_string()
+            }
+        };
+        let _ = writeln!(
+            s,
+            "{:<22} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>12} {:>12}",
+            row.name,
+            sd(&c[0]),
+            sd(&c[1]),
+            sd(&c[2]),
+            sd(&c[3]),
+            verdict(&c[0], &c[1]),
+            verdict(&c[2], &c[3])
+        );
+    }
+    s
 }
 
 fn pct(a: f64, b: f64) -> String {
@@ -280,9 +366,12 @@ filter acted through decisions: group shares come from tg->load_avg, and the gro
 entities' weights feed task_h_load (wake_affine, load balancing) and the root's load.
 Loops are LKP's divided by --scale; hackbench's Time excludes the fork of its tasks.";
 
-fn to_json(rows: &[&Row], runs: &[Runs], args: &PeltArgs) -> Value {
-    let side = |m: &Measured| {
+fn to_json(rows: &[&Row], all: &[[Vec<Measured>; 4]], args: &PeltArgs) -> Value {
+    let side = |ms: &Vec<Measured>| {
+        let m = mean(ms);
         json!({
+            "throughput_runs": ms.iter().map(|x| x.throughput).collect::<Vec<_>>(),
+            "sd_throughput": sd(ms),
             "throughput_kb_s": m.throughput,
             "time_s": m.time_s,
             "messages": m.messages,
@@ -295,18 +384,20 @@ fn to_json(rows: &[&Row], runs: &[Runs], args: &PeltArgs) -> Value {
     };
     let rows: Vec<Value> = rows
         .iter()
-        .zip(runs)
+        .zip(all)
         .map(|(r, m)| {
             json!({
                 "config": r.name,
                 "scenario": format!("scenarios/seed-004-pelt/{}", r.file),
                 "seed": {"before": r.seed.0, "after": r.seed.1},
-                "top": {"filter_off": side(&m[0]), "filter_on": side(&m[1])},
-                "deep": {"cgroup": DEEP, "filter_off": side(&m[2]), "filter_on": side(&m[3])},
+                "top": {"filter_off": side(&m[0]), "filter_on": side(&m[1]),
+                        "change_beyond_spread": beyond_spread(&m[0], &m[1])},
+                "deep": {"cgroup": DEEP, "filter_off": side(&m[2]), "filter_on": side(&m[3]),
+                         "change_beyond_spread": beyond_spread(&m[2], &m[3])},
             })
         })
         .collect();
-    json!({"seed": "004", "machine": "snb-32", "loops_divided_by": args.scale, "sim_seed": args.seed.unwrap_or(1), "rows": rows})
+    json!({"seed": "004", "machine": "snb-32", "loops_divided_by": args.scale, "sim_seed": args.seed.unwrap_or(1), "runs": args.runs, "rows": rows})
 }
 
 /// `schedlab repro pelt`.
@@ -321,16 +412,29 @@ pub fn repro(args: &PeltArgs, quiet: bool) -> Result<(), String> {
             args.only.as_deref().unwrap_or_default()
         ));
     }
-    let runs = run_all(&rows, args)?;
+    let all = run_all(&rows, args)?;
+    let runs: Vec<Runs> = all
+        .iter()
+        .map(|c| c.each_ref().map(|ms| mean(ms)))
+        .collect();
+    let first = args.seed.unwrap_or(1);
+    let seeds = match args.runs {
+        1 => args
+            .seed
+            .map_or("1 (the scenarios')".to_string(), |s| s.to_string()),
+        n => format!("{first}..{} (mean of {n} runs per cell)", first + n - 1),
+    };
     println!(
-        "Seed 004: PELT rewrite, LKP hackbench on lkp-snb01 → snb-32 (KB/s, higher is better; loops ÷ {}; sim.seed {})\n",
+        "Seed 004: PELT rewrite, LKP hackbench on lkp-snb01 → snb-32 (KB/s, higher is better; loops ÷ {}; sim.seed {seeds})\n",
         args.scale,
-        args.seed.map_or("1 (the scenarios')".to_string(), |s| s.to_string())
     );
     print!("{}", table(&rows, &runs));
     print!("{}", overhead(&rows, &runs));
+    if args.runs > 1 {
+        print!("{}", spread(&rows, &all));
+    }
     if !quiet {
         println!("\n{NOTE}");
     }
-    super::write_json(args.json.as_ref(), to_json(&rows, &runs, args))
+    super::write_json(args.json.as_ref(), to_json(&rows, &all, args))
 }
