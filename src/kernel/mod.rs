@@ -373,16 +373,21 @@ impl Kernel {
                 g.update_cfs_rq_load_avg(self.now);
             }
         }
-        for (pid, t) in self.tasks.iter_mut().enumerate() {
+        for pid in 0..self.tasks.len() {
+            let t = &self.tasks[pid];
             if t.state == TaskState::Dead || t.state == TaskState::New {
                 continue;
             }
+            // The task's cfs_rq clock, as its cfs_rq was aged above: time
+            // its group spent throttled does not age it.
+            let now = self.cfs_rq(t.cpu, t.tg).clock_pelt(self.now);
+            let t = &mut self.tasks[pid];
             let w = prio::scale_load_down(t.se.load.weight);
             let running = self.rqs[t.cpu].curr == Some(pid);
             if t.se.avg.attached {
                 let on_rq = t.se.on_rq;
                 pelt::update_se(
-                    self.now,
+                    now,
                     &mut t.se.avg,
                     w,
                     on_rq,
