@@ -142,6 +142,9 @@ pub fn run_in(
     k.seed_noise(sc.seed);
     k.set_groups(groups);
     k.check = sc.check;
+    if sc.check {
+        k.track_running_util();
+    }
     k.marks.every = sc.check_every;
     k.budget = sc.budget;
     for (lvl, spec) in &sc.kernel.domain_flags {

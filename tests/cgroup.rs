@@ -285,7 +285,9 @@ fn repro_pelt_filter_matters_only_inside_groups() {
     assert!(f("deep", "filter_off", "tg_load_avg_ns") > f("deep", "filter_on", "tg_load_avg_ns"));
     // --runs 2: each cell keeps both seeds' values, and prints their mean.
     assert_eq!(v["runs"], 2);
-    let runs = row["deep"]["filter_on"]["throughput_runs"].as_array().unwrap();
+    let runs = row["deep"]["filter_on"]["throughput_runs"]
+        .as_array()
+        .unwrap();
     let vals: Vec<f64> = runs.iter().map(|x| x.as_f64().unwrap()).collect();
     assert_eq!(vals.len(), 2);
     let mean = (vals[0] + vals[1]) / 2.0;

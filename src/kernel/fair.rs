@@ -131,6 +131,11 @@ pub struct PeltCounters {
     pub propagations: u64,
 }
 
+/// What one entity's detach or removal may leave behind in its cfs_rq's
+/// util_avg: it takes back its util_avg, computed with its own PELT divider,
+/// while its share of the cfs_rq's sum ages with the cfs_rq's.
+pub const ROUNDING_PER_DETACH: u64 = 2;
+
 /// struct cfs_rq: the root one of a CPU or a task group's on one CPU.
 #[derive(Clone, Debug, Default)]
 pub struct CfsRq {
@@ -153,6 +158,10 @@ pub struct CfsRq {
     pub avg_load: i64,
     pub avg: SchedAvg,
     pub removed: RemovedLoad,
+    /// `--check` only, not a kernel field: what this cfs_rq earned running,
+    /// aged with `avg` but never attached to, plus [`ROUNDING_PER_DETACH`]
+    /// for each entity that left (observe/check.rs's check_cfs_util).
+    pub running_avg: Option<SchedAvg>,
     /// resched_curr_lazy was requested by update_curr; the core drains it.
     pub resched_req: bool,
     /// This cfs_rq's share of tg->load_avg, when it last changed, and the
@@ -388,6 +397,7 @@ impl CfsRq {
             self.add_tg_cfs_propagate(se.avg.load_sum as i64);
             self.update_tg_load_avg(env);
         } else if flags & DO_DETACH != 0 {
+            self.allow_rounding(1);
             pelt::detach_entity(&mut self.avg, &se.avg, w);
             self.add_tg_cfs_propagate(-(se.avg.load_sum as i64));
             self.update_tg_load_avg(env);
@@ -456,6 +466,11 @@ impl CfsRq {
     /// update_cfs_rq_load_avg at `now` on this cfs_rq's PELT clock: fold in
     /// removed load (passing it up as a negative propagation), then age.
     fn update_cfs_rq_load_avg_at(&mut self, now: u64) -> bool {
+        if let Some(r) = &mut self.running_avg {
+            // A load of 1: ___update_load_sum counts no running time at 0.
+            pelt::update_cfs_rq(now, r, 1, 0, self.curr.is_some());
+        }
+        self.allow_rounding(self.removed.nr as u64);
         if self.removed.nr > 0 {
             let divider = pelt::pelt_divider(&self.avg);
             let r = (self.removed.runnable_avg * divider) as i64;
@@ -469,6 +484,16 @@ impl CfsRq {
             self.h_nr_runnable as u64,
             self.curr.is_some(),
         )
+    }
+
+    /// `--check`: `n` entities leave; each may leave a unit or so behind,
+    /// as it is taken back in its own divider's terms.
+    fn allow_rounding(&mut self, n: u64) {
+        if let Some(r) = &mut self.running_avg {
+            let add = n * ROUNDING_PER_DETACH;
+            r.util_avg += add;
+            r.util_sum += add * pelt::pelt_divider(r);
+        }
     }
 
     /// update_cfs_rq_load_avg from outside the fair class (load balancer,

@@ -325,18 +325,18 @@ impl Kernel {
         Ok(())
     }
 
-    /// A cfs_rq's util_avg is what it earned running (at most 1024, the
-    /// running time's geometric series) plus what attached entities
-    /// brought in: attach adds an entity's util_avg; detach and the
-    /// removed load take back what it brought, decayed, and what it earned
-    /// there. So it is at most 1024 plus the stored util_avg of its
-    /// attached entities (a blocked one's is stale, so at least its aged
-    /// value), its pending removed util, and rounding (each sum has its own
-    /// PELT divider: 1/16 of the total and 2 per entity allowed). Not
-    /// "util_avg <= capacity": a migration's attach lifts a cfs_rq past its
-    /// CPU's capacity (cpu_util() clamps, the average does not). An entity
-    /// attached twice breaks it once the extra exceeds what running left
-    /// unused of the 1024.
+    /// A cfs_rq's util_avg is what it earned running plus what attached
+    /// entities brought in: attach adds an entity's util_avg; detach and
+    /// the removed load take back what it brought, decayed, and what it
+    /// earned there (up to a rounding unit or two each). So it is at most
+    /// its `running_avg` (earned running and the detaches' rounding, aged;
+    /// 1024, the most running earns, when not tracked) plus the stored
+    /// util_avg of its attached entities (a blocked one's is stale, so at
+    /// least its aged value), its pending removed util, and rounding (each
+    /// entity's own PELT divider: 1/16 of the total and 2 per entity). Not
+    /// "util_avg <= capacity": a migration's attach lifts a cfs_rq past
+    /// its CPU's capacity (cpu_util() clamps, the average does not). A task
+    /// attached twice (issue 15's bug at t = 0) breaks it.
     fn check_cfs_util(&self) -> Result<(), String> {
         let ng = self.groups.count();
         let mut sum = vec![(0u64, 0u64); self.rqs.len() * ng];
@@ -361,16 +361,28 @@ impl Kernel {
                 let q = self.cfs_rq(cpu, c);
                 let (util, n) = sum[cpu * ng + c];
                 let (rm, rn) = (q.removed.util_avg, q.removed.nr as u64);
-                let bound = SCHED_CAPACITY + util + rm + (util + rm) / 16 + 2 * (n + rn + 1);
+                let ran = q.running_avg.map_or(SCHED_CAPACITY, |r| r.util_avg);
+                let bound = ran + util + rm + (util + rm) / 16 + 2 * (n + rn + 1);
                 if q.avg.util_avg > bound {
                     return Err(format!(
-                        "cpu{cpu} group {c}: util_avg {} above 1024 + what its {n} attached entities brought ({util} + removed {rm} + rounding)",
+                        "cpu{cpu} group {c}: util_avg {} above what it earned running ({ran}) and its {n} attached entities brought ({util} + removed {rm} + rounding)",
                         q.avg.util_avg
                     ));
                 }
             }
         }
         Ok(())
+    }
+
+    /// Track each cfs_rq's `running_avg` from now on (call before the run).
+    pub fn track_running_util(&mut self) {
+        for rq in &mut self.rqs {
+            for q in std::iter::once(&mut rq.cfs).chain(rq.gcfs.iter_mut()) {
+                let mut r = q.avg;
+                (r.util_sum, r.util_avg) = (0, 0);
+                q.running_avg = Some(r);
+            }
+        }
     }
 
     /// tg->load_avg is the sum of what each CPU's cfs_rq of the group last
