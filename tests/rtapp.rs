@@ -121,9 +121,14 @@ fn unsupported_and_mistyped_input_exit_2_with_file_and_line() {
             "custom slice",
         ),
         (
-            "{\"tasks\": {\"t\": {\"phases\": {\"a\": {\"run\": 1,\n \"cpus\": [0]}}}}}",
+            "{\"tasks\": {\"t\": {\"phases\": {\"a\": {\"run\": 1,\n \"policy\": \"SCHED_FIFO\"}}}}}",
+            ":2: `tasks.t.phases.a.policy`",
+            "per-phase `policy` is not supported",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"phases\": {\"a\": {\"run\": 1,\n \"cpus\": [7]}}}}}",
             ":2: `tasks.t.phases.a.cpus`",
-            "per-phase `cpus` is not supported",
+            "CPU 7 is not on this machine",
         ),
     ];
     for (i, (text, line, what)) in cases.iter().enumerate() {
@@ -467,4 +472,132 @@ fn suspend_and_resume_pass_the_load_along() {
             "{comm}: {got} ms, want {want}"
         );
     }
+}
+
+/// The CPUs `comm` was switched in on (from a --trace file), per window of
+/// simulated time [from, to) in seconds.
+fn cpus_between(trace: &str, comm: &str, from: f64, to: f64) -> std::collections::BTreeSet<usize> {
+    let needle = format!("next_comm={comm} ");
+    trace
+        .lines()
+        .filter(|l| l.contains("sched_switch:") && l.contains(&needle))
+        .filter_map(|l| {
+            let cpu = l.split('[').nth(1)?.split(']').next()?.trim().parse().ok()?;
+            let ts: f64 = l.split(':').next()?.split_whitespace().last()?.parse().ok()?;
+            (from <= ts && ts < to).then_some(cpu)
+        })
+        .collect()
+}
+
+#[test]
+fn per_phase_cpus_move_the_thread_at_the_phase_start() {
+    // Phase a pins to CPU 1, phase b to CPU 0 (20 ms each), phase c
+    // (no cpus) falls back to every CPU: rt-app's set_thread_affinity.
+    let f = write(
+        "phase-cpus.json",
+        r#"{"tasks": {"t": {"loop": 1, "phases": {
+            "a": {"loop": 10, "cpus": [1], "run": 1000, "sleep": 1000},
+            "b": {"loop": 10, "cpus": 0, "run": 1000, "sleep": 1000},
+            "c": {"run": 3000}}}}}"#,
+    );
+    let t = write("phase-cpus.txt", "");
+    let (_, v) = run_json(&f, "phase-cpus.out.json", &["--check", "--trace", &t]);
+    let trace = std::fs::read_to_string(&t).unwrap();
+    // (It starts on CPU 0 and leaves it at its first phase's start.)
+    assert_eq!(cpus_between(&trace, "t", 0.001, 0.0195), [1].into());
+    // Each 2 ms iteration takes a little longer (timer slack, syscalls).
+    assert_eq!(cpus_between(&trace, "t", 0.023, 0.040), [0].into());
+    let task = &v["tasks"].as_array().unwrap()[0];
+    assert!(task["nr_migrations"].as_u64().unwrap() >= 1, "{task}");
+    // 23 ms of work, and the system calls of 20 sleeps and 3 moves.
+    let busy = task["sum_exec_ns"].as_u64().unwrap() as f64 / 1e6;
+    assert!((23.0..24.5).contains(&busy), "{busy} ms");
+}
+
+#[test]
+fn a_running_thread_leaves_a_cpu_its_new_mask_excludes() {
+    // Two CPU-bound threads on CPU 0; the second pins itself to CPU 1 after
+    // 5 ms of work: from then on each has a CPU of its own.
+    let f = write(
+        "leave.json",
+        r#"{"tasks": {
+            "a": {"loop": 1, "cpus": [0], "run": 100000},
+            "b": {"loop": 1, "cpus": [0], "phases": {
+                "p0": {"run": 5000},
+                "p1": {"cpus": [1], "run": 95000}}}},
+          "global": {"duration": 1}}"#,
+    );
+    let (_, v) = run_json(&f, "leave.out.json", &["--check"]);
+    // b's first 5 ms share CPU 0 with a (about 10 ms); then both run alone.
+    let end = v["sim"]["simulated_ns"].as_u64().unwrap() as f64 / 1e6;
+    assert!((104.0..107.0).contains(&end), "{end} ms");
+}
+
+#[test]
+fn taskgroups_are_created_and_share_their_cpu() {
+    // A hog in the root group and two threads in /g, all on CPU 0: the
+    // group gets the root's weight, so each of its threads a quarter of
+    // the CPU (a third each without the group). t1 joins at creation
+    // (task-level taskgroup), t2 at its phase's start.
+    let f = write(
+        "tg.json",
+        r#"{"tasks": {
+            "hog": {"loop": -1, "cpus": [0], "run": 10000},
+            "t1": {"loop": -1, "cpus": [0], "taskgroup": "/g", "run": 10000},
+            "t2": {"loop": -1, "cpus": [0], "phases": {
+                "p": {"taskgroup": "/g/", "run": 10000}}}},
+          "global": {"duration": 2}}"#,
+    );
+    let (out, v) = run_json(&f, "tg.out.json", &["--check"]);
+    assert!(out.contains("  /g "), "{out}");
+    for (comm, want) in [("hog", 1000.0), ("t1", 500.0), ("t2", 500.0)] {
+        let t = v["tasks"].as_array().unwrap().iter().find(|t| t["comm"] == comm).unwrap();
+        let got = t["sum_exec_ns"].as_u64().unwrap() as f64 / 1e6;
+        assert!((got / want - 1.0).abs() < 0.03, "{comm}: {got} ms, want {want}");
+    }
+}
+
+#[test]
+fn a_phase_taskgroup_moves_the_thread_and_its_load() {
+    // t runs alone on CPU 1, 50 ms in /a, then in /b (a phase without a
+    // taskgroup stays where it is, as rt-app): its PELT load leaves /a's
+    // cfs_rq for /b's, so at 200 ms /b carries it and /a nothing; each
+    // group is charged the CPU time spent in it (the root the rest: the
+    // thread starts there).
+    let f = write(
+        "move.json",
+        r#"{"tasks": {"t": {"loop": -1, "cpus": [1], "phases": {
+            "in_a": {"taskgroup": "/a", "run": 50000},
+            "in_b": {"taskgroup": "/b", "run": 50000},
+            "stay": {"run": 500000}}}}}"#,
+    );
+    let (out, _) = run_json(&f, "move.out.json", &["--check", "--duration", "200ms"]);
+    let group = |name: &str| -> (f64, u64) {
+        let l = out.lines().find(|l| l.trim_start().starts_with(name)).expect(name);
+        let w: Vec<&str> = l.split_whitespace().collect();
+        (w[3].parse().unwrap(), w[w.len() - 1].parse().unwrap())
+    };
+    let (a_ms, a_util) = group("/a ");
+    let (b_ms, b_util) = group("/b ");
+    let t_ms = runtime_ms(&out, "t ");
+    assert!((a_ms - 50.0).abs() < 1.0 && (a_ms + b_ms - t_ms).abs() < 0.1, "{out}");
+    assert!(a_util < 50 && b_util > 800, "{out}");
+}
+
+#[test]
+fn a_forked_threads_timer_counts_from_t_zero_as_rt_app_does() {
+    // rt-app sets every thread's t_first to t_zero (+ delay), forked ones
+    // too: c, forked at 35 ms with an absolute 10 ms timer, finds its first
+    // three expiries (10, 20, 30 ms) passed and runs them back to back,
+    // then waits for 40 and 50 ms: it is done at about 50 ms, not 85 ms.
+    let f = write(
+        "forktimer.json",
+        r#"{"tasks": {
+            "p": {"loop": 1, "run": 35000, "fork": "c"},
+            "c": {"instance": 0, "loop": 5, "run": 1000,
+                  "timer": {"ref": "unique", "period": 10000, "mode": "absolute"}}}}"#,
+    );
+    let (_, v) = run_json(&f, "forktimer.out.json", &[]);
+    let end = v["sim"]["simulated_ns"].as_u64().unwrap() as f64 / 1e6;
+    assert!((50.0..51.0).contains(&end), "{end} ms");
 }

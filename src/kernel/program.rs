@@ -281,6 +281,14 @@ pub enum Op {
     },
     /// A futex-based pthread operation (rt-app workloads).
     Pthread(PthreadOp),
+    /// sched_setaffinity(0, ...) to CPU set `set` of `Shm::cpusets`.
+    SetAffinity {
+        set: usize,
+    },
+    /// Write its own tid to task group `tg`'s cgroup.procs.
+    MoveGroup {
+        tg: usize,
+    },
 }
 
 /// The kthread ops: kthread_create/park/stop and kthreadd's side.

@@ -2,8 +2,8 @@
 //! loops and phases of events, compiled to task programs. `run` is work in
 //! µs at full capacity (rt-app's calibrated loop, which scales with the
 //! CPU); `runtime` is modelled the same way. Features the model lacks
-//! (sync, mem, iorun, SCHED_DEADLINE, uclamp, taskgroup, per-phase
-//! properties) are errors naming the file, line and feature; keys rt-app
+//! (sync, mem, iorun, SCHED_DEADLINE, uclamp, per-phase policy and
+//! priority) are errors naming the file, line and feature; keys rt-app
 //! itself ignores are ignored with a warning. docs/rtapp.md has the table.
 
 use super::lenient_json::{self, Node, J};
@@ -54,6 +54,10 @@ struct Phase {
     loops: i64,
     /// Each event with the line of its key.
     events: Vec<(Ev, usize)>,
+    /// The phase's own affinity and the line of its key.
+    cpus: Option<(Vec<usize>, usize)>,
+    /// The cgroup the thread moves to at the phase's start.
+    taskgroup: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -69,12 +73,16 @@ struct TaskDef {
     rt_prio: u32,
     /// The affinity and the line of its key.
     cpus: Option<(Vec<usize>, usize)>,
+    /// The cgroup the threads start in.
+    taskgroup: Option<String>,
     delay: u64,
 }
 
 /// More iterations than this of a loop that takes no time are a hang.
 const MAX_IDLE_ITERATIONS: u128 = 1_000_000;
 const NO_PROGRESS: &str = "loop makes no progress (its events take no time)";
+/// rt-app's limit on distinct taskgroups (max_nbr_tgs).
+const MAX_TASKGROUPS: usize = 32;
 
 #[derive(Clone, Debug)]
 pub struct RtApp {
@@ -244,13 +252,7 @@ impl Ctx<'_> {
                 unsupported("SCHED_DEADLINE (and a custom slice, dl-runtime on SCHED_OTHER)")
             }
             "util_min" | "util_max" => unsupported("utilization clamping (uclamp)"),
-            "taskgroup" if matches!(&v.v, J::Str(s) if s.is_empty()) => Ok(true),
-            "taskgroup" => {
-                unsupported("`taskgroup` (put the workload in a cgroup: rtapp:FILE,cgroup=/PATH)")
-            }
-            "cpus" | "policy" | "priority" if in_phase => {
-                unsupported(&format!("a per-phase `{k}`"))
-            }
+            "policy" | "priority" if in_phase => unsupported(&format!("a per-phase `{k}`")),
             "membind_nodes" => {
                 self.warn(v, p, "NUMA memory binding is not modelled, ignored");
                 Ok(true)
@@ -266,7 +268,14 @@ impl Ctx<'_> {
     fn task(&self, name: &str, n: &Node) -> Result<TaskDef, String> {
         let path = format!("tasks.{name}");
         const TASK_KEYS: &[&str] = &[
-            "instance", "loop", "phases", "policy", "priority", "cpus", "delay",
+            "instance",
+            "loop",
+            "phases",
+            "policy",
+            "priority",
+            "cpus",
+            "delay",
+            "taskgroup",
         ];
         let mut t = TaskDef {
             name: name.to_string(),
@@ -278,6 +287,7 @@ impl Ctx<'_> {
             policy: Policy::Normal,
             rt_prio: 0,
             cpus: None,
+            taskgroup: None,
             delay: 0,
         };
         let mut policy = self.default_policy.to_string();
@@ -295,24 +305,11 @@ impl Ctx<'_> {
                 "priority" => priority = Some((v, p.clone())),
                 "delay" => t.delay = self.usec(v, &p)?,
                 "cpus" => t.cpus = Some((self.cpus(v, &p)?, v.line)),
+                "taskgroup" => t.taskgroup = self.taskgroup(v, &p)?,
                 "phases" => {
                     has_phases = true;
                     for (pk, pv) in self.obj(v, &p)? {
-                        let pp = format!("{p}.{pk}");
-                        let (loops, line) =
-                            match self.obj(pv, &pp)?.iter().rev().find(|(k, _)| k == "loop") {
-                                Some((_, l)) => {
-                                    (self.int(l, &format!("{pp}.loop"), 1, i64::MAX)?, l.line)
-                                }
-                                None => (1, pv.line),
-                            };
-                        let events = self.events(pv, &pp, &["loop"])?;
-                        t.phases.push(Phase {
-                            name: pk.clone(),
-                            line,
-                            loops,
-                            events,
-                        });
+                        t.phases.push(self.phase(pk, pv, &format!("{p}.{pk}"))?);
                     }
                 }
                 _ => {}
@@ -338,6 +335,8 @@ impl Ctx<'_> {
                 line: n.line,
                 loops: 1,
                 events: self.events(n, &path, TASK_KEYS)?,
+                cpus: None,
+                taskgroup: None,
             });
         } else if let Some(&(_, line)) = self.events(n, &path, TASK_KEYS)?.first() {
             return Err(format!(
@@ -358,6 +357,42 @@ impl Ctx<'_> {
         }
         self.check_progress(&t)?;
         Ok(t)
+    }
+
+    /// A phase: its `loop`, `cpus`, `taskgroup` and events.
+    fn phase(&self, name: &str, n: &Node, path: &str) -> Result<Phase, String> {
+        let key = |k: &str| self.obj(n, path).map(|o| o.iter().rev().find(|(x, _)| x == k));
+        let (loops, line) = match key("loop")? {
+            Some((_, l)) => (self.int(l, &format!("{path}.loop"), 1, i64::MAX)?, l.line),
+            None => (1, n.line),
+        };
+        let cpus = match key("cpus")? {
+            Some((_, v)) => Some((self.cpus(v, &format!("{path}.cpus"))?, v.line)),
+            None => None,
+        };
+        let taskgroup = match key("taskgroup")? {
+            Some((_, v)) => self.taskgroup(v, &format!("{path}.taskgroup"))?,
+            None => None,
+        };
+        Ok(Phase {
+            name: name.to_string(),
+            line,
+            loops,
+            events: self.events(n, path, &["loop", "cpus", "taskgroup"])?,
+            cpus,
+            taskgroup,
+        })
+    }
+
+    /// A cgroup path under the cpu controller's root (`""`: none).
+    fn taskgroup(&self, v: &Node, p: &str) -> Result<Option<String>, String> {
+        let s = self.str(v, p)?;
+        if s.is_empty() {
+            return Ok(None);
+        }
+        crate::kernel::task_group::normalize(s)
+            .map(Some)
+            .map_err(|e| self.err(v, p, e))
     }
 
     /// An affinity: a CPU number or a non-empty list of them (checked
@@ -474,6 +509,13 @@ impl RtApp {
         if app.tasks.is_empty() {
             return Err(c.err(&root, "tasks", "no tasks"));
         }
+        if app.cgroups().len() > MAX_TASKGROUPS {
+            return Err(c.err(
+                &root,
+                "taskgroup",
+                format!("more than rt-app's {MAX_TASKGROUPS} taskgroups"),
+            ));
+        }
         app.threads = app.thread_counts(&c)?;
         for w in c.warnings.take() {
             eprintln!("schedlab: warning: {w}");
@@ -584,19 +626,34 @@ impl RtApp {
     /// Reject an affinity naming a CPU the machine lacks.
     pub fn check_machine(&self, ncpus: usize) -> Result<(), String> {
         for t in &self.tasks {
-            let Some((cpus, line)) = &t.cpus else {
-                continue;
-            };
-            if let Some(c) = cpus.iter().find(|&&c| c >= ncpus) {
-                return Err(format!(
-                    "{}:{line}: `tasks.{}.cpus`: CPU {c} is not on this machine (CPUs 0-{})",
-                    self.file,
-                    t.name,
-                    ncpus - 1
-                ));
+            let phases = t.phases.iter().filter_map(|ph| {
+                let at = format!("tasks.{}.phases.{}.cpus", t.name, ph.name);
+                ph.cpus.as_ref().map(|c| (c, at))
+            });
+            let own = t.cpus.as_ref().map(|c| (c, format!("tasks.{}.cpus", t.name)));
+            for ((cpus, line), at) in own.into_iter().chain(phases) {
+                if let Some(c) = cpus.iter().find(|&&c| c >= ncpus) {
+                    return Err(format!(
+                        "{}:{line}: `{at}`: CPU {c} is not on this machine (CPUs 0-{})",
+                        self.file,
+                        ncpus - 1
+                    ));
+                }
             }
         }
         Ok(())
+    }
+
+    /// The cgroups the file's `taskgroup` keys name, which the run creates
+    /// if the scenario does not declare them (as rt-app creates them under
+    /// the cpu controller's mount point).
+    pub fn cgroups(&self) -> Vec<String> {
+        let mut all = std::collections::BTreeSet::new();
+        for t in &self.tasks {
+            all.extend(t.taskgroup.iter().cloned());
+            all.extend(t.phases.iter().filter_map(|ph| ph.taskgroup.clone()));
+        }
+        all.into_iter().collect()
     }
 
     pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
@@ -613,6 +670,10 @@ impl RtApp {
         let mut threads: Vec<Vec<Pid>> = Vec::new();
         for (t, &n) in self.tasks.iter().zip(&self.threads) {
             let mut pids = Vec::new();
+            let workload_group = b.cgroup;
+            if let Some(tg) = &t.taskgroup {
+                b.cgroup = k.groups.find(tg).expect("created by the run");
+            }
             for i in 0..n {
                 let comm = if n > 1 {
                     format!("{}-{i}", t.name)
@@ -632,6 +693,7 @@ impl RtApp {
                 k.set_scheduler(p, t.policy, t.rt_prio);
                 pids.push(p);
             }
+            b.cgroup = workload_group;
             threads.push(pids);
         }
         // The threads past a task's instances start when forked, handed
@@ -663,14 +725,41 @@ impl RtApp {
     ) -> Vec<Op> {
         let mut ops = Vec::new();
         if t.delay > 0 {
-            ops.push(Op::Sleep(Dist::Fixed(t.delay)));
+            // clock_nanosleep(TIMER_ABSTIME) to t_zero + delay: a private
+            // absolute timer started at 0 (a thread forked later may not
+            // sleep at all).
+            k.timers.push(None);
+            ops.push(Op::Pthread(PthreadOp::Timer {
+                timer: k.timers.len() - 1,
+                period: t.delay,
+                relative: false,
+                first: 0,
+            }));
         }
         ops.push(Op::Mark(Mark::Start));
         let forever = |n: i64| if n < 0 { 0 } else { n as u64 };
         ops.push(Op::Loop {
             count: forever(t.loops),
         });
+        let phase_cpus = t.phases.iter().any(|ph| ph.cpus.is_some());
         for ph in &t.phases {
+            if phase_cpus {
+                // At each phase's start: its own cpus, else the task's,
+                // else every CPU (rt-app's set_thread_affinity).
+                let cpus = match (&ph.cpus, &t.cpus) {
+                    (Some((c, _)), _) | (None, Some((c, _))) => c.clone(),
+                    (None, None) => (0..k.machine.nr_cpus()).collect(),
+                };
+                ops.push(Op::SetAffinity {
+                    set: res.cpuset(k, cpus),
+                });
+            }
+            // A phase without a taskgroup stays in the current one.
+            if let Some(tg) = &ph.taskgroup {
+                ops.push(Op::MoveGroup {
+                    tg: k.groups.find(tg).expect("created by the run"),
+                });
+            }
             ops.push(Op::Loop {
                 count: ph.loops as u64,
             });
@@ -692,10 +781,14 @@ impl RtApp {
                             k.timers.push(None);
                             k.timers.len() - 1
                         });
+                        // rt-app starts every timer at t_first: the first
+                        // thread's start plus the task's delay, for forked
+                        // threads too.
                         ops.push(Op::Pthread(PthreadOp::Timer {
                             timer,
                             period: *period,
                             relative: *relative,
+                            first: t.delay,
                         }));
                     }
                     Ev::Lock(m) => ops.push(Op::Pthread(PthreadOp::MutexLock {
@@ -785,9 +878,19 @@ struct Resources {
     barriers: BTreeMap<String, usize>,
     barrier_users: BTreeMap<String, u32>,
     timers: BTreeMap<String, usize>,
+    cpusets: BTreeMap<Vec<usize>, usize>,
 }
 
 impl Resources {
+    fn cpuset(&mut self, k: &mut Kernel, mut cpus: Vec<usize>) -> usize {
+        cpus.sort_unstable();
+        cpus.dedup();
+        *self
+            .cpusets
+            .entry(cpus.clone())
+            .or_insert_with(|| k.shm.new_cpuset(cpus))
+    }
+
     fn futex(&mut self, k: &mut Kernel, kind: &'static str, name: &str) -> usize {
         *self
             .futexes
