@@ -85,7 +85,10 @@ fn take_cgroup(p: &Params) -> (Params, Option<String>) {
 
 /// The declared cgroups plus those the workloads name that are not
 /// declared, with the defaults (the paths are normalized already).
-fn with_workload_groups(declared: &[CgroupSpec], w: &[(Workload, Option<String>)]) -> Vec<CgroupSpec> {
+fn with_workload_groups(
+    declared: &[CgroupSpec],
+    w: &[(Workload, Option<String>)],
+) -> Vec<CgroupSpec> {
     let mut all = declared.to_vec();
     for path in w.iter().flat_map(|(w, _)| w.cgroups()) {
         if !all.iter().any(|c| c.path == path) {

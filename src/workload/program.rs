@@ -121,8 +121,9 @@ impl Kernel {
             | Op::Yield
             | Op::CyclicSleep { .. } => Some(c.syscall_ns),
             // rt-app makes these calls only when the value changes.
-            Op::SetAffinity { set } => (!self.cpus_allowed_equal(p, &self.shm.cpusets[set]))
-                .then_some(c.syscall_ns),
+            Op::SetAffinity { set } => {
+                (!self.cpus_allowed_equal(p, &self.shm.cpusets[set])).then_some(c.syscall_ns)
+            }
             Op::MoveGroup { tg } => (self.tasks[p].tg != tg).then_some(c.syscall_ns),
             Op::PipeWrite { bytes, .. } | Op::PipeRead { bytes, .. } => {
                 Some(copy(bytes, c.pipe_copy_ps_per_byte) + c.pipe_op_ns)

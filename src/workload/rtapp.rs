@@ -101,7 +101,15 @@ const EVENTS: &[&str] = &[
 ];
 
 /// rt-app events the model does not have.
-const UNSUPPORTED: &[&str] = &["sem_post", "sem_wait", "iorun", "sync", "mem", "pi_"];
+const UNSUPPORTED: &[&str] = &[
+    "sem_post",
+    "sem_wait",
+    "iorun",
+    "sync",
+    "mem",
+    "pi_",
+    "external_workload",
+];
 
 /// Global keys about rt-app's own logging and setup, which do not change
 /// the schedule.
@@ -361,7 +369,10 @@ impl Ctx<'_> {
 
     /// A phase: its `loop`, `cpus`, `taskgroup` and events.
     fn phase(&self, name: &str, n: &Node, path: &str) -> Result<Phase, String> {
-        let key = |k: &str| self.obj(n, path).map(|o| o.iter().rev().find(|(x, _)| x == k));
+        let key = |k: &str| {
+            self.obj(n, path)
+                .map(|o| o.iter().rev().find(|(x, _)| x == k))
+        };
         let (loops, line) = match key("loop")? {
             Some((_, l)) => (self.int(l, &format!("{path}.loop"), 1, i64::MAX)?, l.line),
             None => (1, n.line),
@@ -384,11 +395,15 @@ impl Ctx<'_> {
         })
     }
 
-    /// A cgroup path under the cpu controller's root (`""`: none).
+    /// A cgroup path under the cpu controller's root (`""`: none, `/`: the
+    /// root group).
     fn taskgroup(&self, v: &Node, p: &str) -> Result<Option<String>, String> {
         let s = self.str(v, p)?;
         if s.is_empty() {
             return Ok(None);
+        }
+        if s.starts_with('/') && s.trim_matches('/').is_empty() {
+            return Ok(Some("/".into()));
         }
         crate::kernel::task_group::normalize(s)
             .map(Some)
@@ -484,7 +499,13 @@ impl RtApp {
             let g = items.iter().rev().find(|(k, _)| k == "global");
             if let Some(J::Obj(gi)) = g.map(|(_, g)| &g.v) {
                 if let Some((_, p)) = gi.iter().rev().find(|(k, _)| k == "default_policy") {
-                    c.default_policy = c.str(p, "global.default_policy")?.to_string();
+                    let path = "global.default_policy";
+                    let pol = c.str(p, path)?;
+                    if policy_of(pol).is_none() {
+                        let msg = format!("policy `{pol}` is not modelled ({POLICIES})");
+                        return Err(c.err(p, path, msg));
+                    }
+                    c.default_policy = pol.to_string();
                 }
             }
         }
@@ -531,16 +552,7 @@ impl RtApp {
                     let d = c.int(v, &p, -1, 1 << 30)?;
                     self.duration = (d > 0).then_some(d as u64 * 1_000_000_000);
                 }
-                "default_policy" => {
-                    let pol = c.str(v, &p)?;
-                    if policy_of(pol).is_none() {
-                        return Err(c.err(
-                            v,
-                            &p,
-                            format!("policy `{pol}` is not modelled ({POLICIES})"),
-                        ));
-                    }
-                }
+                "default_policy" => {}
                 k if GLOBAL_IGNORED.contains(&k) => {}
                 _ => c.warn(v, &p, "unknown global key, ignored (as rt-app does)"),
             }
@@ -630,7 +642,10 @@ impl RtApp {
                 let at = format!("tasks.{}.phases.{}.cpus", t.name, ph.name);
                 ph.cpus.as_ref().map(|c| (c, at))
             });
-            let own = t.cpus.as_ref().map(|c| (c, format!("tasks.{}.cpus", t.name)));
+            let own = t
+                .cpus
+                .as_ref()
+                .map(|c| (c, format!("tasks.{}.cpus", t.name)));
             for ((cpus, line), at) in own.into_iter().chain(phases) {
                 if let Some(c) = cpus.iter().find(|&&c| c >= ncpus) {
                     return Err(format!(
@@ -646,13 +661,14 @@ impl RtApp {
 
     /// The cgroups the file's `taskgroup` keys name, which the run creates
     /// if the scenario does not declare them (as rt-app creates them under
-    /// the cpu controller's mount point).
+    /// the cpu controller's mount point); the root group always exists.
     pub fn cgroups(&self) -> Vec<String> {
         let mut all = std::collections::BTreeSet::new();
         for t in &self.tasks {
             all.extend(t.taskgroup.iter().cloned());
             all.extend(t.phases.iter().filter_map(|ph| ph.taskgroup.clone()));
         }
+        all.remove("/");
         all.into_iter().collect()
     }
 
