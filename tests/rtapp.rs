@@ -438,6 +438,7 @@ enum Want {
 /// rt-app's doc/examples (by name) and schedlab's own file exercising the
 /// same features (tests/data/rtapp/), with what rt-app would do.
 const EXAMPLES: &[(&str, &str, Want)] = &[
+    ("(schedlab's own: three phases)", "phases", Want::Timeline),
     ("template.json", "timer-after-sleep", Want::Timeline),
     ("tutorial/example1.json", "run-sleep", Want::Timeline),
     ("tutorial/example2.json", "timer", Want::Timeline),
