@@ -289,6 +289,12 @@ pub enum Op {
     MoveGroup {
         tg: usize,
     },
+    /// sched_setscheduler(0, ...) (setpriority for the nice value): the
+    /// policy (None: keep the current one) and the RT priority or nice.
+    SetScheduler {
+        policy: Option<super::rt::Policy>,
+        prio: i32,
+    },
 }
 
 /// The kthread ops: kthread_create/park/stop and kthreadd's side.

@@ -1,13 +1,25 @@
-//! A running task changing its own placement: sched_setaffinity (core.c
-//! `__set_cpus_allowed_ptr`, `affine_move_task`, `migration_cpu_stop`) and
-//! a move to another cgroup (core.c `sched_move_task`, fair.c
-//! `task_change_group_fair`). Both are made by the task on itself (rt-app's
-//! per-phase `cpus` and `taskgroup`), so the task is always rq->curr here.
+//! A running task changing its own placement and class: sched_setaffinity
+//! (core.c `__set_cpus_allowed_ptr`, `affine_move_task`,
+//! `migration_cpu_stop`), a move to another cgroup (core.c
+//! `sched_move_task`, fair.c `task_change_group_fair`) and
+//! sched_setscheduler (core.c `__sched_setscheduler`). All are made by the
+//! task on itself (rt-app's per-phase `cpus`, `taskgroup`, `policy` and
+//! `priority`), so the task is always rq->curr here.
 
 use super::fair::DEQUEUE_MIGRATING;
 use super::fair_class::Dequeued;
+use super::prio::LoadWeight;
+use super::rt::Policy;
 use super::task::Pid;
 use super::Kernel;
+
+/// A scheduling class and priority to switch to: the RT priority for
+/// FIFO/RR, the nice value otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedParam {
+    pub policy: Policy,
+    pub prio: i32,
+}
 
 impl Kernel {
     /// `__set_cpus_allowed_ptr` for the running `p` on `cpu`: install the
@@ -106,5 +118,97 @@ impl Kernel {
             }
         }
         self.tasks[p].tg = tg;
+    }
+
+    /// The parameters `policy` (None: `p`'s current one) and `prio` ask for.
+    pub fn sched_param(&self, p: Pid, policy: Option<Policy>, prio: i32) -> SchedParam {
+        SchedParam {
+            policy: policy.unwrap_or(self.tasks[p].policy),
+            prio,
+        }
+    }
+
+    /// Whether `p` already runs with `param` (rt-app makes no call then).
+    pub fn sched_param_equal(&self, p: Pid, param: SchedParam) -> bool {
+        let t = &self.tasks[p];
+        t.policy == param.policy
+            && match param.policy.is_rt() {
+                true => t.rt_prio as i32 == param.prio,
+                false => param.policy == Policy::Idle || t.nice == param.prio,
+            }
+    }
+
+    /// The kernel's p->prio: 99 - rt_priority for RT, 120 + nice otherwise.
+    fn kernel_prio(&self, p: Pid) -> i32 {
+        let t = &self.tasks[p];
+        match t.policy.is_rt() {
+            true => 99 - t.rt_prio as i32,
+            false => 120 + t.nice,
+        }
+    }
+
+    /// `__sched_setscheduler` for the running `p` on `cpu`: dequeue and
+    /// put_prev in its old class, set the policy and priority (a fair
+    /// weight change rescales its PELT load, `reweight_task_fair`; leaving
+    /// or joining the fair class detaches or attaches its averages,
+    /// `switched_from_fair`/`switched_to_fair`), enqueue in the new class
+    /// (at the head of its RT list when its priority dropped) and
+    /// set_next. Returns true: the caller reschedules, as the class change
+    /// checks do when another task should now run. RT push/pull balance
+    /// callbacks are not modelled.
+    pub fn sched_setscheduler(&mut self, p: Pid, cpu: usize, param: SchedParam) -> bool {
+        self.touch_cpu(cpu);
+        self.touch_task(p);
+        let (was_rt, to_rt) = (self.is_rt(p), param.policy.is_rt());
+        let old_prio = self.kernel_prio(p);
+        let counted = if was_rt {
+            self.dequeue_rt(cpu, p);
+            true
+        } else {
+            let flags = if to_rt { DEQUEUE_MIGRATING } else { 0 };
+            let done = self.dequeue_task_fair(cpu, p, flags);
+            self.put_prev_task_fair(cpu, p);
+            done == (Dequeued::Done { counted: true })
+        };
+        if counted {
+            self.rqs[cpu].nr_running -= 1;
+        }
+        let t = &mut self.tasks[p];
+        t.policy = param.policy;
+        match to_rt {
+            true => t.rt_prio = param.prio as u32,
+            false => {
+                t.rt_prio = 0;
+                if param.policy != Policy::Idle {
+                    t.nice = param.prio;
+                }
+            }
+        }
+        if !to_rt {
+            let lw = match param.policy {
+                Policy::Idle => LoadWeight::idle(),
+                _ => LoadWeight::from_nice(self.tasks[p].nice),
+            };
+            match was_rt {
+                true => self.tasks[p].se.load = lw,
+                false => self.reweight_task_fair(cpu, p, lw),
+            }
+        }
+        let counted = if to_rt {
+            self.tasks[p].se.avg.attached &= was_rt;
+            let head = old_prio < self.kernel_prio(p);
+            self.enqueue_rt(cpu, p, head);
+            self.tasks[p].se.exec_start = self.now;
+            true
+        } else {
+            self.tasks[p].se.avg.attached &= !was_rt;
+            let counted = self.enqueue_task_fair(cpu, p, 0);
+            self.put_prev_set_next_fair(cpu, None, p);
+            counted
+        };
+        if counted {
+            self.rqs[cpu].nr_running += 1;
+        }
+        true
     }
 }

@@ -125,6 +125,9 @@ impl Kernel {
                 (!self.cpus_allowed_equal(p, &self.shm.cpusets[set])).then_some(c.syscall_ns)
             }
             Op::MoveGroup { tg } => (self.tasks[p].tg != tg).then_some(c.syscall_ns),
+            Op::SetScheduler { policy, prio } => (!self
+                .sched_param_equal(p, self.sched_param(p, policy, prio)))
+            .then_some(c.syscall_ns),
             Op::PipeWrite { bytes, .. } | Op::PipeRead { bytes, .. } => {
                 Some(copy(bytes, c.pipe_copy_ps_per_byte) + c.pipe_op_ns)
             }
@@ -297,6 +300,12 @@ impl Kernel {
             Op::MoveGroup { tg } => {
                 self.tasks[p].prog.advance();
                 self.sched_move_task(p, cpu, tg).then_some(Action::Preempt)
+            }
+            Op::SetScheduler { policy, prio } => {
+                self.tasks[p].prog.advance();
+                let param = self.sched_param(p, policy, prio);
+                (!self.sched_param_equal(p, param) && self.sched_setscheduler(p, cpu, param))
+                    .then_some(Action::Preempt)
             }
             Op::FutexSet { futex, val } => {
                 self.futexes[futex].val = val;

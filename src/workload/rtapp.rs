@@ -2,8 +2,8 @@
 //! loops and phases of events, compiled to task programs. `run` is work in
 //! µs at full capacity (rt-app's calibrated loop, which scales with the
 //! CPU); `runtime` is modelled the same way. Features the model lacks
-//! (sync, mem, iorun, SCHED_DEADLINE, uclamp, per-phase policy and
-//! priority) are errors naming the file, line and feature; keys rt-app
+//! (sync, mem, iorun, SCHED_DEADLINE, uclamp, external workloads) are
+//! errors naming the file, line and feature; keys rt-app
 //! itself ignores are ignored with a warning. docs/rtapp.md has the table.
 
 use super::lenient_json::{self, Node, J};
@@ -58,6 +58,28 @@ struct Phase {
     cpus: Option<(Vec<usize>, usize)>,
     /// The cgroup the thread moves to at the phase's start.
     taskgroup: Option<String>,
+    /// The policy and priority it switches to at the phase's start.
+    sched: Option<PhaseSched>,
+}
+
+/// A phase's `policy` (None: rt-app's "same", the current one) and
+/// `priority` (None: the policy's default) with the line of its key.
+#[derive(Clone, Debug)]
+struct PhaseSched {
+    policy: Option<Policy>,
+    prio: Option<(i64, usize)>,
+}
+
+impl PhaseSched {
+    /// The priority to set under `policy`: the given one, or rt-app's
+    /// default (RT priority 10, nice 0).
+    fn prio(&self, policy: Policy) -> i32 {
+        match self.prio {
+            Some((v, _)) => v as i32,
+            None if policy.is_rt() => 10,
+            None => 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -239,7 +261,7 @@ impl Ctx<'_> {
                 continue;
             }
             let p = format!("{path}.{k}");
-            if self.property(k, v, &p, path.contains(".phases."))? {
+            if self.property(k, v, &p)? {
                 continue;
             }
             match self.event(k, v, &p)? {
@@ -253,14 +275,13 @@ impl Ctx<'_> {
     /// A task or phase property the model lacks: an error naming the
     /// feature, a warning if it does not change the schedule, or false if
     /// `k` is no property at all. Properties it has are read by `task`.
-    fn property(&self, k: &str, v: &Node, p: &str, in_phase: bool) -> Result<bool, String> {
+    fn property(&self, k: &str, v: &Node, p: &str) -> Result<bool, String> {
         let unsupported = |what: &str| Err(self.err(v, p, format!("{what} is not supported")));
         match k {
             "dl-runtime" | "dl-period" | "dl-deadline" => {
                 unsupported("SCHED_DEADLINE (and a custom slice, dl-runtime on SCHED_OTHER)")
             }
             "util_min" | "util_max" => unsupported("utilization clamping (uclamp)"),
-            "policy" | "priority" if in_phase => unsupported(&format!("a per-phase `{k}`")),
             "membind_nodes" => {
                 self.warn(v, p, "NUMA memory binding is not modelled, ignored");
                 Ok(true)
@@ -345,6 +366,7 @@ impl Ctx<'_> {
                 events: self.events(n, &path, TASK_KEYS)?,
                 cpus: None,
                 taskgroup: None,
+                sched: None,
             });
         } else if let Some(&(_, line)) = self.events(n, &path, TASK_KEYS)?.first() {
             return Err(format!(
@@ -364,6 +386,7 @@ impl Ctx<'_> {
             }
         }
         self.check_progress(&t)?;
+        self.check_phase_sched(&t)?;
         Ok(t)
     }
 
@@ -385,14 +408,54 @@ impl Ctx<'_> {
             Some((_, v)) => self.taskgroup(v, &format!("{path}.taskgroup"))?,
             None => None,
         };
+        let policy = match key("policy")? {
+            Some((_, v)) => Some(self.policy(v, &format!("{path}.policy"))?),
+            None => None,
+        };
+        let prio = match key("priority")? {
+            Some((_, v)) => Some((self.int(v, &format!("{path}.priority"), -20, 99)?, v.line)),
+            None => None,
+        };
         Ok(Phase {
             name: name.to_string(),
             line,
             loops,
-            events: self.events(n, path, &["loop", "cpus", "taskgroup"])?,
+            events: self.events(
+                n,
+                path,
+                &["loop", "cpus", "taskgroup", "policy", "priority"],
+            )?,
             cpus,
             taskgroup,
+            sched: (policy.is_some() || prio.is_some()).then_some(PhaseSched { policy, prio }),
         })
+    }
+
+    /// A policy name.
+    fn policy(&self, v: &Node, p: &str) -> Result<Policy, String> {
+        let s = self.str(v, p)?;
+        policy_of(s)
+            .ok_or_else(|| self.err(v, p, format!("policy `{s}` is not modelled ({POLICIES})")))
+    }
+
+    /// Each phase's priority must fit the policy it runs under, which for a
+    /// phase without `policy` is the one before it (twice round the phases:
+    /// the first phase follows the last from the second loop on).
+    fn check_phase_sched(&self, t: &TaskDef) -> Result<(), String> {
+        let mut cur = t.policy;
+        for ph in t.phases.iter().chain(&t.phases) {
+            let Some(s) = &ph.sched else { continue };
+            cur = s.policy.unwrap_or(cur);
+            let Some((v, line)) = s.prio else { continue };
+            let (lo, hi) = if cur.is_rt() { (1, 99) } else { (-20, 19) };
+            if v < lo || v > hi {
+                return Err(format!(
+                    "{}:{line}: `tasks.{}.phases.{}.priority`: {v} is not in {lo}..={hi}, the range of the policy it applies to ({cur:?})",
+                    self.file, t.name, ph.name
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A cgroup path under the cpu controller's root (`""`: none, `/`: the
@@ -768,6 +831,14 @@ impl RtApp {
                 };
                 ops.push(Op::SetAffinity {
                     set: res.cpuset(k, cpus),
+                });
+            }
+            // A phase without policy or priority keeps the current ones.
+            if let Some(s) = &ph.sched {
+                let prio = s.prio(s.policy.unwrap_or(t.policy));
+                ops.push(Op::SetScheduler {
+                    policy: s.policy,
+                    prio,
                 });
             }
             // A phase without a taskgroup stays in the current one.
