@@ -245,6 +245,17 @@ fn inputs_that_panicked_or_hung_are_errors_naming_file_line_and_key() {
 }
 
 #[test]
+fn a_negative_global_duration_means_no_limit() {
+    // rt-app's duration -1: run until the tasks end (the fuzzer found it
+    // overflowing a multiplication).
+    let (rc, err) = run_rtapp(
+        "dur-1.json",
+        r#"{"tasks":{"t":{"loop":3,"run":1000}},"global":{"duration":-1}}"#,
+    );
+    assert_eq!(rc, 0, "{err}");
+}
+
+#[test]
 fn resume_of_a_name_nobody_suspends_on_is_a_no_op() {
     // rt-app's resume broadcasts a named condition: nobody waits, nothing
     // happens, and the task runs on.

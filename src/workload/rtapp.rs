@@ -613,7 +613,7 @@ impl RtApp {
             match k.as_str() {
                 "duration" => {
                     let d = c.int(v, &p, -1, 1 << 30)?;
-                    self.duration = (d > 0).then_some(d as u64 * 1_000_000_000);
+                    self.duration = (d > 0).then(|| d as u64 * 1_000_000_000);
                 }
                 "default_policy" => {}
                 k if GLOBAL_IGNORED.contains(&k) => {}
