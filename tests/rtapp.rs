@@ -195,7 +195,7 @@ fn run_rtapp(name: &str, text: &str) -> (i32, String) {
 #[test]
 fn inputs_that_panicked_or_hung_are_errors_naming_file_line_and_key() {
     let deep = "[".repeat(33_126);
-    let cases: [(&str, &str, &str); 7] = [
+    let cases: [(&str, &str, &str); 8] = [
         (
             r#"{"tasks":{"t":{"cpus":[],"run":2000,"sleep":2000}}}"#,
             ":1: `tasks.t.cpus`",
@@ -227,6 +227,12 @@ fn inputs_that_panicked_or_hung_are_errors_naming_file_line_and_key() {
             "loop makes no progress",
         ),
         (&deep, ":1: malformed JSON", "nested deeper than"),
+        // A barrier nobody else uses does not wait (found by the fuzzer).
+        (
+            "{\"tasks\":{\"t\":{\"signal\":\"c\",\n\"barrier\":\"alone\"}}}",
+            ":1: `tasks.t.loop`",
+            "loop makes no progress",
+        ),
     ];
     for (i, (text, at, what)) in cases.iter().enumerate() {
         let t0 = std::time::Instant::now();

@@ -385,7 +385,6 @@ impl Ctx<'_> {
                 }
             }
         }
-        self.check_progress(&t)?;
         self.check_phase_sched(&t)?;
         Ok(t)
     }
@@ -491,10 +490,15 @@ impl Ctx<'_> {
 
     /// A loop whose events take no time would spin the simulator at one
     /// instant: refuse one that repeats endlessly or more than
-    /// MAX_IDLE_ITERATIONS times (rt-app itself would busy-loop).
-    fn check_progress(&self, t: &TaskDef) -> Result<(), String> {
+    /// MAX_IDLE_ITERATIONS times (rt-app itself would busy-loop). A
+    /// barrier takes time only if another thread uses it.
+    fn check_progress(&self, t: &TaskDef, users: &BTreeMap<String, u32>) -> Result<(), String> {
         let path = format!("tasks.{}", t.name);
-        let idle = |p: &Phase| !p.events.iter().any(|(e, _)| takes_time(e));
+        let waits = |e: &Ev| match e {
+            Ev::Barrier(name) => users[name] > 1,
+            e => takes_time(e),
+        };
+        let idle = |p: &Phase| !p.events.iter().any(|(e, _)| waits(e));
         let mut idle_iters: u128 = 0;
         for ph in &t.phases {
             if !idle(ph) {
@@ -521,13 +525,14 @@ impl Ctx<'_> {
 }
 
 /// Whether an event always lets simulated time pass: work, a sleep, a
-/// timer, or a wait for another task.
+/// timer, or a wait for another task (a barrier: if it has other users).
 fn takes_time(e: &Ev) -> bool {
     match e {
         Ev::Run(ns) | Ev::Sleep(ns) => *ns > 0,
         Ev::Timer { period, .. } => *period > 0,
-        Ev::Wait { .. } | Ev::Barrier(_) | Ev::Suspend(_) => true,
-        Ev::Lock(_)
+        Ev::Wait { .. } | Ev::Suspend(_) => true,
+        Ev::Barrier(_)
+        | Ev::Lock(_)
         | Ev::Unlock(_)
         | Ev::Signal(_)
         | Ev::Broad(_)
@@ -601,6 +606,10 @@ impl RtApp {
             ));
         }
         app.threads = app.thread_counts(&c)?;
+        let users = app.barrier_users();
+        for t in &app.tasks {
+            c.check_progress(t, &users)?;
+        }
         for w in c.warnings.take() {
             eprintln!("schedlab: warning: {w}");
         }
@@ -735,16 +744,24 @@ impl RtApp {
         all.into_iter().collect()
     }
 
-    pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
-        let mut res = Resources::default();
-        // Barrier users: every thread of a task naming the barrier.
+    /// Barrier users: every thread of a task naming the barrier.
+    fn barrier_users(&self) -> BTreeMap<String, u32> {
+        let mut users = BTreeMap::new();
         for (t, &n) in self.tasks.iter().zip(&self.threads) {
             for (e, _) in t.phases.iter().flat_map(|p| &p.events) {
                 if let Ev::Barrier(name) = e {
-                    *res.barrier_users.entry(name.clone()).or_default() += n as u32;
+                    *users.entry(name.clone()).or_default() += n as u32;
                 }
             }
         }
+        users
+    }
+
+    pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
+        let mut res = Resources {
+            barrier_users: self.barrier_users(),
+            ..Default::default()
+        };
         // Every thread first, so that resume and fork can name them.
         let mut threads: Vec<Vec<Pid>> = Vec::new();
         for (t, &n) in self.tasks.iter().zip(&self.threads) {
