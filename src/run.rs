@@ -3,7 +3,7 @@
 
 use crate::engine::NSEC_PER_SEC;
 use crate::kernel::task::Pid;
-use crate::kernel::task_group::TaskGroups;
+use crate::kernel::task_group::{CgroupSpec, TaskGroups, CGROUP_WEIGHT_DFL};
 use crate::kernel::tracepoint::Tracer;
 use crate::kernel::ProgressHook;
 use crate::kernel::{Kernel, SimError};
@@ -83,6 +83,25 @@ fn take_cgroup(p: &Params) -> (Params, Option<String>) {
     (p, cg)
 }
 
+/// The declared cgroups plus those the workloads name that are not
+/// declared, with the defaults (the paths are normalized already).
+fn with_workload_groups(
+    declared: &[CgroupSpec],
+    w: &[(Workload, Option<String>)],
+) -> Vec<CgroupSpec> {
+    let mut all = declared.to_vec();
+    for path in w.iter().flat_map(|(w, _)| w.cgroups()) {
+        if !all.iter().any(|c| c.path == path) {
+            all.push(CgroupSpec {
+                path,
+                weight: CGROUP_WEIGHT_DFL,
+                max: None,
+            });
+        }
+    }
+    all
+}
+
 /// Run a resolved scenario.
 pub fn run(src: &Source, sc: &Scenario) -> Result<RunOutput, RunError> {
     run_with(src, sc, None)
@@ -121,21 +140,25 @@ pub fn run_in(
     if let Some(g) = sc.governor {
         m.cost.governor = g;
     }
-    let groups = TaskGroups::build(&sc.cgroups)
+    let mut parsed = Vec::new();
+    for (i, p) in sc.workloads.iter().enumerate() {
+        let (p, cgroup) = take_cgroup(p);
+        let w = Workload::parse(&p)
+            .and_then(|w| w.check_machine(m.nr_cpus()).map(|_| w))
+            .map_err(|e| RunError::Input(workload_error(src, i, &p, e)))?;
+        parsed.push((w, cgroup));
+    }
+    let groups = TaskGroups::build(&with_workload_groups(&sc.cgroups, &parsed))
         .and_then(|g| g.check_machine(m.nr_cpus()).map(|_| g))
         .map_err(|e| RunError::Input(src.err("cgroup", e)))?;
     let mut workloads = Vec::new();
-    for (i, p) in sc.workloads.iter().enumerate() {
-        let (p, cgroup) = take_cgroup(p);
+    for (i, (w, cgroup)) in parsed.into_iter().enumerate() {
         let tg = match cgroup {
             None => 0,
             Some(path) => groups
                 .lookup(&path)
                 .map_err(|e| RunError::Input(src.err(&format!("workload.{i}.cgroup"), e)))?,
         };
-        let w = Workload::parse(&p)
-            .and_then(|w| w.check_machine(m.nr_cpus()).map(|_| w))
-            .map_err(|e| RunError::Input(workload_error(src, i, &p, e)))?;
         workloads.push((w, tg));
     }
     let mut k = Kernel::new(m, sc.kernel.clone());

@@ -480,6 +480,7 @@ impl Kernel {
             }
         }
         self.active_balance_stop(cpu, prev);
+        self.migration_cpu_stop(cpu, prev);
         let next = self.pick_next_task(cpu, prev);
         self.rqs[cpu].cfs.resched_req = false;
         self.account_resched(cpu, prev, next != prev, mode);

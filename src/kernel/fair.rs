@@ -547,7 +547,13 @@ impl CfsRq {
 
     /// reweight_entity (v6.13+): keep the entity's lag and relative
     /// deadline across the weight change and re-place it.
-    fn reweight_entity(&mut self, ents: &mut Ents, id: SeId, shares: u64, env: &FairEnv) {
+    pub(super) fn reweight_entity(
+        &mut self,
+        ents: &mut Ents,
+        id: SeId,
+        shares: u64,
+        env: &FairEnv,
+    ) {
         let curr = self.curr == Some(id);
         let on_rq = ents.se(id).on_rq;
         if on_rq {

@@ -459,6 +459,15 @@ impl Kernel {
         }
     }
 
+    /// reweight_task_fair for a dequeued task: its PELT load rescaled to
+    /// the new weight, its lag and relative deadline kept (reweight_entity).
+    pub(super) fn reweight_task_fair(&mut self, cpu: usize, p: Pid, lw: super::prio::LoadWeight) {
+        self.at_level(cpu, p, |c, e, _, env| {
+            c.reweight_entity(e, p, lw.weight, env)
+        });
+        self.tasks[p].se.load = lw;
+    }
+
     /// put_prev_task_fair: every level of `p`'s hierarchy.
     pub(super) fn put_prev_task_fair(&mut self, cpu: usize, p: Pid) {
         let mut se = Some(p);

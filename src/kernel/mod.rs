@@ -34,6 +34,7 @@ pub mod rt;
 pub mod sched_domain;
 pub mod schedstat;
 pub mod select;
+pub mod setattr;
 pub mod shm;
 pub mod swait;
 pub mod task;
@@ -229,6 +230,8 @@ pub struct Kernel {
     /// wakeup), and the current scan's number.
     scan_stamp: Vec<u64>,
     scan_gen: u64,
+    /// Per CPU: the CPU cpumask_any_and_distribute handed out last.
+    distribute_prev: Vec<usize>,
     /// Tasks forked or to be forked that have not exited.
     pub alive: usize,
     pub check: bool,
@@ -277,6 +280,7 @@ impl Kernel {
             idle_scan_next: vec![0; machine.nr_llcs],
             scan_stamp: vec![0; n],
             scan_gen: 0,
+            distribute_prev: vec![0; n],
             machine,
             cfg,
             now: 0,

@@ -42,6 +42,14 @@ impl LoadWeight {
         }
     }
 
+    /// SCHED_IDLE's weight (WEIGHT_IDLEPRIO 3, WMULT_IDLEPRIO).
+    pub fn idle() -> Self {
+        LoadWeight {
+            weight: scale_load(3),
+            inv_weight: 1_431_655_765,
+        }
+    }
+
     /// update_load_set + __update_inv_weight: a group entity's new weight.
     pub fn set(weight: u64) -> Self {
         let w = scale_load_down(weight);

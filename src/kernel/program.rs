@@ -281,6 +281,20 @@ pub enum Op {
     },
     /// A futex-based pthread operation (rt-app workloads).
     Pthread(PthreadOp),
+    /// sched_setaffinity(0, ...) to CPU set `set` of `Shm::cpusets`.
+    SetAffinity {
+        set: usize,
+    },
+    /// Write its own tid to task group `tg`'s cgroup.procs.
+    MoveGroup {
+        tg: usize,
+    },
+    /// sched_setscheduler(0, ...) (setpriority for the nice value): the
+    /// policy (None: keep the current one) and the RT priority or nice.
+    SetScheduler {
+        policy: Option<super::rt::Policy>,
+        prio: i32,
+    },
 }
 
 /// The kthread ops: kthread_create/park/stop and kthreadd's side.

@@ -28,12 +28,14 @@ pub enum PthreadOp {
         all: bool,
     },
     /// rt-app's `timer`: the next expiry is the last one plus `period`
-    /// (the first is counted from the task's start); sleep until it, or if
-    /// it has passed, go on (and in relative mode restart from now).
+    /// (the first is counted from `first`, the thread's t_first); sleep
+    /// until it, or if it has passed, go on (and in relative mode restart
+    /// from now).
     Timer {
         timer: usize,
         period: u64,
         relative: bool,
+        first: u64,
     },
 }
 
@@ -71,7 +73,8 @@ impl Kernel {
                 timer,
                 period,
                 relative,
-            } => self.periodic_timer(p, cpu, timer, period, relative),
+                first,
+            } => self.periodic_timer(p, cpu, timer, (first, period), relative),
         }
     }
 
@@ -80,14 +83,13 @@ impl Kernel {
         p: Pid,
         cpu: usize,
         timer: usize,
-        period: u64,
+        (first, period): (u64, u64),
         relative: bool,
     ) -> Io {
         if self.tasks[p].prog.woken {
             return Io::Done(0);
         }
-        let start = self.tasks[p].prog.marks.first().map_or(0, |m| m.1);
-        let next = self.timers[timer].unwrap_or(start) + period;
+        let next = self.timers[timer].unwrap_or(first) + period;
         self.timers[timer] = Some(next);
         if self.now < next {
             self.hrtimer_sleep(p, cpu, next - self.now);

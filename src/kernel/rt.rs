@@ -165,10 +165,7 @@ impl Kernel {
         t.policy = policy;
         t.rt_prio = if policy.is_rt() { rt_prio } else { 0 };
         if policy == Policy::Idle {
-            t.se.load = super::prio::LoadWeight {
-                weight: super::prio::scale_load(3),
-                inv_weight: 1_431_655_765,
-            };
+            t.se.load = super::prio::LoadWeight::idle();
         }
     }
 

@@ -122,6 +122,8 @@ pub struct Shm {
     /// rt-app fork events: the pre-built children each still has to
     /// start, the next one last.
     pub fork_pools: Vec<Vec<Pid>>,
+    /// CPU sets passed to sched_setaffinity (rt-app's per-phase `cpus`).
+    pub cpusets: Vec<Vec<usize>>,
 }
 
 impl Shm {
@@ -135,6 +137,12 @@ impl Shm {
         children.reverse();
         self.fork_pools.push(children);
         self.fork_pools.len() - 1
+    }
+
+    /// A CPU set for sched_setaffinity.
+    pub fn new_cpuset(&mut self, cpus: Vec<usize>) -> usize {
+        self.cpusets.push(cpus);
+        self.cpusets.len() - 1
     }
 
     /// A new list whose tasks wait on their `futex_of` words.

@@ -58,6 +58,11 @@ pub struct TaskGroup {
     /// (for the cost of the shared atomic).
     pub last_writer: Option<usize>,
     pub line_free_at: u64,
+    /// CPU time tasks took in the group before they moved out, minus what
+    /// tasks that moved in had taken before (so that its usage is this plus
+    /// its present tasks' sum_exec_runtime, as cpu.stat charges the group
+    /// the task is in at the time).
+    pub usage_moved: i64,
 }
 
 /// All task groups of a run.
@@ -79,6 +84,7 @@ impl Default for TaskGroups {
                 quota: None,
                 last_writer: None,
                 line_free_at: 0,
+                usage_moved: 0,
             }],
         }
     }

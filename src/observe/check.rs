@@ -316,7 +316,13 @@ impl Kernel {
             _ => {}
         }
         let a = &self.tasks[p].se.avg;
-        if a.load_sum > PELT_SUM_LIMIT
+        // attach_entity_load_avg rebuilds load_sum as load_avg / weight
+        // periods: an RT task switched to a lighter fair weight keeps its
+        // fork-time load_avg, so its load_sum exceeds LOAD_AVG_MAX by that
+        // ratio, in the kernel too.
+        let w = crate::kernel::prio::scale_load_down(self.tasks[p].se.load.weight).max(1);
+        let load_limit = PELT_SUM_LIMIT * (a.load_avg / w + 1);
+        if a.load_sum > load_limit
             || a.util_sum > PELT_SUM_LIMIT << 10
             || a.runnable_sum > PELT_SUM_LIMIT << 10
         {

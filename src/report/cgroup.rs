@@ -22,11 +22,13 @@ impl Kernel {
 
     /// CPU time of the tasks in group `tg` and below (cpu.stat usage).
     fn group_exec_ns(&self, tg: usize) -> u64 {
-        self.tasks
+        let present: u64 = self
+            .tasks
             .iter()
             .filter(|t| self.groups.is_descendant(t.tg, tg))
             .map(|t| t.se.sum_exec_runtime)
-            .sum()
+            .sum();
+        (present as i64 + self.groups.tgs[tg].usage_moved) as u64
     }
 
     /// Σ over CPUs of the group's cfs_rq util_avg.

@@ -119,6 +119,15 @@ impl Workload {
         }
     }
 
+    /// Cgroups the workload's own input names (rt-app's `taskgroup`),
+    /// which the run creates with the defaults unless declared.
+    pub fn cgroups(&self) -> Vec<String> {
+        match self {
+            Workload::RtApp(w) => w.cgroups(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether the workload ends by itself.
     pub fn is_finite(&self) -> bool {
         match self {

@@ -120,6 +120,14 @@ impl Kernel {
             | Op::Barrier { .. }
             | Op::Yield
             | Op::CyclicSleep { .. } => Some(c.syscall_ns),
+            // rt-app makes these calls only when the value changes.
+            Op::SetAffinity { set } => {
+                (!self.cpus_allowed_equal(p, &self.shm.cpusets[set])).then_some(c.syscall_ns)
+            }
+            Op::MoveGroup { tg } => (self.tasks[p].tg != tg).then_some(c.syscall_ns),
+            Op::SetScheduler { policy, prio } => (!self
+                .sched_param_equal(p, self.sched_param(p, policy, prio)))
+            .then_some(c.syscall_ns),
             Op::PipeWrite { bytes, .. } | Op::PipeRead { bytes, .. } => {
                 Some(copy(bytes, c.pipe_copy_ps_per_byte) + c.pipe_op_ns)
             }
@@ -282,6 +290,22 @@ impl Kernel {
             Op::Yield => {
                 self.tasks[p].prog.advance();
                 Some(Action::Yield)
+            }
+            Op::SetAffinity { set } => {
+                self.tasks[p].prog.advance();
+                let cpus = self.shm.cpusets[set].clone();
+                self.set_cpus_allowed(p, cpu, cpus)
+                    .then_some(Action::Preempt)
+            }
+            Op::MoveGroup { tg } => {
+                self.tasks[p].prog.advance();
+                self.sched_move_task(p, cpu, tg).then_some(Action::Preempt)
+            }
+            Op::SetScheduler { policy, prio } => {
+                self.tasks[p].prog.advance();
+                let param = self.sched_param(p, policy, prio);
+                (!self.sched_param_equal(p, param) && self.sched_setscheduler(p, cpu, param))
+                    .then_some(Action::Preempt)
             }
             Op::FutexSet { futex, val } => {
                 self.futexes[futex].val = val;

@@ -2,8 +2,8 @@
 //! loops and phases of events, compiled to task programs. `run` is work in
 //! µs at full capacity (rt-app's calibrated loop, which scales with the
 //! CPU); `runtime` is modelled the same way. Features the model lacks
-//! (sync, mem, iorun, SCHED_DEADLINE, uclamp, taskgroup, per-phase
-//! properties) are errors naming the file, line and feature; keys rt-app
+//! (sync, mem, iorun, SCHED_DEADLINE, uclamp, external workloads) are
+//! errors naming the file, line and feature; keys rt-app
 //! itself ignores are ignored with a warning. docs/rtapp.md has the table.
 
 use super::lenient_json::{self, Node, J};
@@ -54,6 +54,32 @@ struct Phase {
     loops: i64,
     /// Each event with the line of its key.
     events: Vec<(Ev, usize)>,
+    /// The phase's own affinity and the line of its key.
+    cpus: Option<(Vec<usize>, usize)>,
+    /// The cgroup the thread moves to at the phase's start.
+    taskgroup: Option<String>,
+    /// The policy and priority it switches to at the phase's start.
+    sched: Option<PhaseSched>,
+}
+
+/// A phase's `policy` (None: rt-app's "same", the current one) and
+/// `priority` (None: the policy's default) with the line of its key.
+#[derive(Clone, Debug)]
+struct PhaseSched {
+    policy: Option<Policy>,
+    prio: Option<(i64, usize)>,
+}
+
+impl PhaseSched {
+    /// The priority to set under `policy`: the given one, or rt-app's
+    /// default (RT priority 10, nice 0).
+    fn prio(&self, policy: Policy) -> i32 {
+        match self.prio {
+            Some((v, _)) => v as i32,
+            None if policy.is_rt() => 10,
+            None => 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -69,12 +95,16 @@ struct TaskDef {
     rt_prio: u32,
     /// The affinity and the line of its key.
     cpus: Option<(Vec<usize>, usize)>,
+    /// The cgroup the threads start in.
+    taskgroup: Option<String>,
     delay: u64,
 }
 
 /// More iterations than this of a loop that takes no time are a hang.
 const MAX_IDLE_ITERATIONS: u128 = 1_000_000;
 const NO_PROGRESS: &str = "loop makes no progress (its events take no time)";
+/// rt-app's limit on distinct taskgroups (max_nbr_tgs).
+const MAX_TASKGROUPS: usize = 32;
 
 #[derive(Clone, Debug)]
 pub struct RtApp {
@@ -93,7 +123,15 @@ const EVENTS: &[&str] = &[
 ];
 
 /// rt-app events the model does not have.
-const UNSUPPORTED: &[&str] = &["sem_post", "sem_wait", "iorun", "sync", "mem", "pi_"];
+const UNSUPPORTED: &[&str] = &[
+    "sem_post",
+    "sem_wait",
+    "iorun",
+    "sync",
+    "mem",
+    "pi_",
+    "external_workload",
+];
 
 /// Global keys about rt-app's own logging and setup, which do not change
 /// the schedule.
@@ -223,7 +261,7 @@ impl Ctx<'_> {
                 continue;
             }
             let p = format!("{path}.{k}");
-            if self.property(k, v, &p, path.contains(".phases."))? {
+            if self.property(k, v, &p)? {
                 continue;
             }
             match self.event(k, v, &p)? {
@@ -237,20 +275,13 @@ impl Ctx<'_> {
     /// A task or phase property the model lacks: an error naming the
     /// feature, a warning if it does not change the schedule, or false if
     /// `k` is no property at all. Properties it has are read by `task`.
-    fn property(&self, k: &str, v: &Node, p: &str, in_phase: bool) -> Result<bool, String> {
+    fn property(&self, k: &str, v: &Node, p: &str) -> Result<bool, String> {
         let unsupported = |what: &str| Err(self.err(v, p, format!("{what} is not supported")));
         match k {
             "dl-runtime" | "dl-period" | "dl-deadline" => {
                 unsupported("SCHED_DEADLINE (and a custom slice, dl-runtime on SCHED_OTHER)")
             }
             "util_min" | "util_max" => unsupported("utilization clamping (uclamp)"),
-            "taskgroup" if matches!(&v.v, J::Str(s) if s.is_empty()) => Ok(true),
-            "taskgroup" => {
-                unsupported("`taskgroup` (put the workload in a cgroup: rtapp:FILE,cgroup=/PATH)")
-            }
-            "cpus" | "policy" | "priority" if in_phase => {
-                unsupported(&format!("a per-phase `{k}`"))
-            }
             "membind_nodes" => {
                 self.warn(v, p, "NUMA memory binding is not modelled, ignored");
                 Ok(true)
@@ -266,7 +297,14 @@ impl Ctx<'_> {
     fn task(&self, name: &str, n: &Node) -> Result<TaskDef, String> {
         let path = format!("tasks.{name}");
         const TASK_KEYS: &[&str] = &[
-            "instance", "loop", "phases", "policy", "priority", "cpus", "delay",
+            "instance",
+            "loop",
+            "phases",
+            "policy",
+            "priority",
+            "cpus",
+            "delay",
+            "taskgroup",
         ];
         let mut t = TaskDef {
             name: name.to_string(),
@@ -278,6 +316,7 @@ impl Ctx<'_> {
             policy: Policy::Normal,
             rt_prio: 0,
             cpus: None,
+            taskgroup: None,
             delay: 0,
         };
         let mut policy = self.default_policy.to_string();
@@ -295,24 +334,11 @@ impl Ctx<'_> {
                 "priority" => priority = Some((v, p.clone())),
                 "delay" => t.delay = self.usec(v, &p)?,
                 "cpus" => t.cpus = Some((self.cpus(v, &p)?, v.line)),
+                "taskgroup" => t.taskgroup = self.taskgroup(v, &p)?,
                 "phases" => {
                     has_phases = true;
                     for (pk, pv) in self.obj(v, &p)? {
-                        let pp = format!("{p}.{pk}");
-                        let (loops, line) =
-                            match self.obj(pv, &pp)?.iter().rev().find(|(k, _)| k == "loop") {
-                                Some((_, l)) => {
-                                    (self.int(l, &format!("{pp}.loop"), 1, i64::MAX)?, l.line)
-                                }
-                                None => (1, pv.line),
-                            };
-                        let events = self.events(pv, &pp, &["loop"])?;
-                        t.phases.push(Phase {
-                            name: pk.clone(),
-                            line,
-                            loops,
-                            events,
-                        });
+                        t.phases.push(self.phase(pk, pv, &format!("{p}.{pk}"))?);
                     }
                 }
                 _ => {}
@@ -338,6 +364,9 @@ impl Ctx<'_> {
                 line: n.line,
                 loops: 1,
                 events: self.events(n, &path, TASK_KEYS)?,
+                cpus: None,
+                taskgroup: None,
+                sched: None,
             });
         } else if let Some(&(_, line)) = self.events(n, &path, TASK_KEYS)?.first() {
             return Err(format!(
@@ -356,8 +385,91 @@ impl Ctx<'_> {
                 }
             }
         }
-        self.check_progress(&t)?;
+        self.check_phase_sched(&t)?;
         Ok(t)
+    }
+
+    /// A phase: its `loop`, `cpus`, `taskgroup` and events.
+    fn phase(&self, name: &str, n: &Node, path: &str) -> Result<Phase, String> {
+        let key = |k: &str| {
+            self.obj(n, path)
+                .map(|o| o.iter().rev().find(|(x, _)| x == k))
+        };
+        let (loops, line) = match key("loop")? {
+            Some((_, l)) => (self.int(l, &format!("{path}.loop"), 1, i64::MAX)?, l.line),
+            None => (1, n.line),
+        };
+        let cpus = match key("cpus")? {
+            Some((_, v)) => Some((self.cpus(v, &format!("{path}.cpus"))?, v.line)),
+            None => None,
+        };
+        let taskgroup = match key("taskgroup")? {
+            Some((_, v)) => self.taskgroup(v, &format!("{path}.taskgroup"))?,
+            None => None,
+        };
+        let policy = match key("policy")? {
+            Some((_, v)) => Some(self.policy(v, &format!("{path}.policy"))?),
+            None => None,
+        };
+        let prio = match key("priority")? {
+            Some((_, v)) => Some((self.int(v, &format!("{path}.priority"), -20, 99)?, v.line)),
+            None => None,
+        };
+        Ok(Phase {
+            name: name.to_string(),
+            line,
+            loops,
+            events: self.events(
+                n,
+                path,
+                &["loop", "cpus", "taskgroup", "policy", "priority"],
+            )?,
+            cpus,
+            taskgroup,
+            sched: (policy.is_some() || prio.is_some()).then_some(PhaseSched { policy, prio }),
+        })
+    }
+
+    /// A policy name.
+    fn policy(&self, v: &Node, p: &str) -> Result<Policy, String> {
+        let s = self.str(v, p)?;
+        policy_of(s)
+            .ok_or_else(|| self.err(v, p, format!("policy `{s}` is not modelled ({POLICIES})")))
+    }
+
+    /// Each phase's priority must fit the policy it runs under, which for a
+    /// phase without `policy` is the one before it (twice round the phases:
+    /// the first phase follows the last from the second loop on).
+    fn check_phase_sched(&self, t: &TaskDef) -> Result<(), String> {
+        let mut cur = t.policy;
+        for ph in t.phases.iter().chain(&t.phases) {
+            let Some(s) = &ph.sched else { continue };
+            cur = s.policy.unwrap_or(cur);
+            let Some((v, line)) = s.prio else { continue };
+            let (lo, hi) = if cur.is_rt() { (1, 99) } else { (-20, 19) };
+            if v < lo || v > hi {
+                return Err(format!(
+                    "{}:{line}: `tasks.{}.phases.{}.priority`: {v} is not in {lo}..={hi}, the range of the policy it applies to ({cur:?})",
+                    self.file, t.name, ph.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A cgroup path under the cpu controller's root (`""`: none, `/`: the
+    /// root group).
+    fn taskgroup(&self, v: &Node, p: &str) -> Result<Option<String>, String> {
+        let s = self.str(v, p)?;
+        if s.is_empty() {
+            return Ok(None);
+        }
+        if s.starts_with('/') && s.trim_matches('/').is_empty() {
+            return Ok(Some("/".into()));
+        }
+        crate::kernel::task_group::normalize(s)
+            .map(Some)
+            .map_err(|e| self.err(v, p, e))
     }
 
     /// An affinity: a CPU number or a non-empty list of them (checked
@@ -378,10 +490,15 @@ impl Ctx<'_> {
 
     /// A loop whose events take no time would spin the simulator at one
     /// instant: refuse one that repeats endlessly or more than
-    /// MAX_IDLE_ITERATIONS times (rt-app itself would busy-loop).
-    fn check_progress(&self, t: &TaskDef) -> Result<(), String> {
+    /// MAX_IDLE_ITERATIONS times (rt-app itself would busy-loop). A
+    /// barrier takes time only if another thread uses it.
+    fn check_progress(&self, t: &TaskDef, users: &BTreeMap<String, u32>) -> Result<(), String> {
         let path = format!("tasks.{}", t.name);
-        let idle = |p: &Phase| !p.events.iter().any(|(e, _)| takes_time(e));
+        let waits = |e: &Ev| match e {
+            Ev::Barrier(name) => users[name] > 1,
+            e => takes_time(e),
+        };
+        let idle = |p: &Phase| !p.events.iter().any(|(e, _)| waits(e));
         let mut idle_iters: u128 = 0;
         for ph in &t.phases {
             if !idle(ph) {
@@ -408,13 +525,14 @@ impl Ctx<'_> {
 }
 
 /// Whether an event always lets simulated time pass: work, a sleep, a
-/// timer, or a wait for another task.
+/// timer, or a wait for another task (a barrier: if it has other users).
 fn takes_time(e: &Ev) -> bool {
     match e {
         Ev::Run(ns) | Ev::Sleep(ns) => *ns > 0,
         Ev::Timer { period, .. } => *period > 0,
-        Ev::Wait { .. } | Ev::Barrier(_) | Ev::Suspend(_) => true,
-        Ev::Lock(_)
+        Ev::Wait { .. } | Ev::Suspend(_) => true,
+        Ev::Barrier(_)
+        | Ev::Lock(_)
         | Ev::Unlock(_)
         | Ev::Signal(_)
         | Ev::Broad(_)
@@ -449,7 +567,13 @@ impl RtApp {
             let g = items.iter().rev().find(|(k, _)| k == "global");
             if let Some(J::Obj(gi)) = g.map(|(_, g)| &g.v) {
                 if let Some((_, p)) = gi.iter().rev().find(|(k, _)| k == "default_policy") {
-                    c.default_policy = c.str(p, "global.default_policy")?.to_string();
+                    let path = "global.default_policy";
+                    let pol = c.str(p, path)?;
+                    if policy_of(pol).is_none() {
+                        let msg = format!("policy `{pol}` is not modelled ({POLICIES})");
+                        return Err(c.err(p, path, msg));
+                    }
+                    c.default_policy = pol.to_string();
                 }
             }
         }
@@ -474,7 +598,18 @@ impl RtApp {
         if app.tasks.is_empty() {
             return Err(c.err(&root, "tasks", "no tasks"));
         }
+        if app.cgroups().len() > MAX_TASKGROUPS {
+            return Err(c.err(
+                &root,
+                "taskgroup",
+                format!("more than rt-app's {MAX_TASKGROUPS} taskgroups"),
+            ));
+        }
         app.threads = app.thread_counts(&c)?;
+        let users = app.barrier_users();
+        for t in &app.tasks {
+            c.check_progress(t, &users)?;
+        }
         for w in c.warnings.take() {
             eprintln!("schedlab: warning: {w}");
         }
@@ -487,18 +622,9 @@ impl RtApp {
             match k.as_str() {
                 "duration" => {
                     let d = c.int(v, &p, -1, 1 << 30)?;
-                    self.duration = (d > 0).then_some(d as u64 * 1_000_000_000);
+                    self.duration = (d > 0).then(|| d as u64 * 1_000_000_000);
                 }
-                "default_policy" => {
-                    let pol = c.str(v, &p)?;
-                    if policy_of(pol).is_none() {
-                        return Err(c.err(
-                            v,
-                            &p,
-                            format!("policy `{pol}` is not modelled ({POLICIES})"),
-                        ));
-                    }
-                }
+                "default_policy" => {}
                 k if GLOBAL_IGNORED.contains(&k) => {}
                 _ => c.warn(v, &p, "unknown global key, ignored (as rt-app does)"),
             }
@@ -584,35 +710,66 @@ impl RtApp {
     /// Reject an affinity naming a CPU the machine lacks.
     pub fn check_machine(&self, ncpus: usize) -> Result<(), String> {
         for t in &self.tasks {
-            let Some((cpus, line)) = &t.cpus else {
-                continue;
-            };
-            if let Some(c) = cpus.iter().find(|&&c| c >= ncpus) {
-                return Err(format!(
-                    "{}:{line}: `tasks.{}.cpus`: CPU {c} is not on this machine (CPUs 0-{})",
-                    self.file,
-                    t.name,
-                    ncpus - 1
-                ));
+            let phases = t.phases.iter().filter_map(|ph| {
+                let at = format!("tasks.{}.phases.{}.cpus", t.name, ph.name);
+                ph.cpus.as_ref().map(|c| (c, at))
+            });
+            let own = t
+                .cpus
+                .as_ref()
+                .map(|c| (c, format!("tasks.{}.cpus", t.name)));
+            for ((cpus, line), at) in own.into_iter().chain(phases) {
+                if let Some(c) = cpus.iter().find(|&&c| c >= ncpus) {
+                    return Err(format!(
+                        "{}:{line}: `{at}`: CPU {c} is not on this machine (CPUs 0-{})",
+                        self.file,
+                        ncpus - 1
+                    ));
+                }
             }
         }
         Ok(())
     }
 
-    pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
-        let mut res = Resources::default();
-        // Barrier users: every thread of a task naming the barrier.
+    /// The cgroups the file's `taskgroup` keys name, which the run creates
+    /// if the scenario does not declare them (as rt-app creates them under
+    /// the cpu controller's mount point); the root group always exists.
+    pub fn cgroups(&self) -> Vec<String> {
+        let mut all = std::collections::BTreeSet::new();
+        for t in &self.tasks {
+            all.extend(t.taskgroup.iter().cloned());
+            all.extend(t.phases.iter().filter_map(|ph| ph.taskgroup.clone()));
+        }
+        all.remove("/");
+        all.into_iter().collect()
+    }
+
+    /// Barrier users: every thread of a task naming the barrier.
+    fn barrier_users(&self) -> BTreeMap<String, u32> {
+        let mut users = BTreeMap::new();
         for (t, &n) in self.tasks.iter().zip(&self.threads) {
             for (e, _) in t.phases.iter().flat_map(|p| &p.events) {
                 if let Ev::Barrier(name) = e {
-                    *res.barrier_users.entry(name.clone()).or_default() += n as u32;
+                    *users.entry(name.clone()).or_default() += n as u32;
                 }
             }
         }
+        users
+    }
+
+    pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
+        let mut res = Resources {
+            barrier_users: self.barrier_users(),
+            ..Default::default()
+        };
         // Every thread first, so that resume and fork can name them.
         let mut threads: Vec<Vec<Pid>> = Vec::new();
         for (t, &n) in self.tasks.iter().zip(&self.threads) {
             let mut pids = Vec::new();
+            let workload_group = b.cgroup;
+            if let Some(tg) = &t.taskgroup {
+                b.cgroup = k.groups.find(tg).expect("created by the run");
+            }
             for i in 0..n {
                 let comm = if n > 1 {
                     format!("{}-{i}", t.name)
@@ -632,6 +789,7 @@ impl RtApp {
                 k.set_scheduler(p, t.policy, t.rt_prio);
                 pids.push(p);
             }
+            b.cgroup = workload_group;
             threads.push(pids);
         }
         // The threads past a task's instances start when forked, handed
@@ -663,14 +821,49 @@ impl RtApp {
     ) -> Vec<Op> {
         let mut ops = Vec::new();
         if t.delay > 0 {
-            ops.push(Op::Sleep(Dist::Fixed(t.delay)));
+            // clock_nanosleep(TIMER_ABSTIME) to t_zero + delay: a private
+            // absolute timer started at 0 (a thread forked later may not
+            // sleep at all).
+            k.timers.push(None);
+            ops.push(Op::Pthread(PthreadOp::Timer {
+                timer: k.timers.len() - 1,
+                period: t.delay,
+                relative: false,
+                first: 0,
+            }));
         }
         ops.push(Op::Mark(Mark::Start));
         let forever = |n: i64| if n < 0 { 0 } else { n as u64 };
         ops.push(Op::Loop {
             count: forever(t.loops),
         });
+        let phase_cpus = t.phases.iter().any(|ph| ph.cpus.is_some());
         for ph in &t.phases {
+            if phase_cpus {
+                // At each phase's start: its own cpus, else the task's,
+                // else every CPU (rt-app's set_thread_affinity).
+                let cpus = match (&ph.cpus, &t.cpus) {
+                    (Some((c, _)), _) | (None, Some((c, _))) => c.clone(),
+                    (None, None) => (0..k.machine.nr_cpus()).collect(),
+                };
+                ops.push(Op::SetAffinity {
+                    set: res.cpuset(k, cpus),
+                });
+            }
+            // A phase without policy or priority keeps the current ones.
+            if let Some(s) = &ph.sched {
+                let prio = s.prio(s.policy.unwrap_or(t.policy));
+                ops.push(Op::SetScheduler {
+                    policy: s.policy,
+                    prio,
+                });
+            }
+            // A phase without a taskgroup stays in the current one.
+            if let Some(tg) = &ph.taskgroup {
+                ops.push(Op::MoveGroup {
+                    tg: k.groups.find(tg).expect("created by the run"),
+                });
+            }
             ops.push(Op::Loop {
                 count: ph.loops as u64,
             });
@@ -692,10 +885,14 @@ impl RtApp {
                             k.timers.push(None);
                             k.timers.len() - 1
                         });
+                        // rt-app starts every timer at t_first: the first
+                        // thread's start plus the task's delay, for forked
+                        // threads too.
                         ops.push(Op::Pthread(PthreadOp::Timer {
                             timer,
                             period: *period,
                             relative: *relative,
+                            first: t.delay,
                         }));
                     }
                     Ev::Lock(m) => ops.push(Op::Pthread(PthreadOp::MutexLock {
@@ -785,9 +982,19 @@ struct Resources {
     barriers: BTreeMap<String, usize>,
     barrier_users: BTreeMap<String, u32>,
     timers: BTreeMap<String, usize>,
+    cpusets: BTreeMap<Vec<usize>, usize>,
 }
 
 impl Resources {
+    fn cpuset(&mut self, k: &mut Kernel, mut cpus: Vec<usize>) -> usize {
+        cpus.sort_unstable();
+        cpus.dedup();
+        *self
+            .cpusets
+            .entry(cpus.clone())
+            .or_insert_with(|| k.shm.new_cpuset(cpus))
+    }
+
     fn futex(&mut self, k: &mut Kernel, kind: &'static str, name: &str) -> usize {
         *self
             .futexes
