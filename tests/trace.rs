@@ -360,7 +360,12 @@ fn parsers_survive_damaged_input() {
             }
             let t = String::from_utf8_lossy(&b);
             if let Ok(r) = schedlab::trace::parse::parse("f", &t) {
-                let _ = schedlab::workload::replay::Replay::from_records("f", &r, &[], true);
+                let _ = schedlab::workload::replay::Replay::from_records(
+                    "f",
+                    &r,
+                    &[],
+                    Default::default(),
+                );
             }
             let _ = schedlab::workload::rtapp::RtApp::from_text("f", &t);
         }

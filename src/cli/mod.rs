@@ -164,6 +164,9 @@ struct ReplayArgs {
     /// Infer an edge where a waker preempted by its wakee resumes as that wakee leaves the CPU (docs/replay.md)
     #[arg(long)]
     handover: bool,
+    /// Keep each task on the CPUs the trace shows it running on (docs/replay.md)
+    #[arg(long)]
+    pin: bool,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -179,6 +182,9 @@ fn load_replay(args: &ReplayArgs) -> Result<(Source, Scenario), InputError> {
     }
     if args.handover {
         spec += ",handover=true";
+    }
+    if args.pin {
+        spec += ",pin=true";
     }
     if !args.run.common.workloads.is_empty() {
         return Err(InputError::new(
