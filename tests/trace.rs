@@ -641,3 +641,69 @@ fn handover_edges_restore_the_recorded_switches() {
         .unwrap();
     assert!(e.abs() < 0.20, "switches {e}");
 }
+
+/// The relative error of the simulated `key` against the recorded one in a
+/// replay's fidelity total.
+fn total_err(w: &serde_json::Value, key: &str) -> f64 {
+    w["fidelity"]["total"]["relative_error"][key]
+        .as_f64()
+        .unwrap()
+}
+
+/// Per task: (comm, recorded, simulated) runtime in ns.
+fn task_runtimes(w: &serde_json::Value) -> Vec<(String, f64, f64)> {
+    let f = |t: &serde_json::Value, side: &str| t[side]["runtime_ns"].as_f64().unwrap();
+    w["fidelity"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let comm = t["comm"].as_str().unwrap().to_string();
+            (comm, f(t, "recorded"), f(t, "simulated"))
+        })
+        .collect()
+}
+
+fn span_err(w: &serde_json::Value) -> f64 {
+    let s = |k: &str| w[k].as_f64().unwrap();
+    s("simulated_span_ns") / s("recorded_span_ns") - 1.0
+}
+
+/// Migrations within 2× of the recorded count (a recorded 0 allows 1).
+fn migrations_within_2x(w: &serde_json::Value) -> bool {
+    let t = &w["fidelity"]["total"];
+    let (r, s) = (
+        t["recorded"]["migrations"].as_u64().unwrap(),
+        t["simulated"]["migrations"].as_u64().unwrap(),
+    );
+    s <= 2 * r.max(1) && 2 * s >= r
+}
+
+/// Issue 15's targets on traces recorded on this VM, replayed with
+/// `--pin --handover` (docs/replay.md has the table): what holds is
+/// asserted, what does not (wait of the messaging trace, -49 %) is not.
+#[test]
+fn recorded_traces_replay_within_the_targets() {
+    // perf bench sched pipe -l 500, every task of the trace.
+    let pipe = "tests/data/pipe-l500.perf.txt";
+    let (_, w) = replay_fidelity(pipe, "pl500.json", &["--pin", "--handover", "--check"]);
+    assert!(total_err(&w, "runtime").abs() <= 0.05, "{w}");
+    assert!(total_err(&w, "switches").abs() <= 0.20, "{w}");
+    assert!(total_err(&w, "wait").abs() <= 0.30, "{w}");
+    assert!(migrations_within_2x(&w), "{w}");
+    assert!(span_err(&w).abs() <= 0.05, "{w}");
+    for (comm, rec, sim) in task_runtimes(&w) {
+        if comm == "sched-pipe" {
+            assert!((sim / rec - 1.0).abs() <= 0.05, "{comm}: {rec} {sim}");
+        }
+    }
+    // perf bench sched messaging -g 1 -l 100 (sockets), its 41 tasks.
+    let flags = ["--select", "sched-messaging", "--pin", "--handover"];
+    let (_, w) = replay_fidelity(PERF, "m100.json", &flags);
+    for (comm, rec, sim) in task_runtimes(&w) {
+        assert!((sim / rec - 1.0).abs() <= 0.05, "{comm}: {rec} {sim}");
+    }
+    assert!(total_err(&w, "switches").abs() <= 0.20, "{w}");
+    assert!(migrations_within_2x(&w), "{w}");
+    assert!(span_err(&w).abs() <= 0.05, "{w}");
+}
