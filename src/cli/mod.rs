@@ -161,7 +161,7 @@ struct ReplayArgs {
     /// Replay only tasks with these comms, separated by `|` (others' wakeups become timers)
     #[arg(long, value_name = "COMM|COMM")]
     select: Option<String>,
-    /// Infer an edge where a waker preempted by its wakee resumes as that wakee leaves the CPU (docs/replay.md)
+    /// Infer an edge where a waker (or parent) preempted by its wakee (or new child) waits for that task's next switch-out (docs/replay.md)
     #[arg(long)]
     handover: bool,
     /// Keep each task on the CPUs the trace shows it running on (docs/replay.md)
