@@ -707,3 +707,39 @@ fn recorded_traces_replay_within_the_targets() {
     assert!(migrations_within_2x(&w), "{w}");
     assert!(span_err(&w).abs() <= 0.05, "{w}");
 }
+
+/// Per pid, the CPUs a trace shows it running on (switched in, or the
+/// context of an event).
+fn cpus_by_pid(path: &str) -> std::collections::BTreeMap<u32, std::collections::BTreeSet<usize>> {
+    use schedlab::trace::parse::{parse, Event};
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut m = std::collections::BTreeMap::<u32, std::collections::BTreeSet<usize>>::new();
+    for r in parse(path, &text).unwrap() {
+        m.entry(r.ctx_pid).or_default().insert(r.cpu);
+        if let Event::Switch { next, .. } = &r.ev {
+            m.entry(next.pid).or_default().insert(r.cpu);
+        }
+    }
+    m.remove(&0);
+    m
+}
+
+/// `--pin`: every replayed task runs only where the trace shows it; without
+/// it some do not (the simulation spreads the messaging workers).
+#[test]
+fn pinned_replay_runs_each_task_where_it_ran() {
+    let recorded = cpus_by_pid(PERF);
+    let strays = |flags: &[&str], name: &str| {
+        let t = tmp(name);
+        let mut args = vec!["replay", PERF, "--machine", "vm-2", "-q", "--trace", &t];
+        args.extend_from_slice(flags);
+        let (rc, _, err) = schedlab(&args);
+        assert_eq!(rc, 0, "{err}");
+        cpus_by_pid(&t)
+            .iter()
+            .filter(|(pid, cpus)| recorded.get(pid).is_some_and(|r| !cpus.is_subset(r)))
+            .count()
+    };
+    assert_eq!(strays(&["--pin"], "pin.txt"), 0);
+    assert!(strays(&[], "nopin.txt") > 0);
+}
