@@ -360,7 +360,12 @@ fn parsers_survive_damaged_input() {
             }
             let t = String::from_utf8_lossy(&b);
             if let Ok(r) = schedlab::trace::parse::parse("f", &t) {
-                let _ = schedlab::workload::replay::Replay::from_records("f", &r, &[], true);
+                let _ = schedlab::workload::replay::Replay::from_records(
+                    "f",
+                    &r,
+                    &[],
+                    Default::default(),
+                );
             }
             let _ = schedlab::workload::rtapp::RtApp::from_text("f", &t);
         }
@@ -635,4 +640,106 @@ fn handover_edges_restore_the_recorded_switches() {
         .as_f64()
         .unwrap();
     assert!(e.abs() < 0.20, "switches {e}");
+}
+
+/// The relative error of the simulated `key` against the recorded one in a
+/// replay's fidelity total.
+fn total_err(w: &serde_json::Value, key: &str) -> f64 {
+    w["fidelity"]["total"]["relative_error"][key]
+        .as_f64()
+        .unwrap()
+}
+
+/// Per task: (comm, recorded, simulated) runtime in ns.
+fn task_runtimes(w: &serde_json::Value) -> Vec<(String, f64, f64)> {
+    let f = |t: &serde_json::Value, side: &str| t[side]["runtime_ns"].as_f64().unwrap();
+    w["fidelity"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let comm = t["comm"].as_str().unwrap().to_string();
+            (comm, f(t, "recorded"), f(t, "simulated"))
+        })
+        .collect()
+}
+
+fn span_err(w: &serde_json::Value) -> f64 {
+    let s = |k: &str| w[k].as_f64().unwrap();
+    s("simulated_span_ns") / s("recorded_span_ns") - 1.0
+}
+
+/// Migrations within 2× of the recorded count (a recorded 0 allows 1).
+fn migrations_within_2x(w: &serde_json::Value) -> bool {
+    let t = &w["fidelity"]["total"];
+    let (r, s) = (
+        t["recorded"]["migrations"].as_u64().unwrap(),
+        t["simulated"]["migrations"].as_u64().unwrap(),
+    );
+    s <= 2 * r.max(1) && 2 * s >= r
+}
+
+/// Issue 15's targets on traces recorded on this VM, replayed with
+/// `--pin --handover` (docs/replay.md has the table): what holds is
+/// asserted, what does not (wait of the messaging trace, -49 %) is not.
+#[test]
+fn recorded_traces_replay_within_the_targets() {
+    // perf bench sched pipe -l 500, every task of the trace.
+    let pipe = "tests/data/pipe-l500.perf.txt";
+    let (_, w) = replay_fidelity(pipe, "pl500.json", &["--pin", "--handover", "--check"]);
+    assert!(total_err(&w, "runtime").abs() <= 0.05, "{w}");
+    assert!(total_err(&w, "switches").abs() <= 0.20, "{w}");
+    assert!(total_err(&w, "wait").abs() <= 0.30, "{w}");
+    assert!(migrations_within_2x(&w), "{w}");
+    assert!(span_err(&w).abs() <= 0.05, "{w}");
+    for (comm, rec, sim) in task_runtimes(&w) {
+        if comm == "sched-pipe" {
+            assert!((sim / rec - 1.0).abs() <= 0.05, "{comm}: {rec} {sim}");
+        }
+    }
+    // perf bench sched messaging -g 1 -l 100 (sockets), its 41 tasks.
+    let flags = ["--select", "sched-messaging", "--pin", "--handover"];
+    let (_, w) = replay_fidelity(PERF, "m100.json", &flags);
+    for (comm, rec, sim) in task_runtimes(&w) {
+        assert!((sim / rec - 1.0).abs() <= 0.05, "{comm}: {rec} {sim}");
+    }
+    assert!(total_err(&w, "switches").abs() <= 0.20, "{w}");
+    assert!(migrations_within_2x(&w), "{w}");
+    assert!(span_err(&w).abs() <= 0.05, "{w}");
+}
+
+/// Per pid, the CPUs a trace shows it running on (switched in, or the
+/// context of an event).
+fn cpus_by_pid(path: &str) -> std::collections::BTreeMap<u32, std::collections::BTreeSet<usize>> {
+    use schedlab::trace::parse::{parse, Event};
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut m = std::collections::BTreeMap::<u32, std::collections::BTreeSet<usize>>::new();
+    for r in parse(path, &text).unwrap() {
+        m.entry(r.ctx_pid).or_default().insert(r.cpu);
+        if let Event::Switch { next, .. } = &r.ev {
+            m.entry(next.pid).or_default().insert(r.cpu);
+        }
+    }
+    m.remove(&0);
+    m
+}
+
+/// `--pin`: every replayed task runs only where the trace shows it; without
+/// it some do not (the simulation spreads the messaging workers).
+#[test]
+fn pinned_replay_runs_each_task_where_it_ran() {
+    let recorded = cpus_by_pid(PERF);
+    let strays = |flags: &[&str], name: &str| {
+        let t = tmp(name);
+        let mut args = vec!["replay", PERF, "--machine", "vm-2", "-q", "--trace", &t];
+        args.extend_from_slice(flags);
+        let (rc, _, err) = schedlab(&args);
+        assert_eq!(rc, 0, "{err}");
+        cpus_by_pid(&t)
+            .iter()
+            .filter(|(pid, cpus)| recorded.get(pid).is_some_and(|r| !cpus.is_subset(r)))
+            .count()
+    };
+    assert_eq!(strays(&["--pin"], "pin.txt"), 0);
+    assert!(strays(&[], "nopin.txt") > 0);
 }

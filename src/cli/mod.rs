@@ -161,9 +161,12 @@ struct ReplayArgs {
     /// Replay only tasks with these comms, separated by `|` (others' wakeups become timers)
     #[arg(long, value_name = "COMM|COMM")]
     select: Option<String>,
-    /// Infer an edge where a waker preempted by its wakee resumes as that wakee leaves the CPU (docs/replay.md)
+    /// Infer an edge where a waker (or parent) preempted by its wakee (or new child) waits for that task's next switch-out (docs/replay.md)
     #[arg(long)]
     handover: bool,
+    /// Keep each task on the CPUs the trace shows it running on (docs/replay.md)
+    #[arg(long)]
+    pin: bool,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -179,6 +182,9 @@ fn load_replay(args: &ReplayArgs) -> Result<(Source, Scenario), InputError> {
     }
     if args.handover {
         spec += ",handover=true";
+    }
+    if args.pin {
+        spec += ",pin=true";
     }
     if !args.run.common.workloads.is_empty() {
         return Err(InputError::new(

@@ -237,6 +237,7 @@ pub const KINDS: &[Kind] = &[
             p("select", Ty::Comms, "COMM|COMM"),
             p("fidelity", Ty::Bool, "false"),
             p("handover", Ty::Bool, "false"),
+            p("pin", Ty::Bool, "false"),
         ],
         doc: "causal replay of a perf script / ftrace / trace-cmd / systrace trace (`schedlab replay FILE`)",
         parse: |p| Ok(Workload::Replay(Rc::new(replay::Replay::parse(p)?))),

@@ -79,6 +79,30 @@ struct RTask {
     /// that preempted it.
     woke: Vec<usize>,
     preempted_by: Option<usize>,
+    /// The tasks it preempted right after they woke or forked it (with
+    /// `handover`).
+    waiters: Vec<usize>,
+    /// The CPUs the trace shows it running on, ascending.
+    cpus: Vec<usize>,
+}
+
+impl RTask {
+    fn ran_on(&mut self, cpu: usize) {
+        if let Err(at) = self.cpus.binary_search(&cpu) {
+            self.cpus.insert(at, cpu);
+        }
+    }
+}
+
+/// How a trace is replayed (the `replay` workload's flags).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Compare with the recorded numbers (`--fidelity`).
+    pub fidelity: bool,
+    /// Infer handover edges (`--handover`).
+    pub handover: bool,
+    /// Keep each task on the CPUs the trace shows it on (`--pin`).
+    pub pin: bool,
 }
 
 /// A trace turned into replayable tasks.
@@ -95,7 +119,7 @@ pub struct Replay {
     pub span: u64,
     t0: u64,
     pub warnings: Vec<String>,
-    pub fidelity: bool,
+    pub opts: Options,
 }
 
 /// What the trace showed of one CPU so far.
@@ -170,6 +194,8 @@ impl Builder2 {
             enqueued: None,
             woke: Vec::new(),
             preempted_by: None,
+            waiters: Vec::new(),
+            cpus: Vec::new(),
         });
         self.by_pid.insert(pid, i);
         Some(i)
@@ -196,6 +222,7 @@ impl Builder2 {
             t.start = since;
             t.running_since = Some(since);
             t.last_cpu = Some(cpu);
+            t.ran_on(cpu);
             return;
         }
         // sched_wakeup, when traced, is the enqueue: closer to the switch.
@@ -314,6 +341,7 @@ impl Builder2 {
             self.on_cpu(p, r.cpu, r.ts);
             self.flush_run(p, r.ts);
             self.tasks[p].atoms.push(Atom::Fork(c));
+            self.tasks[p].woke.push(c);
             self.tasks[c].parent = Some(p);
         }
         if let Some(c) = c {
@@ -324,12 +352,14 @@ impl Builder2 {
         Ok(())
     }
 
-    /// `i` leaves the CPU to `next`. With `handover`, a waker preempted by
-    /// its own wakee (`woke`) that gets the CPU back when that wakee leaves
-    /// it is taken to have waited for it: the wakee's switch-out is an
-    /// edge to the waker's resumption (a pipe writer's next read needs the
-    /// reply; no sched_waking shows that, since the writer never slept).
-    /// An inference, off by default: see docs/replay.md.
+    /// `i` leaves the CPU to `next`. With `handover`, a waker (or parent)
+    /// preempted by its own wakee (or new child, both in `woke`) that has
+    /// not run again when that wakee next leaves a CPU is taken to have
+    /// waited for it: the wakee's switch-out is an edge to the waker's
+    /// resumption (a pipe writer's next read needs the reply, a parent
+    /// waits for its child's "ready"; no sched_waking shows that, since
+    /// the waker never slept). An inference, off by default: see
+    /// docs/replay.md.
     fn switch_out(&mut self, i: usize, ts: u64, state: &str, next: Option<usize>) {
         self.flush_run(i, ts);
         let t = &mut self.tasks[i];
@@ -339,14 +369,20 @@ impl Builder2 {
             return;
         }
         if state.starts_with('R') && self.handover {
-            t.preempted_by = next.filter(|x| t.woke.contains(x));
+            let by = next.filter(|x| t.woke.contains(x));
+            t.preempted_by = by;
+            if let Some(x) = by {
+                self.tasks[x].waiters.push(i);
+            }
         }
-        if let Some(b) = next.filter(|&b| self.tasks[b].preempted_by == Some(i)) {
-            let e = self.edges;
-            self.edges += 1;
-            self.handovers += 1;
-            self.tasks[i].atoms.push(Atom::Wake(e, false));
-            self.tasks[b].atoms.push(Atom::Await(e));
+        for b in std::mem::take(&mut self.tasks[i].waiters) {
+            if self.tasks[b].preempted_by == Some(i) {
+                let e = self.edges;
+                self.edges += 1;
+                self.handovers += 1;
+                self.tasks[i].atoms.push(Atom::Wake(e, false));
+                self.tasks[b].atoms.push(Atom::Await(e));
+            }
         }
         let t = &mut self.tasks[i];
         match state.chars().next() {
@@ -385,6 +421,7 @@ impl Builder2 {
             t.cpu_changes += 1;
         }
         t.last_cpu = Some(cpu);
+        t.ran_on(cpu);
     }
 
     /// The target was woken: by a replayed task running in its own context
@@ -466,34 +503,19 @@ impl Builder2 {
 impl Replay {
     /// Parse `file` and rebuild its tasks (only those whose comm is in
     /// `select`, when given).
-    pub fn load(
-        file: &str,
-        select: &[String],
-        fidelity: bool,
-        handover: bool,
-    ) -> Result<Replay, String> {
+    pub fn load(file: &str, select: &[String], opts: Options) -> Result<Replay, String> {
         let text =
             std::fs::read_to_string(file).map_err(|e| format!("{file}: cannot read trace: {e}"))?;
         let recs = parse::parse(file, &text)?;
-        Self::build_from(file, &recs, select, fidelity, handover)
+        Self::from_records(file, &recs, select, opts)
     }
 
-    /// The replay of parsed records, without `handover` inference.
+    /// The replay of parsed records.
     pub fn from_records(
         file: &str,
         recs: &[Record],
         select: &[String],
-        fidelity: bool,
-    ) -> Result<Replay, String> {
-        Self::build_from(file, recs, select, fidelity, false)
-    }
-
-    fn build_from(
-        file: &str,
-        recs: &[Record],
-        select: &[String],
-        fidelity: bool,
-        handover: bool,
+        opts: Options,
     ) -> Result<Replay, String> {
         let (Some(first), Some(last)) = (recs.first(), recs.last()) else {
             return Err(format!("{file}: the trace has no scheduler events"));
@@ -509,7 +531,7 @@ impl Replay {
             edges: 0,
             timers: 0,
             reconstructed: 0,
-            handover,
+            handover: opts.handover,
             handovers: 0,
             cpus: BTreeMap::new(),
         };
@@ -541,7 +563,7 @@ impl Replay {
             span: last.ts - first.ts,
             t0: first.ts,
             warnings,
-            fidelity,
+            opts,
         })
     }
 
@@ -561,13 +583,14 @@ impl Replay {
             ops.push(Op::Mark(Mark::Stop));
             ops.push(Op::Exit);
             let nice = (t.prio - 120).clamp(-20, 19);
+            let allowed = self.allowed(k, t);
             b.task(
                 k,
                 TaskSpec {
                     comm: &t.comm,
                     group_of: None,
                     nice,
-                    allowed: None,
+                    allowed,
                     ops: Rc::from(ops),
                 },
             );
@@ -586,6 +609,14 @@ impl Replay {
                 self.start(k, b, p, t);
             }
         }
+    }
+
+    /// With `pin`, the CPUs the trace shows the task on (those the machine
+    /// has); otherwise, or when it never ran, every CPU.
+    fn allowed(&self, k: &Kernel, t: &RTask) -> Option<Vec<usize>> {
+        let n = k.machine.nr_cpus();
+        let cpus: Vec<usize> = t.cpus.iter().copied().filter(|&c| c < n).collect();
+        (self.opts.pin && !cpus.is_empty()).then_some(cpus)
     }
 
     /// A task's atoms as ops. A recorded burst already holds the kernel
@@ -697,7 +728,7 @@ fn rel(sim: f64, rec: f64) -> String {
 }
 
 impl Replay {
-    /// `replay:file=PATH,select=COMM|COMM,fidelity=BOOL`
+    /// `replay:file=PATH,select=COMM|COMM,fidelity=BOOL,handover=BOOL,pin=BOOL`
     pub fn parse(p: &Params) -> Result<Replay, String> {
         let file = p
             .values
@@ -713,7 +744,12 @@ impl Replay {
             Some("true") => Ok(true),
             Some(v) => Err(format!("`{k}`: `{v}` is not true or false")),
         };
-        Replay::load(file, &select, flag("fidelity")?, flag("handover")?)
+        let opts = Options {
+            fidelity: flag("fidelity")?,
+            handover: flag("handover")?,
+            pin: flag("pin")?,
+        };
+        Replay::load(file, &select, opts)
     }
 
     /// What the replay did, and with `fidelity` the per-task and total
@@ -739,7 +775,7 @@ impl Replay {
         fields.insert("handover_edges".into(), json!(self.handovers));
         fields.insert("recorded_span_ns".into(), json!(self.span));
         fields.insert("simulated_span_ns".into(), json!(sim_span));
-        if self.fidelity {
+        if self.opts.fidelity {
             let (l, f) = self.fidelity(k, tasks);
             lines.extend(l);
             fields.insert("fidelity".into(), f);
