@@ -131,11 +131,6 @@ pub struct PeltCounters {
     pub propagations: u64,
 }
 
-/// What one entity's detach or removal may leave behind in its cfs_rq's
-/// util_avg: it takes back its util_avg, computed with its own PELT divider,
-/// while its share of the cfs_rq's sum ages with the cfs_rq's.
-pub const ROUNDING_PER_DETACH: u64 = 2;
-
 /// struct cfs_rq: the root one of a CPU or a task group's on one CPU.
 #[derive(Clone, Debug, Default)]
 pub struct CfsRq {
@@ -159,8 +154,8 @@ pub struct CfsRq {
     pub avg: SchedAvg,
     pub removed: RemovedLoad,
     /// `--check` only, not a kernel field: what this cfs_rq earned running,
-    /// aged with `avg` but never attached to, plus [`ROUNDING_PER_DETACH`]
-    /// for each entity that left (observe/check.rs's check_cfs_util).
+    /// aged with `avg` but never attached to, plus what the entities that
+    /// left may have left behind (`allow_rounding`) (observe/check.rs's check_cfs_util).
     pub running_avg: Option<SchedAvg>,
     /// resched_curr_lazy was requested by update_curr; the core drains it.
     pub resched_req: bool,
@@ -397,7 +392,7 @@ impl CfsRq {
             self.add_tg_cfs_propagate(se.avg.load_sum as i64);
             self.update_tg_load_avg(env);
         } else if flags & DO_DETACH != 0 {
-            self.allow_rounding(1);
+            self.allow_rounding(1, se.avg.util_avg);
             pelt::detach_entity(&mut self.avg, &se.avg, w);
             self.add_tg_cfs_propagate(-(se.avg.load_sum as i64));
             self.update_tg_load_avg(env);
@@ -470,7 +465,7 @@ impl CfsRq {
             // A load of 1: ___update_load_sum counts no running time at 0.
             pelt::update_cfs_rq(now, r, 1, 0, self.curr.is_some());
         }
-        self.allow_rounding(self.removed.nr as u64);
+        self.allow_rounding(self.removed.nr as u64, self.removed.util_avg);
         if self.removed.nr > 0 {
             let divider = pelt::pelt_divider(&self.avg);
             let r = (self.removed.runnable_avg * divider) as i64;
@@ -486,11 +481,13 @@ impl CfsRq {
         )
     }
 
-    /// `--check`: `n` entities leave; each may leave a unit or so behind,
-    /// as it is taken back in its own divider's terms.
-    fn allow_rounding(&mut self, n: u64) {
+    /// `--check`: `n` entities with `util` in all leave. Each takes back
+    /// its util_avg, truncated and in its own PELT divider's terms, while
+    /// its share of this cfs_rq's sum ages in this divider's: up to 1024/
+    /// 46718 (2.2 %) of its util and a unit of truncation stay behind.
+    fn allow_rounding(&mut self, n: u64, util: u64) {
         if let Some(r) = &mut self.running_avg {
-            let add = n * ROUNDING_PER_DETACH;
+            let add = 2 * n + util / 32;
             r.util_avg += add;
             r.util_sum += add * pelt::pelt_divider(r);
         }
