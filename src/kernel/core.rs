@@ -147,12 +147,10 @@ impl Kernel {
     /// CPU speed in work-ns per 1024 ns: capacity, slowed when an SMT
     /// sibling is busy.
     fn speed(&self, cpu: usize) -> u64 {
-        let cap = self.machine.cpus[cpu].capacity as u64;
-        let sibling_busy = self
-            .machine
-            .smt_siblings(cpu)
-            .iter()
-            .any(|&s| s != cpu && !self.idle_mask.test(s));
+        let c = &self.machine.cpus[cpu];
+        let cap = c.capacity as u64;
+        let own = !self.idle_mask.test(cpu) as u8;
+        let sibling_busy = self.busy_in_core[c.core] > own;
         let pct = if sibling_busy {
             self.machine.cost.smt_speed_pct as u64
         } else {
@@ -165,7 +163,12 @@ impl Kernel {
     fn start_segment(&mut self, cpu: usize, p: Pid) {
         let speed = self.speed(cpu);
         let work = self.tasks[p].work_left;
-        let dur = (work * 1024).div_ceil(speed);
+        // At full speed (most CPUs, most of the time) no division is needed.
+        let dur = if speed == 1024 {
+            work
+        } else {
+            (work * 1024).div_ceil(speed)
+        };
         let rq = &mut self.rqs[cpu];
         rq.act = Activity::Running {
             start: self.now,
@@ -216,6 +219,7 @@ impl Kernel {
         rq.act = Activity::Idle { since: self.now };
         rq.stats.sched_goidle += 1;
         self.idle_mask.set(cpu);
+        self.busy_in_core[self.machine.cpus[cpu].core] -= 1;
         self.cpuidle_enter(cpu);
         self.smt_changed(cpu);
         // __update_idle_core: the last sibling to idle sets the LLC's hint.
@@ -242,6 +246,7 @@ impl Kernel {
         rq.busy_since = self.now;
         rq.act = Activity::Kernel;
         self.idle_mask.clear(cpu);
+        self.busy_in_core[self.machine.cpus[cpu].core] += 1;
         self.start_tick(cpu);
         self.smt_changed(cpu);
     }

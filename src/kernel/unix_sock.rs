@@ -23,10 +23,9 @@ pub fn skb_truesize(bytes: u32) -> u64 {
 /// and the peer's send-buffer accounting (all writers share the peer end).
 #[derive(Clone, Debug, Default)]
 pub struct UnixSock {
-    /// Unread bytes of each queued skb.
-    queue: VecDeque<u32>,
-    /// Truesize of each queued skb, charged to the sender.
-    truesizes: VecDeque<u64>,
+    /// Each queued skb: its unread bytes and its length, whose truesize is
+    /// charged to the sender. One queue, so a read touches one buffer.
+    queue: VecDeque<(u32, u32)>,
     /// sk_wmem_alloc of the sending end.
     wmem_alloc: u64,
     pub rd_wait: WaitQueue,
@@ -44,8 +43,7 @@ impl Kernel {
         }
         let ts = skb_truesize(n);
         s.wmem_alloc += ts;
-        s.queue.push_back(n);
-        s.truesizes.push_back(ts);
+        s.queue.push_back((n, n));
         // sk_data_ready → sock_def_readable: wake readers if any sleep.
         if !self.socks[i].rd_wait.is_empty() {
             self.wake_up(WaitQueueRef::SockRead(i), 1, true, cpu, p);
@@ -66,12 +64,12 @@ impl Kernel {
             let Some(front) = s.queue.front_mut() else {
                 break;
             };
-            let take = (*front).min(n - got);
-            *front -= take;
+            let take = front.0.min(n - got);
+            front.0 -= take;
             got += take;
-            if *front == 0 {
+            if front.0 == 0 {
+                s.wmem_alloc -= skb_truesize(front.1);
                 s.queue.pop_front();
-                s.wmem_alloc -= s.truesizes.pop_front().unwrap_or(0);
                 freed = true;
             }
         }
