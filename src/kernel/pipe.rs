@@ -5,6 +5,7 @@
 use super::task::Pid;
 use super::wait::{WaitQueue, WaitQueueRef};
 use super::Kernel;
+use std::collections::VecDeque;
 
 /// PIPE_DEF_BUFFERS
 pub const PIPE_DEF_BUFFERS: usize = 16;
@@ -12,61 +13,16 @@ pub const PIPE_DEF_BUFFERS: usize = 16;
 pub const PAGE_SIZE: u32 = 4096;
 
 /// One pipe_buffer: unread bytes start at `offset` and run for `len`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct PipeBuf {
     offset: u32,
     len: u32,
 }
 
-/// The ring of pipe_buffers in use (pipe->bufs between tail and head),
-/// inline in the pipe: a read or write touches no separate allocation.
-#[derive(Clone, Debug, Default)]
-struct Ring {
-    bufs: [PipeBuf; PIPE_DEF_BUFFERS],
-    /// The oldest buffer's index, and how many are in use.
-    tail: usize,
-    len: usize,
-}
-
-impl Ring {
-    fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn front_mut(&mut self) -> Option<&mut PipeBuf> {
-        (self.len > 0).then(|| &mut self.bufs[self.tail])
-    }
-
-    fn back(&self) -> Option<&PipeBuf> {
-        (self.len > 0).then(|| &self.bufs[(self.tail + self.len - 1) % PIPE_DEF_BUFFERS])
-    }
-
-    fn back_mut(&mut self) -> Option<&mut PipeBuf> {
-        let i = (self.tail + self.len.max(1) - 1) % PIPE_DEF_BUFFERS;
-        (self.len > 0).then(|| &mut self.bufs[i])
-    }
-
-    /// Use one more buffer (the caller checked the ring is not full).
-    fn push_back(&mut self, b: PipeBuf) {
-        assert!(self.len < PIPE_DEF_BUFFERS, "pipe ring overflow");
-        self.bufs[(self.tail + self.len) % PIPE_DEF_BUFFERS] = b;
-        self.len += 1;
-    }
-
-    fn pop_front(&mut self) {
-        self.tail = (self.tail + 1) % PIPE_DEF_BUFFERS;
-        self.len -= 1;
-    }
-}
-
 /// struct pipe_inode_info
 #[derive(Clone, Debug, Default)]
 pub struct Pipe {
-    bufs: Ring,
+    bufs: VecDeque<PipeBuf>,
     pub rd_wait: WaitQueue,
     pub wr_wait: WaitQueue,
     /// Someone poll()ed this pipe: writers then wake readers on every write.
@@ -205,44 +161,5 @@ mod tests {
         }
         assert_eq!(freed, 1);
         assert!(pipe.room_for(100));
-    }
-
-    #[test]
-    fn pipe_matches_a_queue_of_buffers() {
-        // The inline ring against the same pushes and pops on a plain queue
-        // of (offset, len) buffers, wrapping many times.
-        let mut pipe = Pipe::default();
-        let mut model: std::collections::VecDeque<(u32, u32)> = Default::default();
-        let mut r = crate::engine::Rng::new(5, 0);
-        for _ in 0..20_000 {
-            let n = [100, 1000, 4096][r.range(0, 2) as usize];
-            if r.range(0, 1) == 0 {
-                let merge = model.back().is_some_and(|b| b.0 + b.1 + n <= PAGE_SIZE);
-                assert_eq!(pipe.room_for(n), merge || model.len() < PIPE_DEF_BUFFERS);
-                if !pipe.room_for(n) {
-                    continue;
-                }
-                pipe.push(n);
-                match model.back_mut() {
-                    Some(b) if merge => b.1 += n,
-                    _ => model.push_back((0, n)),
-                }
-            } else {
-                let (mut got, mut freed) = (0, false);
-                while got < n {
-                    let Some(b) = model.front_mut() else { break };
-                    let take = b.1.min(n - got);
-                    b.0 += take;
-                    b.1 -= take;
-                    got += take;
-                    if b.1 == 0 {
-                        model.pop_front();
-                        freed = true;
-                    }
-                }
-                assert_eq!(pipe.pop(n), (got, freed));
-            }
-            assert_eq!(pipe.is_empty(), model.is_empty());
-        }
     }
 }
