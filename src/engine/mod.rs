@@ -273,7 +273,7 @@ mod tests {
         // are segment ends (the near heap), half timers (the far one).
         let mut q = EventQueue::new(40);
         let kind = |task: usize| {
-            if task % 2 == 0 {
+            if task.is_multiple_of(2) {
                 EventKind::Timer
             } else {
                 EventKind::CpuDone
