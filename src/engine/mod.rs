@@ -12,7 +12,10 @@
 //! and its pops took half of the run time; the indexed heap stays as small
 //! as the number of live sources.
 
+mod heap;
 mod rng;
+
+use heap::{Entry, Heap};
 
 pub use rng::Rng;
 
@@ -62,45 +65,21 @@ pub struct Event {
     pub idx: usize,
 }
 
-const NONE: u32 = u32::MAX;
-/// Children per heap node: a 4-ary heap is shallower than a binary one and
-/// its children share a cache line.
-const ARITY: usize = 4;
-
 /// Bits of an entry's key that hold the slot id.
 const SLOT_BITS: u32 = 20;
 /// The most event sources (6 per CPU, 1 per task, the end) a run may have.
 pub const MAX_SLOTS: usize = 1 << SLOT_BITS;
 
-/// One heap entry, 16 bytes so four children share a cache line:
-/// time << 64 | seq << 20 | slot. Comparing keys orders by time, then by
-/// arming order (seq is unique); the slot rides along in the low bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Entry {
-    key: u128,
-}
-
-impl Entry {
-    fn slot(&self) -> usize {
-        (self.key as usize) & (MAX_SLOTS - 1)
-    }
-}
-
-/// Indexed 4-ary min-heap of slots keyed by (time, seq).
-///
-/// A popped event stays at the root, marked `taken`, until the next heap
-/// operation that needs it gone: most handlers re-arm the slot they were
-/// called for (a CPU's next segment end), and replacing the root in place
-/// is one sift-down instead of a removal plus an insertion. Every event
-/// armed meanwhile is no earlier than the taken one (time never goes
-/// back, and its seq is larger), so the heap order holds.
+/// The pending events, popped in (time, seq) order from two indexed heaps:
+/// `near` holds each CPU's activity end (re-armed at almost every event,
+/// microseconds ahead), `far` the rest (ticks, timers, interrupts, the
+/// end), which mostly lie further ahead and change seldom. A re-armed
+/// segment end sifts through a heap of the busy CPUs' ends only, not
+/// through their ticks and timers as well.
 pub struct EventQueue {
     ncpus: usize,
-    heap: Vec<Entry>,
-    /// Per slot: index in `heap`, or NONE.
-    pos: Vec<u32>,
-    /// Whether heap[0] is an event already popped.
-    taken: bool,
+    near: Heap,
+    far: Heap,
     seq: u64,
     pub popped: u64,
 }
@@ -109,9 +88,8 @@ impl EventQueue {
     pub fn new(ncpus: usize) -> Self {
         EventQueue {
             ncpus,
-            heap: Vec::new(),
-            pos: Vec::new(),
-            taken: false,
+            near: Heap::default(),
+            far: Heap::default(),
             seq: 0,
             popped: 0,
         }
@@ -141,68 +119,20 @@ impl EventQueue {
         }
     }
 
-    fn place(&mut self, i: usize, e: Entry) {
-        self.heap[i] = e;
-        self.pos[e.slot()] = i as u32;
+    /// The heap that holds `kind`'s events.
+    fn heap(&mut self, kind: EventKind) -> &mut Heap {
+        match kind {
+            EventKind::CpuDone => &mut self.near,
+            _ => &mut self.far,
+        }
     }
 
-    fn sift_up(&mut self, mut i: usize) {
-        let e = self.heap[i];
-        while i > 0 {
-            let parent = (i - 1) / ARITY;
-            let p = self.heap[parent];
-            if e.key >= p.key {
-                break;
-            }
-            self.place(i, p);
-            i = parent;
+    fn pending(&self, kind: EventKind, idx: usize) -> Option<Entry> {
+        let slot = self.slot(kind, idx);
+        match kind {
+            EventKind::CpuDone => self.near.pending(slot),
+            _ => self.far.pending(slot),
         }
-        self.place(i, e);
-    }
-
-    /// The index of the smallest of the children starting at `first`; with
-    /// all four present, a tournament of independent comparisons.
-    fn min_child(&self, first: usize, n: usize) -> usize {
-        let h = &self.heap;
-        if first + ARITY <= n {
-            let a = if h[first + 1].key < h[first].key {
-                first + 1
-            } else {
-                first
-            };
-            let b = if h[first + 3].key < h[first + 2].key {
-                first + 3
-            } else {
-                first + 2
-            };
-            return if h[b].key < h[a].key { b } else { a };
-        }
-        let mut c = first;
-        for k in first + 1..n {
-            if h[k].key < h[c].key {
-                c = k;
-            }
-        }
-        c
-    }
-
-    fn sift_down(&mut self, mut i: usize) {
-        let e = self.heap[i];
-        let n = self.heap.len();
-        loop {
-            let first = ARITY * i + 1;
-            if first >= n {
-                break;
-            }
-            let c = self.min_child(first, n);
-            let ce = self.heap[c];
-            if ce.key >= e.key {
-                break;
-            }
-            self.place(i, ce);
-            i = c;
-        }
-        self.place(i, e);
     }
 
     /// Arm the slot of (kind, idx) to fire at `time`, replacing any event
@@ -210,138 +140,70 @@ impl EventQueue {
     pub fn push(&mut self, time: Time, kind: EventKind, idx: usize) {
         let slot = self.slot(kind, idx);
         assert!(slot < MAX_SLOTS, "more than {MAX_SLOTS} event sources");
-        if slot >= self.pos.len() {
-            self.pos.resize(slot + 1, NONE);
-        }
         self.seq += 1;
         let e = Entry {
             key: (time as u128) << 64 | (self.seq as u128) << SLOT_BITS | slot as u128,
         };
-        if self.taken && (self.pos[slot] == 0 || e.key < self.heap[0].key) {
-            // Re-arming the taken slot replaces it (sift-down below); an
-            // event in the past would go above it, so drop it first.
-            self.taken = false;
-            if self.pos[slot] != 0 {
-                self.remove_at(0);
-            }
-        }
-        match self.pos[slot] {
-            NONE => {
-                self.heap.push(e);
-                let i = self.heap.len() - 1;
-                self.sift_up(i);
-            }
-            i => {
-                let i = i as usize;
-                let old = self.heap[i];
-                self.heap[i] = e;
-                if e.key < old.key {
-                    self.sift_up(i);
-                } else {
-                    self.sift_down(i);
-                }
-            }
-        }
-    }
-
-    /// The heap index of `slot`'s pending event (not a taken one).
-    fn pending_at(&self, slot: usize) -> Option<usize> {
-        match self.pos.get(slot) {
-            Some(&i) if i != NONE && !(i == 0 && self.taken) => Some(i as usize),
-            _ => None,
-        }
+        self.heap(kind).push(e);
     }
 
     /// Arm (kind, idx) at `time` unless it already fires no later: two
     /// interrupts on their way to one CPU are served by the first.
     pub fn push_earliest(&mut self, time: Time, kind: EventKind, idx: usize) {
-        match self.pending_at(self.slot(kind, idx)) {
-            Some(i) if (self.heap[i].key >> 64) as Time <= time => {}
+        match self.pending(kind, idx) {
+            Some(e) if e.time() <= time => {}
             _ => self.push(time, kind, idx),
         }
     }
 
     /// Whether (kind, idx) has a pending event.
     pub fn is_pending(&self, kind: EventKind, idx: usize) -> bool {
-        self.pending_at(self.slot(kind, idx)).is_some()
+        self.pending(kind, idx).is_some()
     }
 
     /// When (kind, idx) fires, if it is pending.
     pub fn pending_time(&self, kind: EventKind, idx: usize) -> Option<Time> {
-        self.pending_at(self.slot(kind, idx))
-            .map(|i| (self.heap[i].key >> 64) as Time)
+        self.pending(kind, idx).map(|e| e.time())
     }
 
-    /// Drop the pending event of (kind, idx), if any. (Removing an entry
-    /// below a taken root never lifts another entry above it.)
+    /// Drop the pending event of (kind, idx), if any.
     pub fn cancel(&mut self, kind: EventKind, idx: usize) {
-        if let Some(i) = self.pending_at(self.slot(kind, idx)) {
-            self.remove_at(i);
-        }
-    }
-
-    /// Remove the taken root, if there is one.
-    fn drop_taken(&mut self) {
-        if std::mem::take(&mut self.taken) {
-            self.remove_at(0);
-        }
-    }
-
-    /// Remove the entry at `i` (Floyd's method): walk the hole down along
-    /// the smaller children to a leaf, then sift the last entry up from
-    /// there; it usually belongs near the bottom, so this halves the
-    /// comparisons of a plain sift-down.
-    fn remove_at(&mut self, mut i: usize) {
-        let e = self.heap[i];
-        self.pos[e.slot()] = NONE;
-        let last = self.heap.pop().expect("non-empty heap");
-        let n = self.heap.len();
-        if i == n {
-            return;
-        }
-        loop {
-            let first = ARITY * i + 1;
-            if first >= n {
-                break;
-            }
-            let c = self.min_child(first, n);
-            let ce = self.heap[c];
-            self.place(i, ce);
-            i = c;
-        }
-        self.place(i, last);
-        self.sift_up(i);
+        let slot = self.slot(kind, idx);
+        self.heap(kind).cancel(slot);
     }
 
     pub fn pop(&mut self) -> Option<Event> {
-        self.drop_taken();
-        let e = *self.heap.first()?;
-        self.taken = true;
+        self.near.drop_taken();
+        self.far.drop_taken();
+        let (e, from) = match (self.near.first(), self.far.first()) {
+            (Some(n), Some(f)) if f.key < n.key => (f, &mut self.far),
+            (Some(n), _) => (n, &mut self.near),
+            (None, f) => (f?, &mut self.far),
+        };
+        from.take_first();
         self.popped += 1;
         let (kind, idx) = self.decode(e.slot());
         Some(Event {
-            time: (e.key >> 64) as Time,
+            time: e.time(),
             kind,
             idx,
         })
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.len() == self.taken as usize
+        self.len() == 0
     }
 
     /// Whether every pending event is of `kind` (true when none is).
     /// Costs O(pending events): call it only when the queue is short.
     pub fn only_pending(&self, kind: EventKind) -> bool {
-        let skip = self.taken as usize;
-        self.heap[skip.min(self.heap.len())..]
-            .iter()
-            .all(|e| self.decode(e.slot()).0 == kind)
+        let all = self.near.entries().iter().chain(self.far.entries());
+        all.copied().all(|e| self.decode(e.slot()).0 == kind)
     }
 
     /// The number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() - self.taken as usize
+        self.near.entries().len() + self.far.entries().len()
     }
 }
 
@@ -402,6 +264,56 @@ mod tests {
         got.sort();
         exp.sort();
         assert_eq!(got, exp);
+    }
+
+    #[test]
+    fn pop_order_holds_for_events_far_apart_and_in_the_past() {
+        // Against a model, as below, with 40 sources armed from the past
+        // to 12 ms ahead, popped, cancelled and re-armed at random; half
+        // are segment ends (the near heap), half timers (the far one).
+        let mut q = EventQueue::new(40);
+        let kind = |task: usize| {
+            if task.is_multiple_of(2) {
+                EventKind::Timer
+            } else {
+                EventKind::CpuDone
+            }
+        };
+        let mut r = Rng::new(3, 0);
+        let mut want = std::collections::BTreeMap::new();
+        let (mut now, mut seq) = (0u64, 0);
+        for _ in 0..40_000 {
+            seq += 1;
+            let task = r.range(0, 39) as usize;
+            match r.range(0, 6) {
+                0 => {
+                    q.cancel(kind(task), task);
+                    want.remove(&task);
+                }
+                1..=3 => {
+                    let ahead = match r.range(0, 2) {
+                        0 => r.range(0, 2_000),
+                        1 => r.range(0, 300_000),
+                        _ => r.range(0, 12_000_000),
+                    };
+                    let t = (now + ahead).saturating_sub(r.range(0, 1) * 300);
+                    q.push(t, kind(task), task);
+                    want.insert(task, (t, seq));
+                }
+                _ => {
+                    let first = want.iter().min_by_key(|&(_, &k)| k).map(|(&c, &k)| (c, k));
+                    let ev = q.pop();
+                    assert!(ev.is_none_or(|e| e.kind == kind(e.idx)));
+                    let got = ev.map(|e| (e.idx, e.time));
+                    assert_eq!(got, first.map(|(c, (t, _))| (c, t)));
+                    if let Some((c, (t, _))) = first {
+                        want.remove(&c);
+                        now = now.max(t);
+                    }
+                }
+            }
+            assert_eq!(q.len(), want.len());
+        }
     }
 
     #[test]

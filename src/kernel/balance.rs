@@ -285,7 +285,7 @@ impl Kernel {
             self.sched_balance_domains(cpu, kind);
             let cost = std::mem::take(&mut self.lb.cost_ns);
             if let Some(p) = self.rqs[cpu].curr {
-                self.tasks[p].overhead += cost;
+                self.tasks[p].prog.overhead += cost;
             }
         }
         if !idle {
@@ -1075,7 +1075,7 @@ impl Kernel {
                 .into_iter()
                 .min_by_key(|&(k, _)| k);
             if let Some((_, p)) = first {
-                self.tasks[p].overhead += cost;
+                self.tasks[p].prog.overhead += cost;
             }
         } else if levels > 0 {
             let due =

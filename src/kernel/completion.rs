@@ -559,15 +559,15 @@ impl Kernel {
         let c = &self.machine.cost;
         let (local_ns, remote_ns, ipi_ns) = (c.wakeup_local_ns, c.remote_rq_lock_ns, c.ipi_send_ns);
         let (ipis, lock_wait) = (self.stats.ipis_sent, self.stats.rq_lock_wait_ns);
-        let before = waker.map_or(0, |w| self.tasks[w].overhead);
+        let before = waker.map_or(0, |w| self.tasks[w].prog.overhead);
         if !self.try_to_wake_up(p, 0, cpu, waker) {
             return (false, 0);
         }
         let ipi = (self.stats.ipis_sent - ipis) * ipi_ns;
         let ns = match waker {
             Some(w) => {
-                self.tasks[w].overhead += ipi;
-                self.tasks[w].overhead - before
+                self.tasks[w].prog.overhead += ipi;
+                self.tasks[w].prog.overhead - before
             }
             None if self.tasks[p].cpu == cpu => local_ns + ipi,
             None => remote_ns + (self.stats.rq_lock_wait_ns - lock_wait) + ipi,

@@ -147,12 +147,10 @@ impl Kernel {
     /// CPU speed in work-ns per 1024 ns: capacity, slowed when an SMT
     /// sibling is busy.
     fn speed(&self, cpu: usize) -> u64 {
-        let cap = self.machine.cpus[cpu].capacity as u64;
-        let sibling_busy = self
-            .machine
-            .smt_siblings(cpu)
-            .iter()
-            .any(|&s| s != cpu && !self.idle_mask.test(s));
+        let c = &self.machine.cpus[cpu];
+        let cap = c.capacity as u64;
+        let own = !self.idle_mask.test(cpu) as u8;
+        let sibling_busy = self.busy_in_core[c.core] > own;
         let pct = if sibling_busy {
             self.machine.cost.smt_speed_pct as u64
         } else {
@@ -164,8 +162,13 @@ impl Kernel {
     /// Run `p`'s remaining work on `cpu` at the CPU's current speed.
     fn start_segment(&mut self, cpu: usize, p: Pid) {
         let speed = self.speed(cpu);
-        let work = self.tasks[p].work_left;
-        let dur = (work * 1024).div_ceil(speed);
+        let work = self.tasks[p].prog.work_left;
+        // At full speed (most CPUs, most of the time) no division is needed.
+        let dur = if speed == 1024 {
+            work
+        } else {
+            (work * 1024).div_ceil(speed)
+        };
         let rq = &mut self.rqs[cpu];
         rq.act = Activity::Running {
             start: self.now,
@@ -181,7 +184,7 @@ impl Kernel {
             let done = (self.now - start) * speed / 1024;
             if let Some(p) = rq.curr {
                 let t = &mut self.tasks[p];
-                t.work_left -= done.min(t.work_left);
+                t.prog.work_left -= done.min(t.prog.work_left);
             }
             rq.act = Activity::Kernel;
             self.events.cancel(EventKind::CpuDone, cpu);
@@ -216,6 +219,7 @@ impl Kernel {
         rq.act = Activity::Idle { since: self.now };
         rq.stats.sched_goidle += 1;
         self.idle_mask.set(cpu);
+        self.busy_in_core[self.machine.cpus[cpu].core] -= 1;
         self.cpuidle_enter(cpu);
         self.smt_changed(cpu);
         // __update_idle_core: the last sibling to idle sets the LLC's hint.
@@ -242,6 +246,7 @@ impl Kernel {
         rq.busy_since = self.now;
         rq.act = Activity::Kernel;
         self.idle_mask.clear(cpu);
+        self.busy_in_core[self.machine.cpus[cpu].core] += 1;
         self.start_tick(cpu);
         self.smt_changed(cpu);
     }
@@ -349,7 +354,7 @@ impl Kernel {
         rq.irq_ns += entry;
         let send = self.vary(send);
         if let Some(w) = from.and_then(|f| self.rqs[f].curr) {
-            self.tasks[w].overhead += send;
+            self.tasks[w].prog.overhead += send;
         }
         send + self.machine.cost.ipi_latency_ns
     }
@@ -390,7 +395,7 @@ impl Kernel {
     pub fn on_cpu_done(&mut self, cpu: usize) {
         let rq = &mut self.rqs[cpu];
         if let (Activity::Running { .. }, Some(p)) = (rq.act, rq.curr) {
-            self.tasks[p].work_left = 0;
+            self.tasks[p].prog.work_left = 0;
         }
         let switched = match rq.act {
             Activity::Switching {
@@ -425,7 +430,7 @@ impl Kernel {
                 }
                 continue;
             }
-            self.tasks[p].overhead += self.take_irq_ns(cpu);
+            self.tasks[p].prog.overhead += self.take_irq_ns(cpu);
             match self.step(p, cpu) {
                 Action::Run => {
                     self.start_segment(cpu, p);
@@ -791,7 +796,7 @@ impl Kernel {
                 return true;
             }
             if let Some(w) = waker {
-                self.tasks[w].overhead += end.saturating_sub(self.now);
+                self.tasks[w].prog.overhead += end.saturating_sub(self.now);
             }
         }
         let cpu = self.select_task_rq(p, prev, wake_flags, from, waker);
@@ -908,7 +913,7 @@ impl Kernel {
         };
         let cost = self.vary(cost);
         if let Some(w) = waker {
-            self.tasks[w].overhead += cost;
+            self.tasks[w].prog.overhead += cost;
         }
         cost
     }
@@ -934,7 +939,7 @@ impl Kernel {
     /// `own` ns are done: a wakeup loop (wake_up_all, complete_all) issues
     /// its k-th wakeup after the k−1 before it, so its IPI leaves that late.
     pub(super) fn waker_elapsed(&self, waker: Option<Pid>, own: u64) -> u64 {
-        waker.map_or(own, |w| self.tasks[w].overhead.max(own))
+        waker.map_or(own, |w| self.tasks[w].prog.overhead.max(own))
     }
 
     /// ttwu_do_activate: enqueue and check preemption; a reschedule IPI
@@ -1000,7 +1005,7 @@ impl Kernel {
         if let (Activity::Running { .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr) {
             self.stop_segment(cpu);
             let ns = self.vary(self.machine.cost.tick_ns);
-            self.tasks[p].overhead += ns;
+            self.tasks[p].prog.overhead += ns;
             self.update_irq_load_avg(cpu, ns);
             self.dispatch(cpu);
         }

@@ -201,7 +201,7 @@ impl Kernel {
     /// Kernel work done on `cpu` on behalf of whatever runs there.
     fn charge_curr(&mut self, cpu: usize, ns: u64) {
         match self.rqs[cpu].curr {
-            Some(p) => self.tasks[p].overhead += ns,
+            Some(p) => self.tasks[p].prog.overhead += ns,
             None => self.rqs[cpu].irq_ns += ns,
         }
     }

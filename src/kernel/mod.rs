@@ -215,6 +215,10 @@ pub struct Kernel {
     /// The CPUs in the idle loop (`Activity::Idle`), so that scans for
     /// idle CPUs look only at them.
     pub idle_mask: crate::util::cpumask::CpuMask,
+    /// Per core, how many of its SMT siblings are out of the idle loop (the
+    /// complement of `idle_mask` counted per core): the run-speed check
+    /// reads one number instead of walking the siblings.
+    pub busy_in_core: Vec<u8>,
     /// Each CPU's cpuidle governor state (idle.rs).
     pub cpuidle: Vec<idle::GovCpu>,
     /// Task timers armed per CPU, earliest first (stale entries are dropped
@@ -270,6 +274,7 @@ impl Kernel {
             lb: balance::LoadBalance::new(n, &cfg),
             has_idle_cores: vec![false; machine.nr_llcs],
             idle_mask: crate::util::cpumask::CpuMask::new(n, true),
+            busy_in_core: vec![0; machine.cpus.iter().map(|c| c.core + 1).max().unwrap_or(0)],
             cpuidle: vec![Default::default(); n],
             cpu_timers: vec![Default::default(); n],
             noise: noise::Noise::new(&cfg.noise, 1, cfg.tick_ns()),

@@ -228,11 +228,11 @@ impl Kernel {
         let m = t.prog.mode;
         let point = if switched_in {
             Point::Schedule
-        } else if t.work_left > 0 {
+        } else if t.prog.work_left > 0 {
             // An interrupt stopped the segment.
             if m.atomic {
                 Point::Atomic
-            } else if t.work_left > m.kern_tail {
+            } else if t.prog.work_left > m.kern_tail {
                 Point::IrqUser
             } else {
                 Point::IrqKernel

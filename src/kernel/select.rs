@@ -218,7 +218,7 @@ impl Kernel {
         let (found, scanned) = self.select_idle_cpu(p, target, has_idle_core);
         self.stats.sis_scanned += scanned;
         if let Some(w) = waker {
-            self.tasks[w].overhead += scanned * self.machine.cost.sis_scan_per_cpu_ns;
+            self.tasks[w].prog.overhead += scanned * self.machine.cost.sis_scan_per_cpu_ns;
         }
         found.unwrap_or(target)
     }

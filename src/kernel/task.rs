@@ -142,11 +142,6 @@ pub struct Task {
     pub remote_wakeup: bool,
     /// The CPU whose hrtimer base holds this task's sleep timer.
     pub timer_cpu: usize,
-    /// Work (ns at full speed) left in the current run segment.
-    pub work_left: u64,
-    /// Kernel work charged to the task (wakeups it did, rq-lock waits), run
-    /// before its program continues.
-    pub overhead: u64,
     /// When detach_tasks last passed the task over and moved it to the head
     /// of rq->cfs_tasks: (time, order); (0, 0) if never.
     pub lb_head_stamp: (u64, u64),

@@ -19,14 +19,79 @@ pub fn skb_truesize(bytes: u32) -> u64 {
     640 + (bytes as u64).next_multiple_of(64)
 }
 
+/// A run of queued skbs of one length: the first has `unread` bytes left,
+/// the other `count - 1` are whole.
+#[derive(Clone, Copy, Debug, Default)]
+struct Run {
+    unread: u32,
+    len: u32,
+    count: u32,
+}
+
+/// A receive queue of skbs, kept as runs of equal length. The first run
+/// lives inline, so a stream of equal messages (hackbench's) is a count in
+/// the socket itself, not a buffer elsewhere that each read misses in the
+/// cache.
+#[derive(Clone, Debug, Default)]
+struct SkbQueue {
+    /// The front run; `count` 0 means the queue is empty.
+    head: Run,
+    rest: VecDeque<Run>,
+}
+
+impl SkbQueue {
+    fn is_empty(&self) -> bool {
+        self.head.count == 0
+    }
+
+    /// Queue an skb of `n` bytes.
+    fn push(&mut self, n: u32) {
+        let back = match self.rest.back_mut() {
+            Some(r) => r,
+            None => &mut self.head,
+        };
+        if back.count > 0 && back.len == n {
+            back.count += 1;
+            return;
+        }
+        let run = Run {
+            unread: n,
+            len: n,
+            count: 1,
+        };
+        if self.is_empty() {
+            self.head = run;
+        } else {
+            self.rest.push_back(run);
+        }
+    }
+
+    /// Read up to `n` bytes of the front skb: the bytes taken, and the
+    /// skb's length if it is now consumed (and dequeued).
+    fn take_front(&mut self, n: u32) -> (u32, Option<u32>) {
+        let h = &mut self.head;
+        let take = h.unread.min(n);
+        h.unread -= take;
+        if h.unread > 0 {
+            return (take, None);
+        }
+        let len = h.len;
+        h.count -= 1;
+        if h.count > 0 {
+            h.unread = h.len;
+        } else {
+            self.head = self.rest.pop_front().unwrap_or_default();
+        }
+        (take, Some(len))
+    }
+}
+
 /// A connected socket pair seen from the receiving side: its receive queue,
 /// and the peer's send-buffer accounting (all writers share the peer end).
 #[derive(Clone, Debug, Default)]
 pub struct UnixSock {
-    /// Unread bytes of each queued skb.
-    queue: VecDeque<u32>,
-    /// Truesize of each queued skb, charged to the sender.
-    truesizes: VecDeque<u64>,
+    /// The queued skbs; each one's truesize is charged to the sender.
+    queue: SkbQueue,
     /// sk_wmem_alloc of the sending end.
     wmem_alloc: u64,
     pub rd_wait: WaitQueue,
@@ -44,8 +109,7 @@ impl Kernel {
         }
         let ts = skb_truesize(n);
         s.wmem_alloc += ts;
-        s.queue.push_back(n);
-        s.truesizes.push_back(ts);
+        s.queue.push(n);
         // sk_data_ready → sock_def_readable: wake readers if any sleep.
         if !self.socks[i].rd_wait.is_empty() {
             self.wake_up(WaitQueueRef::SockRead(i), 1, true, cpu, p);
@@ -62,16 +126,11 @@ impl Kernel {
         }
         let mut got = 0;
         let mut freed = false;
-        while got < n {
-            let Some(front) = s.queue.front_mut() else {
-                break;
-            };
-            let take = (*front).min(n - got);
-            *front -= take;
+        while got < n && !s.queue.is_empty() {
+            let (take, consumed) = s.queue.take_front(n - got);
             got += take;
-            if *front == 0 {
-                s.queue.pop_front();
-                s.wmem_alloc -= s.truesizes.pop_front().unwrap_or(0);
+            if let Some(len) = consumed {
+                s.wmem_alloc -= skb_truesize(len);
                 freed = true;
             }
         }
@@ -94,5 +153,34 @@ mod tests {
         // Sends are allowed while wmem < sndbuf, so the last one overshoots.
         let n = SK_SNDBUF.div_ceil(skb_truesize(100));
         assert_eq!(n, 278);
+    }
+
+    #[test]
+    fn runs_read_like_a_queue_of_skbs() {
+        // Against a plain queue of (unread, length) skbs: sends of a few
+        // lengths (0 included), reads of any size, partial reads.
+        let mut q = SkbQueue::default();
+        let mut model: VecDeque<(u32, u32)> = VecDeque::new();
+        let mut r = crate::engine::Rng::new(11, 0);
+        for _ in 0..20_000 {
+            if r.range(0, 2) > 0 {
+                let n = [0, 50, 100, 100, 100][r.range(0, 4) as usize];
+                q.push(n);
+                model.push_back((n, n));
+            } else if !model.is_empty() {
+                assert!(!q.is_empty());
+                let want = r.range(1, 260) as u32;
+                let (got, consumed) = q.take_front(want);
+                let front = model.front_mut().unwrap();
+                let take = front.0.min(want);
+                front.0 -= take;
+                let done = (front.0 == 0).then_some(front.1);
+                if done.is_some() {
+                    model.pop_front();
+                }
+                assert_eq!((got, consumed), (take, done));
+            }
+            assert_eq!(q.is_empty(), model.is_empty());
+        }
     }
 }

@@ -50,7 +50,7 @@ impl Kernel {
         let queue = c.wakeup_local_ns - c.activate_ns + self.machine.line_transfer_ns(from, cpu);
         let queue = self.vary(queue);
         if let Some(w) = waker {
-            self.tasks[w].overhead += queue;
+            self.tasks[w].prog.overhead += queue;
         }
         let t = &mut self.tasks[p];
         t.state = TaskState::Waking;

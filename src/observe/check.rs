@@ -150,6 +150,12 @@ impl Kernel {
         if self.idle_mask.test(cpu) != rq.is_idle() {
             return Err(format!("cpu{cpu}: idle mask disagrees with its activity"));
         }
+        let core = self.machine.cpus[cpu].core;
+        let busy = self.machine.smt_siblings(cpu).iter();
+        let busy = busy.filter(|&&s| !self.rqs[s].is_idle()).count();
+        if busy != self.busy_in_core[core] as usize {
+            return Err(format!("cpu{cpu}: core {core}'s busy count is stale"));
+        }
         let (queued, _) = self.check_cfs_rq(cpu, 0, stamp, gen)?;
         // Throttled groups hang off the hierarchy: check them apart.
         for (g, q) in rq.gcfs.iter().enumerate().skip(1) {

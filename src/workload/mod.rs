@@ -271,8 +271,6 @@ impl Builder {
             recent_used_cpu: 0,
             remote_wakeup: false,
             timer_cpu: 0,
-            work_left: 0,
-            overhead: 0,
             lb_head_stamp: (0, 0),
             prog: ProgState::new(spec.ops),
             rng: Rng::new(self.seed, idx as u64),

@@ -34,7 +34,7 @@ impl Kernel {
     /// Charge `ns` of work whose last `kern_tail` ns run in kernel mode.
     fn charge_split(&mut self, p: Pid, ns: u64, kern_tail: u64, at: Point) -> Action {
         let t = &mut self.tasks[p];
-        t.work_left = ns.max(1);
+        t.prog.work_left = ns.max(1);
         t.prog.mode = ExecMode {
             at,
             kern_tail,
@@ -48,12 +48,12 @@ impl Kernel {
     pub fn step(&mut self, p: Pid, cpu: usize) -> Action {
         loop {
             let t = &mut self.tasks[p];
-            if t.work_left > 0 {
+            if t.prog.work_left > 0 {
                 return Action::Run;
             }
-            if t.overhead > 0 {
+            if t.prog.overhead > 0 {
                 // Kernel work (wakeups done, interrupts) before the point.
-                t.work_left = std::mem::take(&mut t.overhead);
+                t.prog.work_left = std::mem::take(&mut t.prog.overhead);
                 t.prog.mode.kern_tail = u64::MAX;
                 t.prog.mode.atomic = false;
                 return Action::Run;

@@ -1,0 +1,210 @@
+//! An indexed 4-ary min-heap of event slots keyed by (time, seq). The
+//! queue keeps two (mod.rs): one for the events a CPU re-arms all the time
+//! and one for the rest.
+
+/// Per slot: not in the heap.
+const NONE: u32 = u32::MAX;
+/// Children per heap node: a 4-ary heap is shallower than a binary one and
+/// its children share a cache line.
+const ARITY: usize = 4;
+
+/// One heap entry, 16 bytes so four children share a cache line:
+/// time << 64 | seq << SLOT_BITS | slot. Comparing keys orders by time,
+/// then by arming order (seq is unique); the slot rides along in the low
+/// bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Entry {
+    pub key: u128,
+}
+
+impl Entry {
+    pub fn slot(&self) -> usize {
+        (self.key as usize) & (super::MAX_SLOTS - 1)
+    }
+
+    pub fn time(&self) -> super::Time {
+        (self.key >> 64) as super::Time
+    }
+}
+
+/// Indexed 4-ary min-heap of slots keyed by (time, seq).
+///
+/// A popped event stays at the root, marked `taken`, until the next heap
+/// operation that needs it gone: most handlers re-arm the slot they were
+/// called for (a CPU's next segment end), and replacing the root in place
+/// is one sift-down instead of a removal plus an insertion. Every event
+/// armed meanwhile is no earlier than the taken one (time never goes
+/// back, and its seq is larger), so the heap order holds.
+#[derive(Default)]
+pub(super) struct Heap {
+    heap: Vec<Entry>,
+    /// Per slot: index in `heap`, or NONE.
+    pos: Vec<u32>,
+    /// Whether heap[0] is an event already popped.
+    taken: bool,
+}
+
+impl Heap {
+    fn place(&mut self, i: usize, e: Entry) {
+        self.heap[i] = e;
+        self.pos[e.slot()] = i as u32;
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        let e = self.heap[i];
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            let p = self.heap[parent];
+            if e.key >= p.key {
+                break;
+            }
+            self.place(i, p);
+            i = parent;
+        }
+        self.place(i, e);
+    }
+
+    /// The index of the smallest of the children starting at `first`; with
+    /// all four present, a tournament of independent comparisons.
+    fn min_child(&self, first: usize, n: usize) -> usize {
+        let h = &self.heap;
+        if first + ARITY <= n {
+            let a = if h[first + 1].key < h[first].key {
+                first + 1
+            } else {
+                first
+            };
+            let b = if h[first + 3].key < h[first + 2].key {
+                first + 3
+            } else {
+                first + 2
+            };
+            return if h[b].key < h[a].key { b } else { a };
+        }
+        let mut c = first;
+        for k in first + 1..n {
+            if h[k].key < h[c].key {
+                c = k;
+            }
+        }
+        c
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let e = self.heap[i];
+        let n = self.heap.len();
+        loop {
+            let first = ARITY * i + 1;
+            if first >= n {
+                break;
+            }
+            let c = self.min_child(first, n);
+            let ce = self.heap[c];
+            if ce.key >= e.key {
+                break;
+            }
+            self.place(i, ce);
+            i = c;
+        }
+        self.place(i, e);
+    }
+
+    /// Arm `e`'s slot with it, replacing the event the slot holds.
+    pub fn push(&mut self, e: Entry) {
+        let slot = e.slot();
+        if slot >= self.pos.len() {
+            self.pos.resize(slot + 1, NONE);
+        }
+        if self.taken && (self.pos[slot] == 0 || e.key < self.heap[0].key) {
+            // Re-arming the taken slot replaces it (sift-down below); an
+            // event in the past would go above it, so drop it first.
+            self.taken = false;
+            if self.pos[slot] != 0 {
+                self.remove_at(0);
+            }
+        }
+        match self.pos[slot] {
+            NONE => {
+                self.heap.push(e);
+                let i = self.heap.len() - 1;
+                self.sift_up(i);
+            }
+            i => {
+                let i = i as usize;
+                let old = self.heap[i];
+                self.heap[i] = e;
+                if e.key < old.key {
+                    self.sift_up(i);
+                } else {
+                    self.sift_down(i);
+                }
+            }
+        }
+    }
+
+    /// `slot`'s pending entry (not a taken one).
+    pub fn pending(&self, slot: usize) -> Option<Entry> {
+        match self.pos.get(slot) {
+            Some(&i) if i != NONE && !(i == 0 && self.taken) => Some(self.heap[i as usize]),
+            _ => None,
+        }
+    }
+
+    /// Drop `slot`'s pending event, if any. (Removing an entry below a
+    /// taken root never lifts another entry above it.)
+    pub fn cancel(&mut self, slot: usize) {
+        if self.pending(slot).is_some() {
+            self.remove_at(self.pos[slot] as usize);
+        }
+    }
+
+    /// Remove the taken root, if there is one.
+    pub fn drop_taken(&mut self) {
+        if std::mem::take(&mut self.taken) {
+            self.remove_at(0);
+        }
+    }
+
+    /// Remove the entry at `i` (Floyd's method): walk the hole down along
+    /// the smaller children to a leaf, then sift the last entry up from
+    /// there; it usually belongs near the bottom, so this halves the
+    /// comparisons of a plain sift-down.
+    fn remove_at(&mut self, mut i: usize) {
+        let e = self.heap[i];
+        self.pos[e.slot()] = NONE;
+        let last = self.heap.pop().expect("non-empty heap");
+        let n = self.heap.len();
+        if i == n {
+            return;
+        }
+        loop {
+            let first = ARITY * i + 1;
+            if first >= n {
+                break;
+            }
+            let c = self.min_child(first, n);
+            let ce = self.heap[c];
+            self.place(i, ce);
+            i = c;
+        }
+        self.place(i, last);
+        self.sift_up(i);
+    }
+
+    /// The earliest pending entry (after `drop_taken`).
+    pub fn first(&self) -> Option<Entry> {
+        debug_assert!(!self.taken);
+        self.heap.first().copied()
+    }
+
+    /// Mark the root, just returned by `first`, as popped.
+    pub fn take_first(&mut self) {
+        self.taken = true;
+    }
+
+    /// The pending entries.
+    pub fn entries(&self) -> &[Entry] {
+        let skip = self.taken as usize;
+        &self.heap[skip.min(self.heap.len())..]
+    }
+}
