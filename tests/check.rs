@@ -80,7 +80,11 @@ fn the_sweep_bounds_a_cfs_rq_util_by_running_and_its_tasks() {
         .map(|t| t.se.avg.util_avg)
         .sum();
     assert!(brought > 100, "util {brought}: too small to see");
-    let ran = k.rqs[cpu].cfs.running_avg.expect("tracked with --check").util_avg;
+    let ran = k.rqs[cpu]
+        .cfs
+        .running_avg
+        .expect("tracked with --check")
+        .util_avg;
     assert!(ran <= 1024, "{ran}");
     k.rqs[cpu].cfs.avg.util_avg = ran + brought;
     assert_eq!(k.check_invariants(), Ok(()));

@@ -1,6 +1,6 @@
 //! The fuzzer in CI (issue 16 part 2): a bounded, seeded run over every
 //! input format ends each input in success or an input error within its
-//! budget; the budget's event, wall-clock and memory caps each stop an
+//! budget; the budget's event, CPU-time and memory caps each stop an
 //! input that exceeds them; `schedlab fuzz` prints its counts.
 
 mod common;
@@ -14,8 +14,8 @@ use std::time::Duration;
 const LIMITS: Limits = Limits {
     sim_ns: 5_000_000,
     events_per_entity: 25_000,
-    wall: Duration::from_secs(2),
-    wall_per_entity: Duration::from_millis(1),
+    time: Duration::from_secs(2),
+    time_per_entity: Duration::from_millis(1),
     memory_kib: 1 << 20,
 };
 
@@ -112,13 +112,13 @@ fn budgets_stop_what_exceeds_them() {
         "{o:?}"
     );
     let no_time = Limits {
-        wall: Duration::ZERO,
-        wall_per_entity: Duration::ZERO,
+        time: Duration::ZERO,
+        time_per_entity: Duration::ZERO,
         ..long
     };
     let o = execute(Format::Spec, spec, &no_time, &scratch);
     assert!(
-        matches!(&o, Outcome::Timeout(m) if m.contains("wall")),
+        matches!(&o, Outcome::Timeout(m) if m.contains("time budget")),
         "{o:?}"
     );
     let no_memory = Limits {
@@ -139,7 +139,7 @@ fn budgets_stop_what_exceeds_them() {
 }
 
 /// The child beats at every budget check, so the parent's watchdog (silence
-/// for 2 × wall + 1 s) does not cut a run whose budget grows with its size.
+/// for 2 × time + 1 s) does not cut a run whose budget grows with its size.
 #[test]
 fn a_beating_run_outlasts_the_watchdog() {
     let _serial = serial();
@@ -148,8 +148,8 @@ fn a_beating_run_outlasts_the_watchdog() {
     let lim = Limits {
         sim_ns: 1_000_000_000,
         events_per_entity: u64::MAX,
-        wall: Duration::ZERO,
-        wall_per_entity: Duration::from_secs(30),
+        time: Duration::ZERO,
+        time_per_entity: Duration::from_secs(30),
         ..LIMITS
     };
     let t = std::time::Instant::now();

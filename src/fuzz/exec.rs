@@ -20,10 +20,10 @@ pub struct Limits {
     pub sim_ns: u64,
     /// Events per CPU and task (see `kernel::Budget`).
     pub events_per_entity: u64,
-    /// Wall time for a run of no CPUs and tasks ...
-    pub wall: Duration,
+    /// CPU time for a run of no CPUs and tasks ...
+    pub time: Duration,
     /// ... and what each CPU and task adds to it.
-    pub wall_per_entity: Duration,
+    pub time_per_entity: Duration,
     /// Growth of peak resident memory, KiB.
     pub memory_kib: u64,
 }
@@ -169,7 +169,7 @@ pub fn execute(f: Format, bytes: &[u8], lim: &Limits, scratch: &Scratch) -> Outc
     }
     // SAFETY: the parent closes the write end it does not use.
     unsafe { libc::close(fds[1]) };
-    let silence = lim.wall * 2 + Duration::from_secs(1);
+    let silence = lim.time * 2 + Duration::from_secs(1);
     let (report, timed_out) = read_report(fds[0], pid, silence);
     let (status, peak_kib) = reap(pid);
     let grown = peak_kib.saturating_sub(base);
@@ -202,6 +202,18 @@ fn heartbeat() {
     let fd = HEARTBEAT_FD.load(Ordering::Relaxed);
     // SAFETY: a one-byte write to the child's own pipe end.
     unsafe { libc::write(fd, [BEAT].as_ptr().cast(), 1) };
+}
+
+/// The CPU time of this process: in a forked child, its own (POSIX
+/// resets a child's CPU-time clock at fork).
+fn cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// In the child: the input's outcome, a panic caught.
@@ -346,8 +358,9 @@ fn run_input(f: Format, bytes: &[u8], lim: &Limits, scratch: &Scratch) -> Outcom
     sc.duration = Some(sc.duration.map_or(lim.sim_ns, |d| d.min(lim.sim_ns)));
     sc.budget = Some(Budget {
         events_per_entity: lim.events_per_entity,
-        deadline: Some(Instant::now() + lim.wall),
-        wall_per_entity: lim.wall_per_entity,
+        time: Some(lim.time),
+        time_per_entity: lim.time_per_entity,
+        clock: cpu_time,
         heartbeat: Some(heartbeat),
     });
     match run_in(&src, &sc, None, &OutputSet::new()) {

@@ -2,7 +2,7 @@
 //! Structure-aware generators and byte-level mutators (`mutate`) over the
 //! project's own inputs (`corpus`) drive the library entry points the
 //! command line uses (`exec`), each input with `--check` on and within an
-//! event, wall-clock and memory budget. Every input must end in success or
+//! event, CPU-time and memory budget. Every input must end in success or
 //! an input error; a panic, a budget overrun or a broken invariant is a
 //! failure, written minimized to `--out`. docs/fuzz.md has the details.
 //!
@@ -86,13 +86,13 @@ pub struct Config {
 }
 
 /// The budget of `schedlab fuzz`: 20 ms simulated, 100,000 events per CPU
-/// and task (5 per simulated µs), 10 s of wall time plus 1 ms per CPU and
+/// and task (5 per simulated µs), 10 s of CPU time plus 1 ms per CPU and
 /// task, 1 GiB of peak RSS.
 pub const CLI_LIMITS: Limits = Limits {
     sim_ns: 20_000_000,
     events_per_entity: 100_000,
-    wall: Duration::from_secs(10),
-    wall_per_entity: Duration::from_millis(1),
+    time: Duration::from_secs(10),
+    time_per_entity: Duration::from_millis(1),
     memory_kib: 1 << 20,
 };
 
@@ -157,7 +157,7 @@ pub fn fuzz(corpus: &corpus::Corpus, cfg: &Config, progress: &dyn Fn(u64, &Repor
         report.counts[k].1[o.kind()] += 1;
         if o.is_failure() && !seen.contains(&(f, o.signature())) {
             seen.push((f, o.signature()));
-            // A timeout costs up to its wall budget per try.
+            // A timeout costs up to its time budget per try.
             let runs = match o {
                 Outcome::Timeout(_) => cfg.minimize_runs.min(3),
                 _ => cfg.minimize_runs,
@@ -200,13 +200,13 @@ pub fn main(args: &FuzzArgs) -> i32 {
         minimize_runs: 300,
     };
     println!(
-        "schedlab fuzz: {} inputs, seed {}, budget per input: {} ms simulated, {} events per CPU and task, {:?} wall + {:?} per CPU and task, {} MiB peak RSS",
+        "schedlab fuzz: {} inputs, seed {}, budget per input: {} ms simulated, {} events per CPU and task, {:?} CPU + {:?} per CPU and task, {} MiB peak RSS",
         cfg.iterations,
         cfg.seed,
         cfg.limits.sim_ns / 1_000_000,
         cfg.limits.events_per_entity,
-        cfg.limits.wall,
-        cfg.limits.wall_per_entity,
+        cfg.limits.time,
+        cfg.limits.time_per_entity,
         cfg.limits.memory_kib / 1024
     );
     // The workloads' warnings would drown the counts.

@@ -118,23 +118,26 @@ pub enum SimError {
     Deadlock(String),
     /// A --check invariant failed.
     Invariant(String),
-    /// The run used more events or wall time than its [`Budget`].
+    /// The run used more events or time than its [`Budget`].
     Budget(String),
 }
 
 /// A cap on one run's cost (the fuzzer's per-input budget): events per CPU
-/// and task, and a wall-clock deadline that grows with the CPUs and tasks
-/// (a valid input's cost per simulated ms is linear in its size), both
+/// and task, and time on `clock` (the fuzzer's: the process's CPU time, so
+/// a loaded machine does not cut a run short) that grows with the CPUs and
+/// tasks (a valid input's cost per simulated ms grows with its size), both
 /// checked with the progress tick, where `heartbeat` also tells a watcher
 /// the run is alive. Exceeding it stops the run; it never changes a
 /// decision of a run that stays within it.
 #[derive(Clone, Copy, Debug)]
 pub struct Budget {
     pub events_per_entity: u64,
-    /// The deadline for a run of no CPUs and tasks.
-    pub deadline: Option<std::time::Instant>,
-    /// What each CPU and task adds to the deadline.
-    pub wall_per_entity: std::time::Duration,
+    /// The time for a run of no CPUs and tasks ...
+    pub time: Option<std::time::Duration>,
+    /// ... and what each CPU and task adds to it.
+    pub time_per_entity: std::time::Duration,
+    /// Time spent so far.
+    pub clock: fn() -> std::time::Duration,
     pub heartbeat: Option<fn()>,
 }
 
@@ -152,13 +155,12 @@ impl Budget {
                 self.events_per_entity
             ));
         }
-        let extra = self.wall_per_entity.saturating_mul(entities as u32);
-        match self.deadline {
-            Some(d) if std::time::Instant::now() > d + extra => Some(format!(
-                "wall-clock budget ({extra:?} for {entities} CPUs and tasks beyond the base) spent after {events} events"
-            )),
-            _ => None,
-        }
+        let limit = self.time? + self.time_per_entity.saturating_mul(entities as u32);
+        ((self.clock)() > limit).then(|| {
+            format!(
+                "time budget ({limit:?} for {entities} CPUs and tasks) spent after {events} events"
+            )
+        })
     }
 }
 
