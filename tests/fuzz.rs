@@ -16,6 +16,7 @@ const LIMITS: Limits = Limits {
     events_per_entity: 25_000,
     time: Duration::from_secs(2),
     time_per_entity: Duration::from_millis(1),
+    time_per_event: Duration::from_micros(10),
     memory_kib: 1 << 20,
 };
 
@@ -114,6 +115,7 @@ fn budgets_stop_what_exceeds_them() {
     let no_time = Limits {
         time: Duration::ZERO,
         time_per_entity: Duration::ZERO,
+        time_per_event: Duration::ZERO,
         ..long
     };
     let o = execute(Format::Spec, spec, &no_time, &scratch);

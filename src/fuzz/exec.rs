@@ -22,8 +22,10 @@ pub struct Limits {
     pub events_per_entity: u64,
     /// CPU time for a run of no CPUs and tasks ...
     pub time: Duration,
-    /// ... and what each CPU and task adds to it.
+    /// ... what each CPU and task adds to it ...
     pub time_per_entity: Duration,
+    /// ... and what each event done adds.
+    pub time_per_event: Duration,
     /// Growth of peak resident memory, KiB.
     pub memory_kib: u64,
 }
@@ -360,6 +362,7 @@ fn run_input(f: Format, bytes: &[u8], lim: &Limits, scratch: &Scratch) -> Outcom
         events_per_entity: lim.events_per_entity,
         time: Some(lim.time),
         time_per_entity: lim.time_per_entity,
+        time_per_event: lim.time_per_event,
         clock: cpu_time,
         heartbeat: Some(heartbeat),
     });

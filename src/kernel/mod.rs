@@ -125,8 +125,9 @@ pub enum SimError {
 /// A cap on one run's cost (the fuzzer's per-input budget): events per CPU
 /// and task, and time on `clock` (the fuzzer's: the process's CPU time, so
 /// a loaded machine does not cut a run short) that grows with the CPUs and
-/// tasks (a valid input's cost per simulated ms grows with its size), both
-/// checked with the progress tick, where `heartbeat` also tells a watcher
+/// tasks and with the events done (a valid input's cost grows with its
+/// size and its events; what the time cap catches is a cost per event out
+/// of bounds), both checked with the progress tick, where `heartbeat` also tells a watcher
 /// the run is alive. Exceeding it stops the run; it never changes a
 /// decision of a run that stays within it.
 #[derive(Clone, Copy, Debug)]
@@ -134,8 +135,10 @@ pub struct Budget {
     pub events_per_entity: u64,
     /// The time for a run of no CPUs and tasks ...
     pub time: Option<std::time::Duration>,
-    /// ... and what each CPU and task adds to it.
+    /// ... what each CPU and task adds to it ...
     pub time_per_entity: std::time::Duration,
+    /// ... and what each event done adds.
+    pub time_per_event: std::time::Duration,
     /// Time spent so far.
     pub clock: fn() -> std::time::Duration,
     pub heartbeat: Option<fn()>,
