@@ -595,7 +595,11 @@ fn each_rt_app_example_runs_as_rt_app_would_or_is_rejected() {
             eprintln!("| {example} | `{name}.json` | rejected: line {line}, {what} |");
             continue;
         }
-        let (_, v) = run_json(&path, &format!("{name}.out.json"), &["-q", "--check"]);
+        let (_, v) = run_json(
+            &path,
+            &format!("example-{name}.out.json"),
+            &["-q", "--check"],
+        );
         let end = v["sim"]["simulated_ns"].as_u64().unwrap();
         let root = parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let J::Obj(top) = &root.v else { panic!() };
