@@ -77,6 +77,26 @@ pub fn main(args: &ReproArgs) -> i32 {
     }
 }
 
+/// The seeds of each cell for `--runs` and `--seed`: with one run, the
+/// scenarios' own (None) unless --seed is given; else --seed (default 1)
+/// and the next runs − 1.
+pub fn run_seeds(runs: u64, seed: Option<u64>) -> Vec<Option<u64>> {
+    match runs {
+        1 => vec![seed],
+        n => (0..n).map(|i| Some(seed.unwrap_or(1) + i)).collect(),
+    }
+}
+
+/// How a series' header names the seeds `run_seeds` gives.
+pub fn seeds_label(runs: u64, seed: Option<u64>) -> String {
+    let first = seed.unwrap_or(1);
+    match (runs, seed) {
+        (1, None) => "1 (the scenarios')".to_string(),
+        (1, Some(s)) => s.to_string(),
+        (n, _) => format!("{first}..{} (mean of {n} runs per cell)", first + n - 1),
+    }
+}
+
 /// Write a series' results as `--json` asks: `meta` added, atomically.
 pub fn write_json(path: Option<&PathBuf>, results: serde_json::Value) -> Result<(), String> {
     let Some(p) = path else { return Ok(()) };

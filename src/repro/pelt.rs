@@ -173,19 +173,10 @@ type Runs = [Measured; 4];
 
 const SIDES: [(bool, bool); 4] = [(false, false), (false, true), (true, false), (true, true)];
 
-/// The seeds of each cell: the scenarios' own with neither --seed nor
-/// --runs, else --seed (default 1) and the next --runs − 1.
-fn seeds(args: &PeltArgs) -> Vec<Option<u64>> {
-    match (args.runs, args.seed) {
-        (1, s) => vec![s],
-        (n, s) => (0..n).map(|i| Some(s.unwrap_or(1) + i)).collect(),
-    }
-}
-
 /// Every (row, side, seed) run, on all cores: for each row its four cells'
 /// runs, seed by seed.
 fn run_all(rows: &[&Row], args: &PeltArgs) -> Result<Vec<[Vec<Measured>; 4]>, String> {
-    let seeds = seeds(args);
+    let seeds = super::run_seeds(args.runs, args.seed);
     let per_row = SIDES.len() * seeds.len();
     let flat = crate::util::parallel::par_map(rows.len() * per_row, |i| {
         let row = rows[i / per_row];
@@ -221,12 +212,8 @@ fn mean(ms: &[Measured]) -> Measured {
 
 /// Sample standard deviation of the throughput over a cell's runs.
 fn sd(ms: &[Measured]) -> f64 {
-    let n = ms.len() as f64;
-    if ms.len() < 2 {
-        return 0.0;
-    }
-    let m = ms.iter().map(|x| x.throughput).sum::<f64>() / n;
-    (ms.iter().map(|x| (x.throughput - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    let xs: Vec<f64> = ms.iter().map(|m| m.throughput).collect();
+    crate::compare::mean_sd(&xs).1
 }
 
 /// Does the filter's change of a depth (cells `off`, `on`) exceed twice its
@@ -417,13 +404,7 @@ pub fn repro(args: &PeltArgs, quiet: bool) -> Result<(), String> {
         .iter()
         .map(|c| c.each_ref().map(|ms| mean(ms)))
         .collect();
-    let first = args.seed.unwrap_or(1);
-    let seeds = match args.runs {
-        1 => args
-            .seed
-            .map_or("1 (the scenarios')".to_string(), |s| s.to_string()),
-        n => format!("{first}..{} (mean of {n} runs per cell)", first + n - 1),
-    };
+    let seeds = super::seeds_label(args.runs, args.seed);
     println!(
         "Seed 004: PELT rewrite, LKP hackbench on lkp-snb01 → snb-32 (KB/s, higher is better; loops ÷ {}; sim.seed {seeds})\n",
         args.scale,

@@ -278,21 +278,13 @@ pub fn repro(args: &SwbArgs, quiet: bool) -> Result<(), String> {
         Some(_) => return Err("--ops-scale must be in (0, 1]".into()),
         None => 100_000 / args.scale,
     };
-    // One run keeps the scenario files' own seed unless --seed is given.
-    let seeds: Vec<Option<u64>> = match args.runs {
-        1 => vec![args.seed],
-        n => (0..n).map(|i| Some(args.seed.unwrap_or(1) + i)).collect(),
-    };
+    let seeds = super::run_seeds(args.runs, args.seed);
     let first = args.seed.unwrap_or(1);
     println!(
         "schedlab repro swb: seed 001, sched/fair: optimize should_we_balance for higher SMT systems\n\
          machine power10-96 (24 SMT4 small cores; domains SMT, MC, PKG), HZ=100; \
          before = SWB_SMT_SKIP off, after = on; sim.seed {}",
-        match (args.runs, args.seed) {
-            (1, None) => "1 (the scenarios')".to_string(),
-            (1, Some(s)) => s.to_string(),
-            (n, _) => format!("{first}..{} (mean of {n} runs per cell)", first + n - 1),
-        }
+        super::seeds_label(args.runs, args.seed)
     );
     let tables = [
         table(
