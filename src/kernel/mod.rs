@@ -158,10 +158,13 @@ impl Budget {
                 self.events_per_entity
             ));
         }
-        let limit = self.time? + self.time_per_entity.saturating_mul(entities as u32);
+        let per_events = self
+            .time_per_event
+            .saturating_mul(events.min(u32::MAX as u64) as u32);
+        let limit = self.time? + self.time_per_entity.saturating_mul(entities as u32) + per_events;
         ((self.clock)() > limit).then(|| {
             format!(
-                "time budget ({limit:?} for {entities} CPUs and tasks) spent after {events} events"
+                "time budget ({limit:?} for {entities} CPUs and tasks and {events} events) spent"
             )
         })
     }
@@ -463,5 +466,31 @@ impl Kernel {
             self.alive,
             blocked.join(", ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Budget;
+    use std::time::Duration;
+
+    fn ten_s() -> Duration {
+        Duration::from_secs(10)
+    }
+
+    /// Each event done adds to the time cap: 10 s spent is over a 1 s
+    /// budget for 2 entities, within it once 1 M events at 10 µs add 10 s.
+    #[test]
+    fn events_done_extend_the_time_budget() {
+        let b = Budget {
+            events_per_entity: u64::MAX / 4,
+            time: Some(Duration::from_secs(1)),
+            time_per_entity: Duration::from_millis(1),
+            time_per_event: Duration::from_micros(10),
+            clock: ten_s,
+            heartbeat: None,
+        };
+        assert!(b.exceeded(1_000, 2).is_some());
+        assert_eq!(b.exceeded(1_000_000, 2), None);
     }
 }
