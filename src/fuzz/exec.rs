@@ -176,7 +176,9 @@ pub fn execute(f: Format, bytes: &[u8], lim: &Limits, scratch: &Scratch) -> Outc
     let (status, peak_kib) = reap(pid);
     let grown = peak_kib.saturating_sub(base);
     if timed_out {
-        return Outcome::Timeout(format!("silent for {silence:?}: stuck in one event"));
+        return Outcome::Timeout(format!(
+            "silent for {silence:?} of CPU time: stuck in one event"
+        ));
     }
     if grown > lim.memory_kib {
         return Outcome::Memory(grown);
@@ -255,32 +257,37 @@ fn decode_report(b: &[u8]) -> Option<Outcome> {
 }
 
 /// Everything the child writes before it exits, or (what came, true) when
-/// it has been silent for `wait`; the child is then killed.
+/// it has been stuck for `wait` (see [`stuck`]); the child is then killed.
 fn read_report(fd: i32, pid: i32, wait: Duration) -> (Vec<u8>, bool) {
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];
+    let mut heard = (Instant::now(), child_cpu_time(pid));
     loop {
-        let end = Instant::now() + wait;
-        let left = end.saturating_duration_since(Instant::now()).as_millis() as i32;
         let mut p = libc::pollfd {
             fd,
             events: libc::POLLIN,
             revents: 0,
         };
-        // SAFETY: poll and read on the pipe's read end, owned here.
-        let n = unsafe {
-            if left <= 0 || libc::poll(&mut p, 1, left) == 0 {
+        // SAFETY: poll on the pipe's read end, owned here.
+        if unsafe { libc::poll(&mut p, 1, wait.as_millis() as i32) } == 0 {
+            if !stuck(pid, heard, wait) {
+                continue;
+            }
+            // SAFETY: our own child, and the read end we own.
+            unsafe {
                 libc::kill(pid, libc::SIGKILL);
                 libc::close(fd);
-                return (out, true);
             }
-            libc::read(fd, buf.as_mut_ptr().cast(), buf.len())
-        };
+            return (out, true);
+        }
+        // SAFETY: a read into `buf` from the pipe's read end.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
         if n <= 0 {
             // SAFETY: closing the read end once, at EOF.
             unsafe { libc::close(fd) };
             return (out, false);
         }
+        heard = (Instant::now(), child_cpu_time(pid));
         let mut chunk = &buf[..n as usize];
         if out.is_empty() {
             let report = chunk.iter().position(|&c| c != BEAT);
@@ -288,6 +295,33 @@ fn read_report(fd: i32, pid: i32, wait: Duration) -> (Vec<u8>, bool) {
         }
         out.extend_from_slice(chunk);
     }
+}
+
+/// Whether a child silent since `heard` (wall time, its CPU time) is stuck
+/// in one event: it spent `wait` of CPU time since, or (should its CPU clock
+/// be unreadable, or the child not run at all) 20 × `wait` of wall time. A
+/// child that is merely starved (the fuzzer at nice 19 beside busy
+/// compilers gets ~1.5 % of a CPU) is not stuck.
+fn stuck(pid: i32, heard: (Instant, Option<Duration>), wait: Duration) -> bool {
+    let spent = match (heard.1, child_cpu_time(pid)) {
+        (Some(then), Some(now)) => now.saturating_sub(then),
+        _ => wait,
+    };
+    spent >= wait || heard.0.elapsed() >= wait * 20
+}
+
+/// A child's CPU time so far (its POSIX CPU-time clock), if readable.
+fn child_cpu_time(pid: i32) -> Option<Duration> {
+    let mut clock: libc::clockid_t = 0;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: both calls only fill the values passed by pointer.
+    let ok = unsafe {
+        libc::clock_getcpuclockid(pid, &mut clock) == 0 && libc::clock_gettime(clock, &mut ts) == 0
+    };
+    ok.then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
 /// Wait for the child: its status and peak RSS (KiB).
@@ -429,4 +463,23 @@ pub fn save(dir: &Path, name: &str, bytes: &[u8], o: &Outcome) -> std::io::Resul
     std::fs::write(&p, bytes)?;
     std::fs::write(p.with_extension("why"), o.describe() + "\n")?;
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{child_cpu_time, stuck};
+    use std::time::{Duration, Instant};
+
+    /// Stuck means CPU time spent without a beat, not wall time: this
+    /// process has spent more than 1 µs of CPU since its start, and not
+    /// 100 s since now.
+    #[test]
+    fn stuck_counts_the_childs_cpu_time() {
+        let me = std::process::id() as i32;
+        let start = (Instant::now(), Some(Duration::ZERO));
+        assert!(stuck(me, start, Duration::from_micros(1)));
+        let now = (Instant::now(), child_cpu_time(me));
+        assert!(now.1.is_some());
+        assert!(!stuck(me, now, Duration::from_secs(100)));
+    }
 }
