@@ -167,6 +167,9 @@ struct ReplayArgs {
     /// Keep each task on the CPUs the trace shows it running on (docs/replay.md)
     #[arg(long)]
     pin: bool,
+    /// Let any recorded waker of a task end its next wait, not only the one the trace shows for it (docs/replay.md)
+    #[arg(long)]
+    any_waker: bool,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -185,6 +188,9 @@ fn load_replay(args: &ReplayArgs) -> Result<(Source, Scenario), InputError> {
     }
     if args.pin {
         spec += ",pin=true";
+    }
+    if args.any_waker {
+        spec += ",any_waker=true";
     }
     if !args.run.common.workloads.is_empty() {
         return Err(InputError::new(

@@ -43,6 +43,16 @@ impl Kernel {
         Io::Block
     }
 
+    /// Trace replay's wait on a counting word: return at once when it
+    /// holds `need` posts, else sleep until a post wakes the task.
+    pub fn futex_wait_count(&mut self, p: Pid, f: usize, need: u32) -> Io {
+        if self.futexes[f].val >= need {
+            return Io::Done(0);
+        }
+        self.prepare_to_wait(WaitQueueRef::Futex(f), p, true);
+        Io::Block
+    }
+
     /// Store `val` in the word, then futex_wake up to `nr` waiters.
     pub fn futex_store_wake(&mut self, f: usize, val: u32, nr: usize, cpu: usize, waker: Pid) {
         self.futexes[f].val = val;

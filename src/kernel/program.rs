@@ -274,6 +274,8 @@ pub enum Op {
     /// bursts include the syscalls).
     AwaitWake {
         futex: usize,
+        /// Wait until the word counts this many posts.
+        need: u32,
     },
     /// Trace replay: perform the recorded wakeup of edge `futex`.
     PostWake {

@@ -238,6 +238,7 @@ pub const KINDS: &[Kind] = &[
             p("fidelity", Ty::Bool, "false"),
             p("handover", Ty::Bool, "false"),
             p("pin", Ty::Bool, "false"),
+            p("any_waker", Ty::Bool, "false"),
         ],
         doc: "causal replay of a perf script / ftrace / trace-cmd / systrace trace (`schedlab replay FILE`)",
         parse: |p| Ok(Workload::Replay(Rc::new(replay::Replay::parse(p)?))),

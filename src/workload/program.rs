@@ -411,8 +411,8 @@ impl Kernel {
                 Some(Action::Block)
             }
             Op::Kthread(op) => self.exec_kthread_op(p, cpu, op),
-            Op::AwaitWake { futex } => {
-                let io = self.futex_wait(p, futex, 0);
+            Op::AwaitWake { futex, need } => {
+                let io = self.futex_wait_count(p, futex, need);
                 self.io_done(p, io, 0)
             }
             Op::Pthread(op) => {
@@ -421,7 +421,7 @@ impl Kernel {
             }
             Op::PostWake { futex } => {
                 self.tasks[p].prog.advance();
-                self.futexes[futex].val = 1;
+                self.futexes[futex].val += 1;
                 let q = crate::kernel::wait::WaitQueueRef::Futex(futex);
                 self.wake_up(q, 1, true, cpu, p);
                 None

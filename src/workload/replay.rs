@@ -103,6 +103,8 @@ pub struct Options {
     pub handover: bool,
     /// Keep each task on the CPUs the trace shows it on (`--pin`).
     pub pin: bool,
+    /// Let any recorded waker of a task end its next wait (`--any-waker`).
+    pub any_waker: bool,
 }
 
 /// A trace turned into replayable tasks.
@@ -571,15 +573,13 @@ impl Replay {
         self.tasks.len()
     }
 
-    /// Create the tasks: one futex word per edge, programs from the atoms.
+    /// Create the tasks: a futex word per edge (or, with `any_waker`, a
+    /// counting word per awaiting task), programs from the atoms.
     pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
-        let futex0 = k.futexes.len();
-        for _ in 0..self.edges {
-            k.futex_new(0);
-        }
+        let words = self.words(k);
         let base = k.tasks.len();
         for t in &self.tasks {
-            let mut ops = self.program(k, t, futex0, base);
+            let mut ops = self.program(k, t, &words, base);
             ops.push(Op::Mark(Mark::Stop));
             ops.push(Op::Exit);
             let nice = (t.prio - 120).clamp(-20, 19);
@@ -611,6 +611,35 @@ impl Replay {
         }
     }
 
+    /// Each edge's word and the count its await needs. By default edge e
+    /// has its own word, posted once. With `any_waker`, the awaits of one
+    /// task share a counting word and its k-th await needs k posts: any
+    /// recorded waker of the task ends its next wait (a reader woken by
+    /// whichever of its writers comes first), not only the one the
+    /// recording happened to show.
+    fn words(&self, k: &mut Kernel) -> Vec<(usize, u32)> {
+        let first = k.futexes.len();
+        let mut words: Vec<(usize, u32)> = (0..self.edges).map(|e| (first + e, 1)).collect();
+        for _ in 0..self.edges {
+            k.futex_new(0);
+        }
+        if !self.opts.any_waker {
+            return words;
+        }
+        for t in &self.tasks {
+            let word = k.futexes.len();
+            k.futex_new(0);
+            let awaits = t.atoms.iter().filter_map(|a| match a {
+                Atom::Await(e) => Some(*e),
+                _ => None,
+            });
+            for (n, e) in awaits.enumerate() {
+                words[e] = (word, n as u32 + 1);
+            }
+        }
+        words
+    }
+
     /// With `pin`, the CPUs the trace shows the task on (those the machine
     /// has); otherwise, or when it never ran, every CPU.
     fn allowed(&self, k: &Kernel, t: &RTask) -> Option<Vec<usize>> {
@@ -624,7 +653,7 @@ impl Replay {
     /// atom before it (sched_waking fires as try_to_wake_up begins; the
     /// wakeup's work follows); the model charges that work again, so it
     /// is taken out of the burst that holds it.
-    fn program(&self, k: &Kernel, t: &RTask, futex0: usize, base: Pid) -> Vec<Op> {
+    fn program(&self, k: &Kernel, t: &RTask, words: &[(usize, u32)], base: Pid) -> Vec<Op> {
         let slack = k.cfg.timer_slack_ns;
         let mut ops = Vec::new();
         let mut debt = 0;
@@ -648,8 +677,11 @@ impl Replay {
                     Op::Run(Dist::Fixed(ns - paid))
                 }
                 Atom::Timer(ns) => Op::Sleep(Dist::Fixed(ns.saturating_sub(slack))),
-                Atom::Await(e) => Op::AwaitWake { futex: futex0 + e },
-                Atom::Wake(e, _) => Op::PostWake { futex: futex0 + e },
+                Atom::Await(e) => Op::AwaitWake {
+                    futex: words[e].0,
+                    need: words[e].1,
+                },
+                Atom::Wake(e, _) => Op::PostWake { futex: words[e].0 },
                 Atom::Fork(c) => Op::Fork { child: base + c },
                 Atom::Exit | Atom::Blocked(_) => break,
             });
@@ -678,7 +710,7 @@ impl Replay {
         let first = k.tasks[p].prog.ops.first().copied();
         if t.start_blocked {
             match first {
-                Some(Op::AwaitWake { futex }) => {
+                Some(Op::AwaitWake { futex, .. }) => {
                     k.tasks[p].prog.phase = 1;
                     k.prepare_to_wait(crate::kernel::wait::WaitQueueRef::Futex(futex), p, true);
                     return;
@@ -728,7 +760,7 @@ fn rel(sim: f64, rec: f64) -> String {
 }
 
 impl Replay {
-    /// `replay:file=PATH,select=COMM|COMM,fidelity=BOOL,handover=BOOL,pin=BOOL`
+    /// `replay:file=PATH,select=COMM|COMM,fidelity=BOOL,handover=BOOL,pin=BOOL,any_waker=BOOL`
     pub fn parse(p: &Params) -> Result<Replay, String> {
         let file = p
             .values
@@ -748,6 +780,7 @@ impl Replay {
             fidelity: flag("fidelity")?,
             handover: flag("handover")?,
             pin: flag("pin")?,
+            any_waker: flag("any_waker")?,
         };
         Replay::load(file, &select, opts)
     }
