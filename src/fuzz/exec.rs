@@ -324,6 +324,21 @@ fn child_cpu_time(pid: i32) -> Option<Duration> {
     ok.then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
+/// The replay flags an input is run with: a subset of `handover`, `pin`
+/// and `any_waker` drawn from its bytes (the same input, the same flags),
+/// so that every combination meets mutated traces.
+fn replay_flags(bytes: &[u8]) -> String {
+    let bits = bytes
+        .iter()
+        .fold(0u32, |a, &b| a.wrapping_mul(31).wrapping_add(b as u32));
+    ["handover", "pin", "any_waker"]
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| bits >> i & 1 == 1)
+        .map(|(_, f)| format!(",{f}=true"))
+        .collect()
+}
+
 /// Wait for the child: its status and peak RSS (KiB).
 fn reap(pid: i32) -> (i32, u64) {
     let mut status = 0;
@@ -357,7 +372,8 @@ fn decode(
         }
         Format::Trace => {
             args.machine = Some("smp:cpus=4".into());
-            args.workloads = vec![format!("replay:file={}", scratch.file("fuzz.txt", bytes)?)];
+            let file = scratch.file("fuzz.txt", bytes)?;
+            args.workloads = vec![format!("replay:file={file}{}", replay_flags(bytes))];
         }
         Format::Spec if text.trim_start().starts_with(['[', '#']) => {
             args.machine = Some(scratch.file("fuzz-machine.toml", bytes)?);
