@@ -786,3 +786,18 @@ fn pinned_replay_runs_each_task_where_it_ran() {
     assert_eq!(strays(&["--pin"], "pin.txt"), 0);
     assert!(strays(&[], "nopin.txt") > 0);
 }
+
+/// A trace whose tasks ran longer than its CPUs had time (tracefs on this
+/// VM loses CPU 1's switch-outs) is replayed with a warning saying so; a
+/// complete one is not.
+#[test]
+fn a_trace_with_more_cpu_time_than_cpus_warns_of_lost_records() {
+    let lost = "tests/data/messaging-g1-l20.ftrace.txt";
+    let (rc, _, err) = schedlab(&["replay", lost, "--machine", "vm-2", "-q"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains("157.1 ms on 2 CPUs in 65.0 ms"), "{err}");
+    assert!(err.contains("lost records"), "{err}");
+    let (rc, _, err) = schedlab(&["replay", PERF, "--machine", "vm-2", "-q"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(!err.contains("lost records"), "{err}");
+}

@@ -552,6 +552,19 @@ impl Replay {
                  every sleep is replayed with its recorded length"
             ));
         }
+        let busy: u64 = b.tasks.iter().map(|t| t.rec.runtime).sum();
+        let span = last.ts - first.ts;
+        let capacity = span * b.cpus.len() as u64;
+        if busy > capacity + capacity / 100 {
+            warnings.push(format!(
+                "{file}: its tasks ran {:.1} ms on {} CPUs in {:.1} ms, more than the CPUs \
+                 have: the trace lost records (a task's switch-out), and its recorded \
+                 CPU time and span cannot both be replayed",
+                busy as f64 / 1e6,
+                b.cpus.len(),
+                span as f64 / 1e6
+            ));
+        }
         for w in &warnings {
             eprintln!("schedlab: warning: {w}");
         }
@@ -562,7 +575,7 @@ impl Replay {
             timers: b.timers,
             reconstructed: b.reconstructed,
             handovers: b.handovers,
-            span: last.ts - first.ts,
+            span,
             t0: first.ts,
             warnings,
             opts,
