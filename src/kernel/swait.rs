@@ -7,31 +7,60 @@
 //! with interrupts off.
 
 use super::task::Pid;
-use std::collections::VecDeque;
+use super::wait::INDEX_FROM;
+use std::collections::{HashSet, VecDeque};
 
 /// struct swait_queue_head: the waiters in arrival order.
 #[derive(Clone, Debug, Default)]
 pub struct SwaitQueue {
     list: VecDeque<Pid>,
+    /// The waiters, while there are more than [`INDEX_FROM`] (membership
+    /// only: nothing iterates it).
+    index: Option<HashSet<Pid>>,
 }
 
 impl SwaitQueue {
     /// __prepare_to_swait: add at the tail unless already queued.
     pub fn prepare(&mut self, p: Pid) {
-        if !self.contains(p) {
-            self.list.push_back(p);
+        if self.contains(p) {
+            return;
+        }
+        self.list.push_back(p);
+        match &mut self.index {
+            Some(set) => {
+                set.insert(p);
+            }
+            None if self.list.len() > INDEX_FROM => {
+                self.index = Some(self.list.iter().copied().collect());
+            }
+            None => {}
         }
     }
 
     /// __finish_swait: take the entry off the list if it is still queued.
     pub fn finish(&mut self, p: Pid) {
+        if let Some(set) = &mut self.index {
+            if !set.remove(&p) {
+                return;
+            }
+        }
         if let Some(i) = self.list.iter().position(|&q| q == p) {
             self.list.remove(i);
         }
+        self.drop_index_if_empty();
     }
 
     pub fn contains(&self, p: Pid) -> bool {
-        self.list.contains(&p)
+        match &self.index {
+            Some(set) => set.contains(&p),
+            None => self.list.contains(&p),
+        }
+    }
+
+    fn drop_index_if_empty(&mut self) {
+        if self.list.is_empty() {
+            self.index = None;
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -45,13 +74,19 @@ impl SwaitQueue {
     /// swake_up_locked: the first waiter, removed from the list (the caller
     /// wakes it). None when nobody waits.
     pub fn swake_up_locked(&mut self) -> Option<Pid> {
-        self.list.pop_front()
+        let p = self.list.pop_front()?;
+        if let Some(set) = &mut self.index {
+            set.remove(&p);
+        }
+        self.drop_index_if_empty();
+        Some(p)
     }
 
     /// The list_splice_init of swake_up_all / swake_up_all_locked: every
     /// waiter, in order, leaving the list empty. swake_up_all then wakes
     /// them one at a time, dropping the lock between two wakeups.
     pub fn splice_all(&mut self) -> VecDeque<Pid> {
+        self.index = None;
         std::mem::take(&mut self.list)
     }
 

@@ -6,7 +6,12 @@ use super::core::WF_SYNC;
 use super::program::Blocked;
 use super::task::{Pid, TaskState};
 use super::Kernel;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
+
+/// Above this many waiters a queue keeps a set of them, so that adding,
+/// finding and removing one stays O(1) for a completion or barrier with
+/// tens of thousands of waiters (membership only: nothing iterates it).
+pub const INDEX_FROM: usize = 32;
 
 /// Names one wait queue of a kernel object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +35,8 @@ pub struct WaitEntry {
 #[derive(Clone, Debug, Default)]
 pub struct WaitQueue {
     entries: VecDeque<WaitEntry>,
+    /// The waiters, while there are more than [`INDEX_FROM`].
+    index: Option<HashSet<Pid>>,
 }
 
 impl WaitQueue {
@@ -44,15 +51,39 @@ impl WaitQueue {
         } else {
             self.entries.push_front(e);
         }
+        match &mut self.index {
+            Some(set) => {
+                set.insert(task);
+            }
+            None if self.entries.len() > INDEX_FROM => {
+                self.index = Some(self.entries.iter().map(|e| e.task).collect());
+            }
+            None => {}
+        }
     }
 
     /// finish_wait: drop the entry if still queued.
     pub fn remove(&mut self, task: Pid) {
+        if let Some(set) = &mut self.index {
+            if !set.remove(&task) {
+                return;
+            }
+        }
         self.entries.retain(|e| e.task != task);
+        self.drop_index_if_empty();
     }
 
     pub fn contains(&self, task: Pid) -> bool {
-        self.entries.iter().any(|e| e.task == task)
+        match &self.index {
+            Some(set) => set.contains(&task),
+            None => self.entries.iter().any(|e| e.task == task),
+        }
+    }
+
+    fn drop_index_if_empty(&mut self) {
+        if self.entries.is_empty() {
+            self.index = None;
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -70,6 +101,9 @@ impl WaitQueue {
             let e = self.entries[i];
             if try_wake(e.task) {
                 self.entries.remove(i);
+                if let Some(set) = &mut self.index {
+                    set.remove(&e.task);
+                }
                 woken += 1;
                 if e.exclusive && nr_exclusive != 0 {
                     left -= 1;
@@ -81,6 +115,7 @@ impl WaitQueue {
                 i += 1;
             }
         }
+        self.drop_index_if_empty();
         woken
     }
 }
