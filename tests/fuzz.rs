@@ -17,6 +17,7 @@ const LIMITS: Limits = Limits {
     time: Duration::from_secs(2),
     time_per_entity: Duration::from_millis(1),
     time_per_event: Duration::from_micros(10),
+    time_per_swept: Duration::from_micros(1),
     memory_kib: 1 << 20,
 };
 
@@ -116,6 +117,7 @@ fn budgets_stop_what_exceeds_them() {
         time: Duration::ZERO,
         time_per_entity: Duration::ZERO,
         time_per_event: Duration::ZERO,
+        time_per_swept: Duration::ZERO,
         ..long
     };
     let o = execute(Format::Spec, spec, &no_time, &scratch);

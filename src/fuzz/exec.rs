@@ -24,8 +24,10 @@ pub struct Limits {
     pub time: Duration,
     /// ... what each CPU and task adds to it ...
     pub time_per_entity: Duration,
-    /// ... and what each event done adds.
+    /// ... what each event done adds ...
     pub time_per_event: Duration,
+    /// ... and what each CPU and task a `--check` sweep visits adds.
+    pub time_per_swept: Duration,
     /// Growth of peak resident memory, KiB.
     pub memory_kib: u64,
 }
@@ -413,6 +415,7 @@ fn run_input(f: Format, bytes: &[u8], lim: &Limits, scratch: &Scratch) -> Outcom
         time: Some(lim.time),
         time_per_entity: lim.time_per_entity,
         time_per_event: lim.time_per_event,
+        time_per_swept: lim.time_per_swept,
         clock: cpu_time,
         heartbeat: Some(heartbeat),
     });

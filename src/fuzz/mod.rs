@@ -87,7 +87,8 @@ pub struct Config {
 
 /// The budget of `schedlab fuzz`: 20 ms simulated, 100,000 events per CPU
 /// and task (5 per simulated µs), 10 s of CPU time plus 1 ms per CPU and
-/// task and 10 µs per event done (the simulator spends about 1 µs), 2 GiB of peak RSS (the largest inputs the limits admit, a million
+/// task, 10 µs per event done (the simulator spends about 1 µs) and 1 µs
+/// per CPU and task a `--check` sweep visits (it spends about 60 ns), 2 GiB of peak RSS (the largest inputs the limits admit, a million
 /// tasks, take 1.0-1.2 GB).
 pub const CLI_LIMITS: Limits = Limits {
     sim_ns: 20_000_000,
@@ -95,6 +96,7 @@ pub const CLI_LIMITS: Limits = Limits {
     time: Duration::from_secs(10),
     time_per_entity: Duration::from_millis(1),
     time_per_event: Duration::from_micros(10),
+    time_per_swept: Duration::from_micros(1),
     memory_kib: 2 << 20,
 };
 
@@ -202,7 +204,7 @@ pub fn main(args: &FuzzArgs) -> i32 {
         minimize_runs: 300,
     };
     println!(
-        "schedlab fuzz: {} inputs, seed {}, budget per input: {} ms simulated, {} events per CPU and task, {:?} CPU + {:?} per CPU and task + {:?} per event, {} MiB peak RSS",
+        "schedlab fuzz: {} inputs, seed {}, budget per input: {} ms simulated, {} events per CPU and task, {:?} CPU + {:?} per CPU and task + {:?} per event + {:?} per CPU and task swept by --check, {} MiB peak RSS",
         cfg.iterations,
         cfg.seed,
         cfg.limits.sim_ns / 1_000_000,
@@ -210,6 +212,7 @@ pub fn main(args: &FuzzArgs) -> i32 {
         cfg.limits.time,
         cfg.limits.time_per_entity,
         cfg.limits.time_per_event,
+        cfg.limits.time_per_swept,
         cfg.limits.memory_kib / 1024
     );
     // The workloads' warnings would drown the counts.

@@ -137,8 +137,11 @@ pub struct Budget {
     pub time: Option<std::time::Duration>,
     /// ... what each CPU and task adds to it ...
     pub time_per_entity: std::time::Duration,
-    /// ... and what each event done adds.
+    /// ... what each event done adds ...
     pub time_per_event: std::time::Duration,
+    /// ... and what each CPU and task a `--check` sweep visits adds
+    /// (`sim.check_every` sets how often the whole machine is swept).
+    pub time_per_swept: std::time::Duration,
     /// Time spent so far.
     pub clock: fn() -> std::time::Duration,
     pub heartbeat: Option<fn()>,
@@ -147,7 +150,7 @@ pub struct Budget {
 impl Budget {
     /// Why the run must stop after `events` events among `entities` CPUs
     /// and tasks, if it must.
-    fn exceeded(&self, events: u64, entities: usize) -> Option<String> {
+    fn exceeded(&self, events: u64, entities: usize, swept: u64) -> Option<String> {
         if let Some(beat) = self.heartbeat {
             beat();
         }
@@ -158,13 +161,15 @@ impl Budget {
                 self.events_per_entity
             ));
         }
-        let per_events = self
-            .time_per_event
-            .saturating_mul(events.min(u32::MAX as u64) as u32);
-        let limit = self.time? + self.time_per_entity.saturating_mul(entities as u32) + per_events;
+        let times =
+            |d: std::time::Duration, n: u64| d.saturating_mul(n.min(u32::MAX as u64) as u32);
+        let limit = self.time?
+            + times(self.time_per_entity, entities as u64)
+            + times(self.time_per_event, events)
+            + times(self.time_per_swept, swept);
         ((self.clock)() > limit).then(|| {
             format!(
-                "time budget ({limit:?} for {entities} CPUs and tasks and {events} events) spent"
+                "time budget ({limit:?} for {entities} CPUs and tasks, {events} events and {swept} swept) spent"
             )
         })
     }
@@ -181,6 +186,8 @@ pub struct CheckMarks {
     pub every: u64,
     pub events: u64,
     pub next_sweep: Time,
+    /// CPUs and tasks visited by whole-machine sweeps so far.
+    pub swept: u64,
     /// Per-task stamps of the check in progress, and its number.
     pub stamp: Vec<u64>,
     pub gen: u64,
@@ -369,7 +376,10 @@ impl Kernel {
                 if let Some(p) = &self.progress {
                     p.tick(self.now);
                 }
-                if let Some(why) = self.budget.and_then(|b| b.exceeded(n, entities)) {
+                if let Some(why) = self
+                    .budget
+                    .and_then(|b| b.exceeded(n, entities, self.marks.swept))
+                {
                     return Err(SimError::Budget(why));
                 }
             }
@@ -487,10 +497,16 @@ mod tests {
             time: Some(Duration::from_secs(1)),
             time_per_entity: Duration::from_millis(1),
             time_per_event: Duration::from_micros(10),
+            time_per_swept: Duration::ZERO,
             clock: ten_s,
             heartbeat: None,
         };
-        assert!(b.exceeded(1_000, 2).is_some());
-        assert_eq!(b.exceeded(1_000_000, 2), None);
+        assert!(b.exceeded(1_000, 2, 0).is_some());
+        assert_eq!(b.exceeded(1_000_000, 2, 0), None);
+        let sweeps = Budget {
+            time_per_swept: Duration::from_micros(1),
+            ..b
+        };
+        assert_eq!(sweeps.exceeded(1_000, 2, 10_000_000), None);
     }
 }

@@ -167,6 +167,24 @@ impl Kernel {
 mod tests {
     use super::*;
 
+    /// Past INDEX_FROM waiters the set answers for the list: every add,
+    /// finish_wait and wakeup keeps the two equal.
+    #[test]
+    fn a_long_queue_keeps_its_set_in_step() {
+        let mut q = WaitQueue::default();
+        for p in 0..100 {
+            q.add(p, true);
+            q.add(p, true);
+        }
+        assert_eq!(q.entries.len(), 100);
+        q.remove(7);
+        assert!(!q.contains(7) && q.contains(8));
+        assert_eq!(q.wake_up(10, |_| true), 10);
+        assert!(!q.contains(5) && q.contains(50));
+        assert_eq!(q.wake_up(0, |_| true), 89);
+        assert!(q.is_empty() && q.index.is_none() && !q.contains(50));
+    }
+
     #[test]
     fn wakes_non_exclusive_then_one_exclusive() {
         let mut q = WaitQueue::default();

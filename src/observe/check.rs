@@ -42,6 +42,7 @@ impl Kernel {
         }
         let r = if sweep {
             self.marks.next_sweep = self.now + self.tick_ns;
+            self.marks.swept += (self.rqs.len() + self.tasks.len()) as u64;
             self.check_invariants()
         } else {
             self.check_touched()
