@@ -3,7 +3,9 @@
 //! flags, which Perfetto, trace-cmd-style tools and this crate's importer
 //! read. Simulator state goes in atrace counters written as
 //! `tracing_mark_write: C|pid|name|value`. Lines are built in a reused
-//! buffer and streamed out, so memory does not grow with the trace.
+//! buffer and streamed out, so memory does not grow with the trace; the
+//! text of a task (`comm-pid` and its fields) is made once, when the task
+//! appears, and a timestamp once per simulated instant.
 
 use super::{prev_state, prio, Selection, TraceFile, FLUSH_AT};
 use crate::kernel::task::{Pid, TaskState};
@@ -11,23 +13,39 @@ use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
 use std::io::{self, Write};
 
-/// Append the decimal digits of `v`, left-padded with `pad` to `width`
-/// (core::fmt was most of the cost of tracing).
-fn num(b: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
-    let mut tmp = [0u8; 20];
-    let mut i = tmp.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        tmp[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+/// "00".."99": a number takes one division per two digits (core::fmt,
+/// and then a division per digit, were most of the cost of tracing).
+const PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
     }
-    let digits = &tmp[i..];
-    b.resize(b.len() + width.saturating_sub(digits.len()), pad);
-    b.extend_from_slice(digits);
+    t
+};
+
+/// Append the decimal digits of `v`, left-padded with `pad` to `width`
+/// (at most 20).
+fn num(b: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
+    let mut d = [pad; 20];
+    let mut i = d.len();
+    let mut v = v;
+    while v >= 100 {
+        let r = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        d[i..i + 2].copy_from_slice(&PAIRS[r..r + 2]);
+    }
+    if v >= 10 {
+        i -= 2;
+        d[i..i + 2].copy_from_slice(&PAIRS[v as usize * 2..v as usize * 2 + 2]);
+    } else {
+        i -= 1;
+        d[i] = b'0' + v as u8;
+    }
+    b.extend_from_slice(&d[i.min(d.len() - width)..]);
 }
 
 fn int(b: &mut Vec<u8>, v: i64) {
@@ -37,24 +55,96 @@ fn int(b: &mut Vec<u8>, v: i64) {
     num(b, v.unsigned_abs(), 0, b' ');
 }
 
-fn pad_right(b: &mut Vec<u8>, s: &[u8], width: usize) {
-    b.resize(b.len() + width.saturating_sub(s.len()), b' ');
-    b.extend_from_slice(s);
+/// `comm-pid` as a line starts with it (`%16s-%-7d`).
+fn ctx_text(comm: &[u8], pid: u32) -> Box<[u8]> {
+    let mut b = vec![b' '; 16usize.saturating_sub(comm.len())];
+    b.extend_from_slice(comm);
+    b.push(b'-');
+    let at = b.len();
+    num(&mut b, pid as u64, 0, b' ');
+    b.resize(b.len().max(at + 7), b' ');
+    b.into_boxed_slice()
 }
+
+/// A task's text, made when it first appears in the trace: its comm
+/// stays as it was then, as before; its pid is checked on each use
+/// (replay gives its tasks the trace's pids after creating them).
+struct Names {
+    /// The comm with whitespace replaced (fields split on spaces).
+    comm: Box<[u8]>,
+    pid: u32,
+    pid_text: Box<[u8]>,
+    /// `comm-pid` at the start of a line in its context.
+    ctx: Box<[u8]>,
+}
+
+impl Names {
+    fn new(t: &crate::kernel::task::Task) -> Names {
+        let comm = super::sanitize(&t.comm).into_bytes().into_boxed_slice();
+        Names::with_pid(comm, t.pid)
+    }
+
+    fn with_pid(comm: Box<[u8]>, pid: u32) -> Names {
+        let mut pid_text = Vec::new();
+        num(&mut pid_text, pid as u64, 0, b' ');
+        Names {
+            ctx: ctx_text(&comm, pid),
+            comm,
+            pid,
+            pid_text: pid_text.into_boxed_slice(),
+        }
+    }
+}
+
+/// Task `p`'s text in `names`, redone if its pid changed.
+fn name<'a>(names: &'a mut [Names], k: &Kernel, p: Pid) -> &'a Names {
+    let pid = k.tasks[p].pid;
+    if names[p].pid != pid {
+        let comm = std::mem::take(&mut names[p].comm);
+        names[p] = Names::with_pid(comm, pid);
+    }
+    &names[p]
+}
+
+/// The names of a task's fields in an event: `comm=`, `prev_comm=`, ...
+struct Keys {
+    comm: &'static [u8],
+    pid: &'static [u8],
+    prio: &'static [u8],
+}
+
+const WHO: Keys = Keys {
+    comm: b"comm=",
+    pid: b" pid=",
+    prio: b" prio=",
+};
+const PREV: Keys = Keys {
+    comm: b"prev_comm=",
+    pid: b" prev_pid=",
+    prio: b" prev_prio=",
+};
+const NEXT: Keys = Keys {
+    comm: b"next_comm=",
+    pid: b" next_pid=",
+    prio: b" next_prio=",
+};
 
 pub struct FtraceWriter {
     out: TraceFile,
     buf: Vec<u8>,
     window: (u64, u64),
     sel: Selection,
-    /// Sanitised comm per task (no spaces: fields split on spaces), filled
-    /// as tasks appear.
-    comms: Vec<String>,
+    /// Per task, filled as tasks appear.
+    names: Vec<Names>,
+    /// `comm-pid` of the idle task.
+    idle_ctx: Box<[u8]>,
+    /// The last timestamp written (`%5lu.%09lu`) and its time: several
+    /// lines share one simulated instant.
+    stamp: (u64, Vec<u8>),
     /// Last counter values written per CPU: (nr_running, util_avg).
     cpu_last: Vec<(u64, u64)>,
     /// Last (util_avg, load_avg) written per selected task.
     task_last: Vec<(u64, u64)>,
-    pub events: u64,
 }
 
 impl FtraceWriter {
@@ -64,10 +154,11 @@ impl FtraceWriter {
             buf: Vec::with_capacity(FLUSH_AT + 1024),
             window: window.unwrap_or((0, u64::MAX)),
             sel,
-            comms: Vec::new(),
+            names: Vec::new(),
+            idle_ctx: ctx_text(b"<idle>", 0),
+            stamp: (u64::MAX, Vec::new()),
             cpu_last: vec![(u64::MAX, u64::MAX); k.rqs.len()],
             task_last: Vec::new(),
-            events: 0,
         };
         w.header(k.rqs.len());
         w
@@ -89,64 +180,60 @@ impl FtraceWriter {
 
     /// `comm-pid [cpu] flags secs.nanos: event: ` for the task running
     /// `ctx` (None: the idle task of `cpu`).
-    fn prefix(
-        &mut self,
-        now: u64,
-        ctx: Option<Pid>,
-        cpu: usize,
-        k: &Kernel,
-        flags: &str,
-        ev: &str,
-    ) {
-        self.events += 1;
+    fn prefix(&mut self, k: &Kernel, ctx: Option<Pid>, cpu: usize, flags: &[u8; 4], ev: &str) {
+        let now = k.now;
+        if self.stamp.0 != now {
+            let s = &mut self.stamp.1;
+            s.clear();
+            num(s, now / 1_000_000_000, 5, b' ');
+            s.push(b'.');
+            num(s, now % 1_000_000_000, 9, b'0');
+            self.stamp.0 = now;
+        }
         let b = &mut self.buf;
-        let (comm, pid) = match ctx {
-            Some(p) => (self.comms[p].as_bytes(), k.tasks[p].pid as u64),
-            None => (&b"<idle>"[..], 0),
-        };
-        pad_right(b, comm, 16);
-        b.push(b'-');
-        let at = b.len();
-        num(b, pid, 0, b' ');
-        b.resize(b.len().max(at + 7), b' ');
+        b.extend_from_slice(match ctx {
+            Some(p) => &name(&mut self.names, k, p).ctx,
+            None => &self.idle_ctx,
+        });
         b.extend_from_slice(b" [");
         num(b, cpu as u64, 3, b'0');
         b.extend_from_slice(b"] ");
-        b.extend_from_slice(flags.as_bytes());
+        b.extend_from_slice(flags);
         b.push(b' ');
-        num(b, now / 1_000_000_000, 5, b' ');
-        b.push(b'.');
-        num(b, now % 1_000_000_000, 9, b'0');
+        b.extend_from_slice(&self.stamp.1);
         b.extend_from_slice(b": ");
         b.extend_from_slice(ev.as_bytes());
         b.extend_from_slice(b": ");
     }
 
-    /// `{key}comm=... {key}pid=... {key}prio=...` of a task or the idle task.
-    fn task_fields(&mut self, k: &Kernel, key: &str, p: Option<Pid>, cpu: usize) {
+    /// `comm=... pid=... prio=...` (under `keys`' names) of a task or the
+    /// idle task of `cpu`.
+    fn task_fields(&mut self, k: &Kernel, keys: &Keys, p: Option<Pid>, cpu: usize) {
         let b = &mut self.buf;
-        b.extend_from_slice(key.as_bytes());
-        b.extend_from_slice(b"comm=");
+        b.extend_from_slice(keys.comm);
         match p {
-            Some(p) => b.extend_from_slice(self.comms[p].as_bytes()),
+            Some(p) => {
+                let n = name(&mut self.names, k, p);
+                b.extend_from_slice(&n.comm);
+                b.extend_from_slice(keys.pid);
+                b.extend_from_slice(&n.pid_text);
+                b.extend_from_slice(keys.prio);
+                int(b, prio(k, p) as i64);
+            }
             None => {
                 b.extend_from_slice(b"swapper/");
                 num(b, cpu as u64, 0, b' ');
+                b.extend_from_slice(keys.pid);
+                b.push(b'0');
+                b.extend_from_slice(keys.prio);
+                b.extend_from_slice(b"120");
             }
         }
-        b.push(b' ');
-        b.extend_from_slice(key.as_bytes());
-        b.extend_from_slice(b"pid=");
-        num(b, p.map_or(0, |p| k.tasks[p].pid as u64), 0, b' ');
-        b.push(b' ');
-        b.extend_from_slice(key.as_bytes());
-        b.extend_from_slice(b"prio=");
-        int(b, p.map_or(120, |p| prio(k, p) as i64));
     }
 
     /// `comm=... pid=... prio=...` of task `p`.
     fn who(&mut self, k: &Kernel, p: Pid) {
-        self.task_fields(k, "", Some(p), 0);
+        self.task_fields(k, &WHO, Some(p), 0);
     }
 
     fn switch(
@@ -158,18 +245,17 @@ impl FtraceWriter {
         state: TaskState,
         preempt: bool,
     ) {
-        self.prefix(k.now, prev, cpu, k, "d..2", "sched_switch");
-        self.task_fields(k, "prev_", prev, cpu);
+        self.prefix(k, prev, cpu, b"d..2", "sched_switch");
+        self.task_fields(k, &PREV, prev, cpu);
         let st = prev.map_or("R", |p| prev_state(k, p, state, preempt));
         self.buf.extend_from_slice(b" prev_state=");
         self.buf.extend_from_slice(st.as_bytes());
         self.buf.extend_from_slice(b" ==> ");
-        self.task_fields(k, "next_", next, cpu);
+        self.task_fields(k, &NEXT, next, cpu);
         self.buf.push(b'\n');
-        if let Some(p) = prev.filter(|&p| k.tasks[p].state == crate::kernel::task::TaskState::Dead)
-        {
+        if let Some(p) = prev.filter(|&p| k.tasks[p].state == TaskState::Dead) {
             // The last reference is dropped after the final switch.
-            self.prefix(k.now, next, cpu, k, "....", "sched_process_free");
+            self.prefix(k, next, cpu, b"....", "sched_process_free");
             self.who(k, p);
             self.buf.push(b'\n');
         }
@@ -221,7 +307,7 @@ impl FtraceWriter {
         name: &str,
         v: u64,
     ) {
-        self.prefix(k.now, ctx, cpu, k, "....", "tracing_mark_write");
+        self.prefix(k, ctx, cpu, b"....", "tracing_mark_write");
         let b = &mut self.buf;
         b.extend_from_slice(b"C|");
         num(b, pid as u64, 0, b' ');
@@ -235,12 +321,18 @@ impl FtraceWriter {
         b.push(b'\n');
     }
 
+    /// `comm=... pid=... prio=... target_cpu=NNN` and the line's end.
+    fn wake_fields(&mut self, k: &Kernel, p: Pid, target: usize) {
+        self.who(k, p);
+        self.buf.extend_from_slice(b" target_cpu=");
+        num(&mut self.buf, target as u64, 3, b'0');
+        self.buf.push(b'\n');
+    }
+
     fn write(&mut self, k: &Kernel, ev: &TraceEvent) {
-        let now = k.now;
-        if self.comms.len() < k.tasks.len() {
-            let n = self.comms.len();
-            self.comms
-                .extend(k.tasks[n..].iter().map(|t| super::sanitize(&t.comm)));
+        if self.names.len() < k.tasks.len() {
+            let n = self.names.len();
+            self.names.extend(k.tasks[n..].iter().map(Names::new));
             self.task_last.resize(k.tasks.len(), (u64::MAX, u64::MAX));
         }
         match *ev {
@@ -253,12 +345,9 @@ impl FtraceWriter {
             } => self.switch(k, cpu, prev, next, prev_state, preempt),
             TraceEvent::Waking { cpu, p, waker } => {
                 let ctx = waker.or(k.trace_ctx(cpu));
-                let flags = if waker.is_none() { "d.h2" } else { "d..2" };
-                self.prefix(now, ctx, cpu, k, flags, "sched_waking");
-                self.who(k, p);
-                self.buf.extend_from_slice(b" target_cpu=");
-                num(&mut self.buf, k.tasks[p].cpu as u64, 3, b'0');
-                self.buf.push(b'\n');
+                let flags = if waker.is_none() { b"d.h2" } else { b"d..2" };
+                self.prefix(k, ctx, cpu, flags, "sched_waking");
+                self.wake_fields(k, p, k.tasks[p].cpu);
             }
             TraceEvent::Wakeup { cpu, p, target } | TraceEvent::WakeupNew { cpu, p, target } => {
                 let name = if matches!(ev, TraceEvent::Wakeup { .. }) {
@@ -268,35 +357,45 @@ impl FtraceWriter {
                 };
                 let ctx = k.trace_ctx(cpu);
                 let flags = if k.rqs[cpu].need_resched {
-                    "dN.3"
+                    b"dN.3"
                 } else {
-                    "d..3"
+                    b"d..3"
                 };
-                self.prefix(now, ctx, cpu, k, flags, name);
-                self.who(k, p);
-                self.buf.extend_from_slice(b" target_cpu=");
-                num(&mut self.buf, target as u64, 3, b'0');
-                self.buf.push(b'\n');
+                self.prefix(k, ctx, cpu, flags, name);
+                self.wake_fields(k, p, target);
                 let tctx = k.trace_ctx(target);
                 self.cpu_counters(k, target, tctx);
             }
             TraceEvent::Migrate { p, orig, dest } => {
                 let ctx = k.trace_ctx(dest);
-                self.prefix(now, ctx, dest, k, "d..2", "sched_migrate_task");
+                self.prefix(k, ctx, dest, b"d..2", "sched_migrate_task");
                 self.who(k, p);
-                let _ = writeln!(self.buf, " orig_cpu={orig} dest_cpu={dest}");
+                let b = &mut self.buf;
+                b.extend_from_slice(b" orig_cpu=");
+                num(b, orig as u64, 0, b' ');
+                b.extend_from_slice(b" dest_cpu=");
+                num(b, dest as u64, 0, b' ');
+                b.push(b'\n');
             }
             TraceEvent::Fork { cpu, parent, child } => {
-                self.prefix(now, Some(parent), cpu, k, "....", "sched_process_fork");
-                let _ = writeln!(
-                    self.buf,
-                    "comm={} pid={} child_comm={} child_pid={}",
-                    self.comms[parent], k.tasks[parent].pid, self.comms[child], k.tasks[child].pid
-                );
+                self.prefix(k, Some(parent), cpu, b"....", "sched_process_fork");
+                name(&mut self.names, k, parent);
+                name(&mut self.names, k, child);
+                let (pa, ch) = (&self.names[parent], &self.names[child]);
+                let b = &mut self.buf;
+                b.extend_from_slice(b"comm=");
+                b.extend_from_slice(&pa.comm);
+                b.extend_from_slice(b" pid=");
+                b.extend_from_slice(&pa.pid_text);
+                b.extend_from_slice(b" child_comm=");
+                b.extend_from_slice(&ch.comm);
+                b.extend_from_slice(b" child_pid=");
+                b.extend_from_slice(&ch.pid_text);
+                b.push(b'\n');
             }
             TraceEvent::Exit { p } => {
                 let cpu = k.tasks[p].cpu;
-                self.prefix(now, Some(p), cpu, k, "....", "sched_process_exit");
+                self.prefix(k, Some(p), cpu, b"....", "sched_process_exit");
                 self.who(k, p);
                 self.buf.push(b'\n');
             }
@@ -316,5 +415,45 @@ impl Tracer for FtraceWriter {
     fn finish(self: Box<Self>, _k: &Kernel) -> io::Result<()> {
         let FtraceWriter { out, buf, .. } = *self;
         out.finish(&buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_padded_as_printf_would() {
+        for (v, width, pad) in [
+            (0, 0, b' '),
+            (7, 3, b'0'),
+            (42, 3, b'0'),
+            (4095, 3, b'0'),
+            (999_999_999, 9, b'0'),
+            (1, 9, b'0'),
+            (12, 5, b' '),
+            (123_456, 5, b' '),
+            (u64::MAX, 0, b' '),
+            (100, 0, b' '),
+            (10, 0, b' '),
+        ] {
+            let mut b = b"x".to_vec();
+            num(&mut b, v, width, pad);
+            let want = if pad == b'0' {
+                format!("x{v:0width$}")
+            } else {
+                format!("x{v:width$}")
+            };
+            assert_eq!(String::from_utf8(b).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn line_start_is_comm_right_and_pid_left_aligned() {
+        assert_eq!(&*ctx_text(b"<idle>", 0), b"          <idle>-0      ");
+        assert_eq!(
+            &*ctx_text(b"a_long_comm_of_20_ch", 1234567),
+            b"a_long_comm_of_20_ch-1234567"
+        );
     }
 }
