@@ -7,7 +7,7 @@
 //! text of a task (`comm-pid` and its fields) is made once, when the task
 //! appears, and a timestamp once per simulated instant.
 
-use super::{prev_state, prio, Selection, TraceFile, FLUSH_AT};
+use super::{prev_state, prio, Selection, TraceFile, SEND_AT};
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
@@ -151,7 +151,7 @@ impl FtraceWriter {
     pub fn new(out: TraceFile, window: Option<(u64, u64)>, sel: Selection, k: &Kernel) -> Self {
         let mut w = FtraceWriter {
             out,
-            buf: Vec::with_capacity(FLUSH_AT + 1024),
+            buf: Vec::with_capacity(SEND_AT + 4096),
             window: window.unwrap_or((0, u64::MAX)),
             sel,
             names: Vec::new(),
