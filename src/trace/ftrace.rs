@@ -66,6 +66,41 @@ fn ctx_text(comm: &[u8], pid: u32) -> Box<[u8]> {
     b.into_boxed_slice()
 }
 
+/// The names of a task's fields in an event: `comm=`, `prev_comm=`, ...
+struct Keys {
+    comm: &'static [u8],
+    pid: &'static [u8],
+    prio: &'static [u8],
+}
+
+const WHO: usize = 0;
+const PREV: usize = 1;
+const NEXT: usize = 2;
+
+const KEYS: [Keys; 3] = [
+    Keys {
+        comm: b"comm=",
+        pid: b" pid=",
+        prio: b" prio=",
+    },
+    Keys {
+        comm: b"prev_comm=",
+        pid: b" prev_pid=",
+        prio: b" prev_prio=",
+    },
+    Keys {
+        comm: b"next_comm=",
+        pid: b" next_pid=",
+        prio: b" next_prio=",
+    },
+];
+
+/// `{key}comm=C {key}pid=N {key}prio=`: a task's fields up to its prio,
+/// which can change.
+fn fields_text(keys: &Keys, comm: &[u8], pid: &[u8]) -> Box<[u8]> {
+    [keys.comm, comm, keys.pid, pid, keys.prio].concat().into()
+}
+
 /// A task's text, made when it first appears in the trace: its comm
 /// stays as it was then, as before; its pid is checked on each use
 /// (replay gives its tasks the trace's pids after creating them).
@@ -76,6 +111,8 @@ struct Names {
     pid_text: Box<[u8]>,
     /// `comm-pid` at the start of a line in its context.
     ctx: Box<[u8]>,
+    /// Its fields under each of `KEYS`.
+    fields: [Box<[u8]>; 3],
 }
 
 impl Names {
@@ -89,6 +126,7 @@ impl Names {
         num(&mut pid_text, pid as u64, 0, b' ');
         Names {
             ctx: ctx_text(&comm, pid),
+            fields: KEYS.each_ref().map(|k| fields_text(k, &comm, &pid_text)),
             comm,
             pid,
             pid_text: pid_text.into_boxed_slice(),
@@ -106,28 +144,31 @@ fn name<'a>(names: &'a mut [Names], k: &Kernel, p: Pid) -> &'a Names {
     &names[p]
 }
 
-/// The names of a task's fields in an event: `comm=`, `prev_comm=`, ...
-struct Keys {
-    comm: &'static [u8],
-    pid: &'static [u8],
-    prio: &'static [u8],
+/// A CPU's text: ` [NNN] ` after a line's `comm-pid`, and its idle task's
+/// fields as `prev_` and `next_`.
+struct CpuText {
+    bracket: Box<[u8]>,
+    idle: [Box<[u8]>; 2],
 }
 
-const WHO: Keys = Keys {
-    comm: b"comm=",
-    pid: b" pid=",
-    prio: b" prio=",
-};
-const PREV: Keys = Keys {
-    comm: b"prev_comm=",
-    pid: b" prev_pid=",
-    prio: b" prev_prio=",
-};
-const NEXT: Keys = Keys {
-    comm: b"next_comm=",
-    pid: b" next_pid=",
-    prio: b" next_prio=",
-};
+impl CpuText {
+    fn new(cpu: usize) -> CpuText {
+        let mut bracket = b" [".to_vec();
+        num(&mut bracket, cpu as u64, 3, b'0');
+        bracket.extend_from_slice(b"] ");
+        let mut comm = b"swapper/".to_vec();
+        num(&mut comm, cpu as u64, 0, b' ');
+        let idle = |key: usize| {
+            [&fields_text(&KEYS[key], &comm, b"0")[..], b"120"]
+                .concat()
+                .into()
+        };
+        CpuText {
+            bracket: bracket.into(),
+            idle: [idle(PREV), idle(NEXT)],
+        }
+    }
+}
 
 pub struct FtraceWriter {
     out: TraceFile,
@@ -138,6 +179,7 @@ pub struct FtraceWriter {
     names: Vec<Names>,
     /// `comm-pid` of the idle task.
     idle_ctx: Box<[u8]>,
+    cpus: Vec<CpuText>,
     /// The last timestamp written (`%5lu.%09lu`) and its time: several
     /// lines share one simulated instant.
     stamp: (u64, Vec<u8>),
@@ -156,6 +198,7 @@ impl FtraceWriter {
             sel,
             names: Vec::new(),
             idle_ctx: ctx_text(b"<idle>", 0),
+            cpus: (0..k.rqs.len()).map(CpuText::new).collect(),
             stamp: (u64::MAX, Vec::new()),
             cpu_last: vec![(u64::MAX, u64::MAX); k.rqs.len()],
             task_last: Vec::new(),
@@ -195,9 +238,7 @@ impl FtraceWriter {
             Some(p) => &name(&mut self.names, k, p).ctx,
             None => &self.idle_ctx,
         });
-        b.extend_from_slice(b" [");
-        num(b, cpu as u64, 3, b'0');
-        b.extend_from_slice(b"] ");
+        b.extend_from_slice(&self.cpus[cpu].bracket);
         b.extend_from_slice(flags);
         b.push(b' ');
         b.extend_from_slice(&self.stamp.1);
@@ -206,34 +247,22 @@ impl FtraceWriter {
         b.extend_from_slice(b": ");
     }
 
-    /// `comm=... pid=... prio=...` (under `keys`' names) of a task or the
-    /// idle task of `cpu`.
-    fn task_fields(&mut self, k: &Kernel, keys: &Keys, p: Option<Pid>, cpu: usize) {
+    /// `comm=... pid=... prio=...` under `KEYS[key]`'s names, of a task
+    /// or the idle task of `cpu` (`PREV` or `NEXT` only).
+    fn task_fields(&mut self, k: &Kernel, key: usize, p: Option<Pid>, cpu: usize) {
         let b = &mut self.buf;
-        b.extend_from_slice(keys.comm);
         match p {
             Some(p) => {
-                let n = name(&mut self.names, k, p);
-                b.extend_from_slice(&n.comm);
-                b.extend_from_slice(keys.pid);
-                b.extend_from_slice(&n.pid_text);
-                b.extend_from_slice(keys.prio);
+                b.extend_from_slice(&name(&mut self.names, k, p).fields[key]);
                 int(b, prio(k, p) as i64);
             }
-            None => {
-                b.extend_from_slice(b"swapper/");
-                num(b, cpu as u64, 0, b' ');
-                b.extend_from_slice(keys.pid);
-                b.push(b'0');
-                b.extend_from_slice(keys.prio);
-                b.extend_from_slice(b"120");
-            }
+            None => b.extend_from_slice(&self.cpus[cpu].idle[key - PREV]),
         }
     }
 
     /// `comm=... pid=... prio=...` of task `p`.
     fn who(&mut self, k: &Kernel, p: Pid) {
-        self.task_fields(k, &WHO, Some(p), 0);
+        self.task_fields(k, WHO, Some(p), 0);
     }
 
     fn switch(
@@ -246,12 +275,12 @@ impl FtraceWriter {
         preempt: bool,
     ) {
         self.prefix(k, prev, cpu, b"d..2", "sched_switch");
-        self.task_fields(k, &PREV, prev, cpu);
+        self.task_fields(k, PREV, prev, cpu);
         let st = prev.map_or("R", |p| prev_state(k, p, state, preempt));
         self.buf.extend_from_slice(b" prev_state=");
         self.buf.extend_from_slice(st.as_bytes());
         self.buf.extend_from_slice(b" ==> ");
-        self.task_fields(k, &NEXT, next, cpu);
+        self.task_fields(k, NEXT, next, cpu);
         self.buf.push(b'\n');
         if let Some(p) = prev.filter(|&p| k.tasks[p].state == TaskState::Dead) {
             // The last reference is dropped after the final switch.
