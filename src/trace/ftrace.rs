@@ -95,19 +95,22 @@ const KEYS: [Keys; 3] = [
     },
 ];
 
-/// `{key}comm=C {key}pid=N {key}prio=`: a task's fields up to its prio,
-/// which can change.
-fn fields_text(keys: &Keys, comm: &[u8], pid: &[u8]) -> Box<[u8]> {
-    [keys.comm, comm, keys.pid, pid, keys.prio].concat().into()
+/// `{key}comm=C {key}pid=N {key}prio=P`: a task's fields.
+fn fields_text(keys: &Keys, comm: &[u8], pid: &[u8], prio: &[u8]) -> Box<[u8]> {
+    [keys.comm, comm, keys.pid, pid, keys.prio, prio]
+        .concat()
+        .into()
 }
 
 /// A task's text, made when it first appears in the trace: its comm
-/// stays as it was then, as before; its pid is checked on each use
-/// (replay gives its tasks the trace's pids after creating them).
+/// stays as it was then, as before; its pid and prio are checked on each
+/// use (replay gives its tasks the trace's pids after creating them; a
+/// task may change its nice or policy).
 struct Names {
     /// The comm with whitespace replaced (fields split on spaces).
     comm: Box<[u8]>,
     pid: u32,
+    prio: i32,
     pid_text: Box<[u8]>,
     /// `comm-pid` at the start of a line in its context.
     ctx: Box<[u8]>,
@@ -116,30 +119,36 @@ struct Names {
 }
 
 impl Names {
-    fn new(t: &crate::kernel::task::Task) -> Names {
+    fn new(k: &Kernel, p: Pid) -> Names {
+        let t = &k.tasks[p];
         let comm = super::sanitize(&t.comm).into_bytes().into_boxed_slice();
-        Names::with_pid(comm, t.pid)
+        Names::with(comm, t.pid, prio(k, p))
     }
 
-    fn with_pid(comm: Box<[u8]>, pid: u32) -> Names {
+    fn with(comm: Box<[u8]>, pid: u32, prio: i32) -> Names {
         let mut pid_text = Vec::new();
         num(&mut pid_text, pid as u64, 0, b' ');
+        let mut prio_text = Vec::new();
+        int(&mut prio_text, prio as i64);
         Names {
             ctx: ctx_text(&comm, pid),
-            fields: KEYS.each_ref().map(|k| fields_text(k, &comm, &pid_text)),
+            fields: KEYS
+                .each_ref()
+                .map(|k| fields_text(k, &comm, &pid_text, &prio_text)),
             comm,
             pid,
+            prio,
             pid_text: pid_text.into_boxed_slice(),
         }
     }
 }
 
-/// Task `p`'s text in `names`, redone if its pid changed.
+/// Task `p`'s text in `names`, redone if its pid or prio changed.
 fn name<'a>(names: &'a mut [Names], k: &Kernel, p: Pid) -> &'a Names {
-    let pid = k.tasks[p].pid;
-    if names[p].pid != pid {
+    let (pid, prio) = (k.tasks[p].pid, prio(k, p));
+    if names[p].pid != pid || names[p].prio != prio {
         let comm = std::mem::take(&mut names[p].comm);
-        names[p] = Names::with_pid(comm, pid);
+        names[p] = Names::with(comm, pid, prio);
     }
     &names[p]
 }
@@ -158,11 +167,7 @@ impl CpuText {
         bracket.extend_from_slice(b"] ");
         let mut comm = b"swapper/".to_vec();
         num(&mut comm, cpu as u64, 0, b' ');
-        let idle = |key: usize| {
-            [&fields_text(&KEYS[key], &comm, b"0")[..], b"120"]
-                .concat()
-                .into()
-        };
+        let idle = |key: usize| fields_text(&KEYS[key], &comm, b"0", b"120");
         CpuText {
             bracket: bracket.into(),
             idle: [idle(PREV), idle(NEXT)],
@@ -180,7 +185,7 @@ pub struct FtraceWriter {
     /// `comm-pid` of the idle task.
     idle_ctx: Box<[u8]>,
     cpus: Vec<CpuText>,
-    /// The last timestamp written (`%5lu.%09lu`) and its time: several
+    /// The last timestamp written (`%5lu.%09lu: `) and its time: several
     /// lines share one simulated instant.
     stamp: (u64, Vec<u8>),
     /// Last counter values written per CPU: (nr_running, util_avg).
@@ -222,8 +227,9 @@ impl FtraceWriter {
     }
 
     /// `comm-pid [cpu] flags secs.nanos: event: ` for the task running
-    /// `ctx` (None: the idle task of `cpu`).
-    fn prefix(&mut self, k: &Kernel, ctx: Option<Pid>, cpu: usize, flags: &[u8; 4], ev: &str) {
+    /// `ctx` (None: the idle task of `cpu`); `flags` ends in a space and
+    /// `ev` in `: `.
+    fn prefix(&mut self, k: &Kernel, ctx: Option<Pid>, cpu: usize, flags: &[u8; 5], ev: &[u8]) {
         let now = k.now;
         if self.stamp.0 != now {
             let s = &mut self.stamp.1;
@@ -231,6 +237,7 @@ impl FtraceWriter {
             num(s, now / 1_000_000_000, 5, b' ');
             s.push(b'.');
             num(s, now % 1_000_000_000, 9, b'0');
+            s.extend_from_slice(b": ");
             self.stamp.0 = now;
         }
         let b = &mut self.buf;
@@ -240,11 +247,8 @@ impl FtraceWriter {
         });
         b.extend_from_slice(&self.cpus[cpu].bracket);
         b.extend_from_slice(flags);
-        b.push(b' ');
         b.extend_from_slice(&self.stamp.1);
-        b.extend_from_slice(b": ");
-        b.extend_from_slice(ev.as_bytes());
-        b.extend_from_slice(b": ");
+        b.extend_from_slice(ev);
     }
 
     /// `comm=... pid=... prio=...` under `KEYS[key]`'s names, of a task
@@ -252,10 +256,7 @@ impl FtraceWriter {
     fn task_fields(&mut self, k: &Kernel, key: usize, p: Option<Pid>, cpu: usize) {
         let b = &mut self.buf;
         match p {
-            Some(p) => {
-                b.extend_from_slice(&name(&mut self.names, k, p).fields[key]);
-                int(b, prio(k, p) as i64);
-            }
+            Some(p) => b.extend_from_slice(&name(&mut self.names, k, p).fields[key]),
             None => b.extend_from_slice(&self.cpus[cpu].idle[key - PREV]),
         }
     }
@@ -274,7 +275,7 @@ impl FtraceWriter {
         state: TaskState,
         preempt: bool,
     ) {
-        self.prefix(k, prev, cpu, b"d..2", "sched_switch");
+        self.prefix(k, prev, cpu, b"d..2 ", b"sched_switch: ");
         self.task_fields(k, PREV, prev, cpu);
         let st = prev.map_or("R", |p| prev_state(k, p, state, preempt));
         self.buf.extend_from_slice(b" prev_state=");
@@ -284,7 +285,7 @@ impl FtraceWriter {
         self.buf.push(b'\n');
         if let Some(p) = prev.filter(|&p| k.tasks[p].state == TaskState::Dead) {
             // The last reference is dropped after the final switch.
-            self.prefix(k, next, cpu, b"....", "sched_process_free");
+            self.prefix(k, next, cpu, b".... ", b"sched_process_free: ");
             self.who(k, p);
             self.buf.push(b'\n');
         }
@@ -336,7 +337,7 @@ impl FtraceWriter {
         name: &str,
         v: u64,
     ) {
-        self.prefix(k, ctx, cpu, b"....", "tracing_mark_write");
+        self.prefix(k, ctx, cpu, b".... ", b"tracing_mark_write: ");
         let b = &mut self.buf;
         b.extend_from_slice(b"C|");
         num(b, pid as u64, 0, b' ');
@@ -361,7 +362,8 @@ impl FtraceWriter {
     fn write(&mut self, k: &Kernel, ev: &TraceEvent) {
         if self.names.len() < k.tasks.len() {
             let n = self.names.len();
-            self.names.extend(k.tasks[n..].iter().map(Names::new));
+            self.names
+                .extend((n..k.tasks.len()).map(|p| Names::new(k, p)));
             self.task_last.resize(k.tasks.len(), (u64::MAX, u64::MAX));
         }
         match *ev {
@@ -374,21 +376,21 @@ impl FtraceWriter {
             } => self.switch(k, cpu, prev, next, prev_state, preempt),
             TraceEvent::Waking { cpu, p, waker } => {
                 let ctx = waker.or(k.trace_ctx(cpu));
-                let flags = if waker.is_none() { b"d.h2" } else { b"d..2" };
-                self.prefix(k, ctx, cpu, flags, "sched_waking");
+                let flags = if waker.is_none() { b"d.h2 " } else { b"d..2 " };
+                self.prefix(k, ctx, cpu, flags, b"sched_waking: ");
                 self.wake_fields(k, p, k.tasks[p].cpu);
             }
             TraceEvent::Wakeup { cpu, p, target } | TraceEvent::WakeupNew { cpu, p, target } => {
-                let name = if matches!(ev, TraceEvent::Wakeup { .. }) {
-                    "sched_wakeup"
+                let name: &[u8] = if matches!(ev, TraceEvent::Wakeup { .. }) {
+                    b"sched_wakeup: "
                 } else {
-                    "sched_wakeup_new"
+                    b"sched_wakeup_new: "
                 };
                 let ctx = k.trace_ctx(cpu);
                 let flags = if k.rqs[cpu].need_resched {
-                    b"dN.3"
+                    b"dN.3 "
                 } else {
-                    b"d..3"
+                    b"d..3 "
                 };
                 self.prefix(k, ctx, cpu, flags, name);
                 self.wake_fields(k, p, target);
@@ -397,7 +399,7 @@ impl FtraceWriter {
             }
             TraceEvent::Migrate { p, orig, dest } => {
                 let ctx = k.trace_ctx(dest);
-                self.prefix(k, ctx, dest, b"d..2", "sched_migrate_task");
+                self.prefix(k, ctx, dest, b"d..2 ", b"sched_migrate_task: ");
                 self.who(k, p);
                 let b = &mut self.buf;
                 b.extend_from_slice(b" orig_cpu=");
@@ -407,7 +409,7 @@ impl FtraceWriter {
                 b.push(b'\n');
             }
             TraceEvent::Fork { cpu, parent, child } => {
-                self.prefix(k, Some(parent), cpu, b"....", "sched_process_fork");
+                self.prefix(k, Some(parent), cpu, b".... ", b"sched_process_fork: ");
                 name(&mut self.names, k, parent);
                 name(&mut self.names, k, child);
                 let (pa, ch) = (&self.names[parent], &self.names[child]);
@@ -424,7 +426,7 @@ impl FtraceWriter {
             }
             TraceEvent::Exit { p } => {
                 let cpu = k.tasks[p].cpu;
-                self.prefix(k, Some(p), cpu, b"....", "sched_process_exit");
+                self.prefix(k, Some(p), cpu, b".... ", b"sched_process_exit: ");
                 self.who(k, p);
                 self.buf.push(b'\n');
             }
