@@ -153,11 +153,12 @@ fn name<'a>(names: &'a mut [Names], k: &Kernel, p: Pid) -> &'a Names {
     &names[p]
 }
 
-/// A CPU's text: ` [NNN] ` after a line's `comm-pid`, and its idle task's
-/// fields as `prev_` and `next_`.
+/// A CPU's text: ` [NNN] ` after a line's `comm-pid`, its idle task's
+/// fields as `prev_` and `next_`, and ` target_cpu=NNN` ending a wakeup.
 struct CpuText {
     bracket: Box<[u8]>,
     idle: [Box<[u8]>; 2],
+    target: Box<[u8]>,
 }
 
 impl CpuText {
@@ -168,9 +169,13 @@ impl CpuText {
         let mut comm = b"swapper/".to_vec();
         num(&mut comm, cpu as u64, 0, b' ');
         let idle = |key: usize| fields_text(&KEYS[key], &comm, b"0", b"120");
+        let mut target = b" target_cpu=".to_vec();
+        num(&mut target, cpu as u64, 3, b'0');
+        target.push(b'\n');
         CpuText {
             bracket: bracket.into(),
             idle: [idle(PREV), idle(NEXT)],
+            target: target.into(),
         }
     }
 }
@@ -354,9 +359,7 @@ impl FtraceWriter {
     /// `comm=... pid=... prio=... target_cpu=NNN` and the line's end.
     fn wake_fields(&mut self, k: &Kernel, p: Pid, target: usize) {
         self.who(k, p);
-        self.buf.extend_from_slice(b" target_cpu=");
-        num(&mut self.buf, target as u64, 3, b'0');
-        self.buf.push(b'\n');
+        self.buf.extend_from_slice(&self.cpus[target].target);
     }
 
     fn write(&mut self, k: &Kernel, ev: &TraceEvent) {
