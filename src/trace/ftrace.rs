@@ -3,9 +3,10 @@
 //! flags, which Perfetto, trace-cmd-style tools and this crate's importer
 //! read. Simulator state goes in atrace counters written as
 //! `tracing_mark_write: C|pid|name|value`. Lines are built in a reused
-//! buffer and streamed out, so memory does not grow with the trace; the
-//! text of a task (`comm-pid` and its fields) is made once, when the task
-//! appears, and a timestamp once per simulated instant.
+//! buffer and streamed out, so memory does not grow with the trace. What
+//! repeats is made once: a task's `comm-pid` and fields when it appears
+//! (and again if its pid or prio changes), a CPU's ` [NNN] ` and idle
+//! task's fields, a timestamp per simulated instant.
 
 use super::{prev_state, prio, Selection, TraceFile, SEND_AT};
 use crate::kernel::task::{Pid, TaskState};

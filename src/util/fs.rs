@@ -159,8 +159,8 @@ impl AtomicFile {
         };
         f.write_all(data).map_err(|e| with_path(&self.path, e))?;
         self.written += data.len() as u64;
-        // Only a temporary: a device or FIFO has no pages to write back.
         let in_file = self.written - f.buffer().len() as u64;
+        // Only a temporary: a device or FIFO has no pages to write back.
         if in_file - self.flushed >= WRITEBACK_EVERY
             && matches!(self.target, Some(Target::Rename(_)))
         {
