@@ -155,28 +155,28 @@ fn name<'a>(names: &'a mut [Names], k: &Kernel, p: Pid) -> &'a Names {
 }
 
 /// A CPU's text: ` [NNN] ` after a line's `comm-pid`, its idle task's
-/// fields as `prev_` and `next_`, and ` target_cpu=NNN` ending a wakeup.
+/// fields as `prev_` and `next_`, ` target_cpu=NNN` ending a wakeup, and
+/// its counters up to their value (`C|0|cpuN nr_running|`, `util_avg`).
 struct CpuText {
     bracket: Box<[u8]>,
     idle: [Box<[u8]>; 2],
     target: Box<[u8]>,
+    counters: [Box<[u8]>; 2],
 }
 
 impl CpuText {
     fn new(cpu: usize) -> CpuText {
-        let mut bracket = b" [".to_vec();
-        num(&mut bracket, cpu as u64, 3, b'0');
-        bracket.extend_from_slice(b"] ");
-        let mut comm = b"swapper/".to_vec();
-        num(&mut comm, cpu as u64, 0, b' ');
+        let (mut n, mut n3) = (Vec::new(), Vec::new());
+        num(&mut n, cpu as u64, 0, b' ');
+        num(&mut n3, cpu as u64, 3, b'0');
+        let comm = [b"swapper/", &n[..]].concat();
         let idle = |key: usize| fields_text(&KEYS[key], &comm, b"0", b"120");
-        let mut target = b" target_cpu=".to_vec();
-        num(&mut target, cpu as u64, 3, b'0');
-        target.push(b'\n');
+        let counter = |name: &[u8]| [b"C|0|cpu", &n[..], b" ", name, b"|"].concat().into();
         CpuText {
-            bracket: bracket.into(),
+            bracket: [b" [", &n3[..], b"] "].concat().into(),
             idle: [idle(PREV), idle(NEXT)],
-            target: target.into(),
+            target: [b" target_cpu=", &n3[..], b"\n"].concat().into(),
+            counters: [counter(b"nr_running"), counter(b"util_avg")],
         }
     }
 }
@@ -306,16 +306,17 @@ impl FtraceWriter {
     /// nr_running and util_avg of `cpu`, when they changed.
     fn cpu_counters(&mut self, k: &Kernel, cpu: usize, ctx: Option<Pid>) {
         let rq = &k.rqs[cpu];
-        let nr = rq.nr_running as u64;
-        let util = rq.cfs.avg.util_avg;
-        let (lnr, lutil) = self.cpu_last[cpu];
-        if nr != lnr {
-            self.counter(k, cpu, ctx, (0, b"cpu", cpu as u64), "nr_running", nr);
+        let now = (rq.nr_running as u64, rq.cfs.avg.util_avg);
+        let last = self.cpu_last[cpu];
+        for (i, (v, l)) in [(now.0, last.0), (now.1, last.1)].into_iter().enumerate() {
+            if v != l {
+                self.prefix(k, ctx, cpu, b".... ", b"tracing_mark_write: ");
+                self.buf.extend_from_slice(&self.cpus[cpu].counters[i]);
+                num(&mut self.buf, v, 0, b' ');
+                self.buf.push(b'\n');
+            }
         }
-        if util != lutil {
-            self.counter(k, cpu, ctx, (0, b"cpu", cpu as u64), "util_avg", util);
-        }
-        self.cpu_last[cpu] = (nr, util);
+        self.cpu_last[cpu] = now;
     }
 
     /// util_avg and load_avg of a selected task, when they changed.
@@ -323,35 +324,34 @@ impl FtraceWriter {
         let t = &k.tasks[p];
         let (util, load) = (t.se.avg.util_avg, t.se.avg.load_avg);
         let (lu, ll) = self.task_last[p];
-        let (pid, tgid) = (t.pid, t.tgid);
+        let ids = (t.tgid, t.pid);
         if util != lu {
-            self.counter(k, cpu, ctx, (tgid, b"", pid as u64), "util_avg", util);
+            self.task_counter(k, cpu, ctx, ids, b"util_avg", util);
         }
         if load != ll {
-            self.counter(k, cpu, ctx, (tgid, b"", pid as u64), "load_avg", load);
+            self.task_counter(k, cpu, ctx, ids, b"load_avg", load);
         }
         self.task_last[p] = (util, load);
     }
 
-    /// `C|pid|<prefix><n> <name>|value`: an atrace counter.
-    fn counter(
+    /// `C|tgid|pid name|value`: an atrace counter of a task.
+    fn task_counter(
         &mut self,
         k: &Kernel,
         cpu: usize,
         ctx: Option<Pid>,
-        (pid, prefix, n): (u32, &[u8], u64),
-        name: &str,
+        (tgid, pid): (u32, u32),
+        name: &[u8],
         v: u64,
     ) {
         self.prefix(k, ctx, cpu, b".... ", b"tracing_mark_write: ");
         let b = &mut self.buf;
         b.extend_from_slice(b"C|");
-        num(b, pid as u64, 0, b' ');
+        num(b, tgid as u64, 0, b' ');
         b.push(b'|');
-        b.extend_from_slice(prefix);
-        num(b, n, 0, b' ');
+        num(b, pid as u64, 0, b' ');
         b.push(b' ');
-        b.extend_from_slice(name.as_bytes());
+        b.extend_from_slice(name);
         b.push(b'|');
         num(b, v, 0, b' ');
         b.push(b'\n');
