@@ -3,7 +3,7 @@
 //! task's own track, wakeups as instants and nr_running/util_avg counters.
 //! Streamed like the ftrace writer: one open slice per CPU is all it keeps.
 
-use super::{prev_state, Selection, TraceFile, FLUSH_AT};
+use super::{prev_state, Selection, TraceFile, SEND_AT};
 use crate::kernel::task::Pid;
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
@@ -30,7 +30,7 @@ impl ChromeWriter {
     pub fn new(out: TraceFile, window: Option<(u64, u64)>, sel: Selection, k: &Kernel) -> Self {
         let mut w = ChromeWriter {
             out,
-            buf: Vec::with_capacity(FLUSH_AT + 1024),
+            buf: Vec::with_capacity(SEND_AT + 4096),
             window: window.unwrap_or((0, u64::MAX)),
             sel,
             names: Vec::new(),

@@ -3,31 +3,50 @@
 //! flags, which Perfetto, trace-cmd-style tools and this crate's importer
 //! read. Simulator state goes in atrace counters written as
 //! `tracing_mark_write: C|pid|name|value`. Lines are built in a reused
-//! buffer and streamed out, so memory does not grow with the trace.
+//! buffer and streamed out, so memory does not grow with the trace. What
+//! repeats is made once: a task's `comm-pid` and fields when it appears
+//! (and again if its pid or prio changes), a CPU's ` [NNN] ` and idle
+//! task's fields, a timestamp per simulated instant.
 
-use super::{prev_state, prio, Selection, TraceFile, FLUSH_AT};
+use super::{prev_state, prio, Selection, TraceFile, SEND_AT};
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
 use std::io::{self, Write};
 
-/// Append the decimal digits of `v`, left-padded with `pad` to `width`
-/// (core::fmt was most of the cost of tracing).
-fn num(b: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
-    let mut tmp = [0u8; 20];
-    let mut i = tmp.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        tmp[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+/// "00".."99": a number takes one division per two digits (core::fmt,
+/// and then a division per digit, were most of the cost of tracing).
+const PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
     }
-    let digits = &tmp[i..];
-    b.resize(b.len() + width.saturating_sub(digits.len()), pad);
-    b.extend_from_slice(digits);
+    t
+};
+
+/// Append the decimal digits of `v`, left-padded with `pad` to `width`
+/// (at most 20).
+fn num(b: &mut Vec<u8>, v: u64, width: usize, pad: u8) {
+    let mut d = [pad; 20];
+    let mut i = d.len();
+    let mut v = v;
+    while v >= 100 {
+        let r = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        d[i..i + 2].copy_from_slice(&PAIRS[r..r + 2]);
+    }
+    if v >= 10 {
+        i -= 2;
+        d[i..i + 2].copy_from_slice(&PAIRS[v as usize * 2..v as usize * 2 + 2]);
+    } else {
+        i -= 1;
+        d[i] = b'0' + v as u8;
+    }
+    b.extend_from_slice(&d[i.min(d.len() - width)..]);
 }
 
 fn int(b: &mut Vec<u8>, v: i64) {
@@ -37,9 +56,129 @@ fn int(b: &mut Vec<u8>, v: i64) {
     num(b, v.unsigned_abs(), 0, b' ');
 }
 
-fn pad_right(b: &mut Vec<u8>, s: &[u8], width: usize) {
-    b.resize(b.len() + width.saturating_sub(s.len()), b' ');
-    b.extend_from_slice(s);
+/// `comm-pid` as a line starts with it (`%16s-%-7d`).
+fn ctx_text(comm: &[u8], pid: u32) -> Box<[u8]> {
+    let mut b = vec![b' '; 16usize.saturating_sub(comm.len())];
+    b.extend_from_slice(comm);
+    b.push(b'-');
+    let at = b.len();
+    num(&mut b, pid as u64, 0, b' ');
+    b.resize(b.len().max(at + 7), b' ');
+    b.into_boxed_slice()
+}
+
+/// The names of a task's fields in an event: `comm=`, `prev_comm=`, ...
+struct Keys {
+    comm: &'static [u8],
+    pid: &'static [u8],
+    prio: &'static [u8],
+}
+
+const WHO: usize = 0;
+const PREV: usize = 1;
+const NEXT: usize = 2;
+
+const KEYS: [Keys; 3] = [
+    Keys {
+        comm: b"comm=",
+        pid: b" pid=",
+        prio: b" prio=",
+    },
+    Keys {
+        comm: b"prev_comm=",
+        pid: b" prev_pid=",
+        prio: b" prev_prio=",
+    },
+    Keys {
+        comm: b"next_comm=",
+        pid: b" next_pid=",
+        prio: b" next_prio=",
+    },
+];
+
+/// `{key}comm=C {key}pid=N {key}prio=P`: a task's fields.
+fn fields_text(keys: &Keys, comm: &[u8], pid: &[u8], prio: &[u8]) -> Box<[u8]> {
+    [keys.comm, comm, keys.pid, pid, keys.prio, prio]
+        .concat()
+        .into()
+}
+
+/// A task's text, made when it first appears in the trace: its comm
+/// stays as it was then, as before; its pid and prio are checked on each
+/// use (replay gives its tasks the trace's pids after creating them; a
+/// task may change its nice or policy).
+struct Names {
+    /// The comm with whitespace replaced (fields split on spaces).
+    comm: Box<[u8]>,
+    pid: u32,
+    prio: i32,
+    pid_text: Box<[u8]>,
+    /// `comm-pid` at the start of a line in its context.
+    ctx: Box<[u8]>,
+    /// Its fields under each of `KEYS`.
+    fields: [Box<[u8]>; 3],
+}
+
+impl Names {
+    fn new(k: &Kernel, p: Pid) -> Names {
+        let t = &k.tasks[p];
+        let comm = super::sanitize(&t.comm).into_bytes().into_boxed_slice();
+        Names::with(comm, t.pid, prio(k, p))
+    }
+
+    fn with(comm: Box<[u8]>, pid: u32, prio: i32) -> Names {
+        let mut pid_text = Vec::new();
+        num(&mut pid_text, pid as u64, 0, b' ');
+        let mut prio_text = Vec::new();
+        int(&mut prio_text, prio as i64);
+        Names {
+            ctx: ctx_text(&comm, pid),
+            fields: KEYS
+                .each_ref()
+                .map(|k| fields_text(k, &comm, &pid_text, &prio_text)),
+            comm,
+            pid,
+            prio,
+            pid_text: pid_text.into_boxed_slice(),
+        }
+    }
+}
+
+/// Task `p`'s text in `names`, redone if its pid or prio changed.
+fn name<'a>(names: &'a mut [Names], k: &Kernel, p: Pid) -> &'a Names {
+    let (pid, prio) = (k.tasks[p].pid, prio(k, p));
+    if names[p].pid != pid || names[p].prio != prio {
+        let comm = std::mem::take(&mut names[p].comm);
+        names[p] = Names::with(comm, pid, prio);
+    }
+    &names[p]
+}
+
+/// A CPU's text: ` [NNN] ` after a line's `comm-pid`, its idle task's
+/// fields as `prev_` and `next_`, ` target_cpu=NNN` ending a wakeup, and
+/// its counters up to their value (`C|0|cpuN nr_running|`, `util_avg`).
+struct CpuText {
+    bracket: Box<[u8]>,
+    idle: [Box<[u8]>; 2],
+    target: Box<[u8]>,
+    counters: [Box<[u8]>; 2],
+}
+
+impl CpuText {
+    fn new(cpu: usize) -> CpuText {
+        let (mut n, mut n3) = (Vec::new(), Vec::new());
+        num(&mut n, cpu as u64, 0, b' ');
+        num(&mut n3, cpu as u64, 3, b'0');
+        let comm = [b"swapper/", &n[..]].concat();
+        let idle = |key: usize| fields_text(&KEYS[key], &comm, b"0", b"120");
+        let counter = |name: &[u8]| [b"C|0|cpu", &n[..], b" ", name, b"|"].concat().into();
+        CpuText {
+            bracket: [b" [", &n3[..], b"] "].concat().into(),
+            idle: [idle(PREV), idle(NEXT)],
+            target: [b" target_cpu=", &n3[..], b"\n"].concat().into(),
+            counters: [counter(b"nr_running"), counter(b"util_avg")],
+        }
+    }
 }
 
 pub struct FtraceWriter {
@@ -47,27 +186,33 @@ pub struct FtraceWriter {
     buf: Vec<u8>,
     window: (u64, u64),
     sel: Selection,
-    /// Sanitised comm per task (no spaces: fields split on spaces), filled
-    /// as tasks appear.
-    comms: Vec<String>,
+    /// Per task, filled as tasks appear.
+    names: Vec<Names>,
+    /// `comm-pid` of the idle task.
+    idle_ctx: Box<[u8]>,
+    cpus: Vec<CpuText>,
+    /// The last timestamp written (`%5lu.%09lu: `) and its time: several
+    /// lines share one simulated instant.
+    stamp: (u64, Vec<u8>),
     /// Last counter values written per CPU: (nr_running, util_avg).
     cpu_last: Vec<(u64, u64)>,
     /// Last (util_avg, load_avg) written per selected task.
     task_last: Vec<(u64, u64)>,
-    pub events: u64,
 }
 
 impl FtraceWriter {
     pub fn new(out: TraceFile, window: Option<(u64, u64)>, sel: Selection, k: &Kernel) -> Self {
         let mut w = FtraceWriter {
             out,
-            buf: Vec::with_capacity(FLUSH_AT + 1024),
+            buf: Vec::with_capacity(SEND_AT + 4096),
             window: window.unwrap_or((0, u64::MAX)),
             sel,
-            comms: Vec::new(),
+            names: Vec::new(),
+            idle_ctx: ctx_text(b"<idle>", 0),
+            cpus: (0..k.rqs.len()).map(CpuText::new).collect(),
+            stamp: (u64::MAX, Vec::new()),
             cpu_last: vec![(u64::MAX, u64::MAX); k.rqs.len()],
             task_last: Vec::new(),
-            events: 0,
         };
         w.header(k.rqs.len());
         w
@@ -88,65 +233,43 @@ impl FtraceWriter {
     }
 
     /// `comm-pid [cpu] flags secs.nanos: event: ` for the task running
-    /// `ctx` (None: the idle task of `cpu`).
-    fn prefix(
-        &mut self,
-        now: u64,
-        ctx: Option<Pid>,
-        cpu: usize,
-        k: &Kernel,
-        flags: &str,
-        ev: &str,
-    ) {
-        self.events += 1;
+    /// `ctx` (None: the idle task of `cpu`); `flags` ends in a space and
+    /// `ev` in `: `.
+    fn prefix(&mut self, k: &Kernel, ctx: Option<Pid>, cpu: usize, flags: &[u8; 5], ev: &[u8]) {
+        let now = k.now;
+        if self.stamp.0 != now {
+            let s = &mut self.stamp.1;
+            s.clear();
+            num(s, now / 1_000_000_000, 5, b' ');
+            s.push(b'.');
+            num(s, now % 1_000_000_000, 9, b'0');
+            s.extend_from_slice(b": ");
+            self.stamp.0 = now;
+        }
         let b = &mut self.buf;
-        let (comm, pid) = match ctx {
-            Some(p) => (self.comms[p].as_bytes(), k.tasks[p].pid as u64),
-            None => (&b"<idle>"[..], 0),
-        };
-        pad_right(b, comm, 16);
-        b.push(b'-');
-        let at = b.len();
-        num(b, pid, 0, b' ');
-        b.resize(b.len().max(at + 7), b' ');
-        b.extend_from_slice(b" [");
-        num(b, cpu as u64, 3, b'0');
-        b.extend_from_slice(b"] ");
-        b.extend_from_slice(flags.as_bytes());
-        b.push(b' ');
-        num(b, now / 1_000_000_000, 5, b' ');
-        b.push(b'.');
-        num(b, now % 1_000_000_000, 9, b'0');
-        b.extend_from_slice(b": ");
-        b.extend_from_slice(ev.as_bytes());
-        b.extend_from_slice(b": ");
+        b.extend_from_slice(match ctx {
+            Some(p) => &name(&mut self.names, k, p).ctx,
+            None => &self.idle_ctx,
+        });
+        b.extend_from_slice(&self.cpus[cpu].bracket);
+        b.extend_from_slice(flags);
+        b.extend_from_slice(&self.stamp.1);
+        b.extend_from_slice(ev);
     }
 
-    /// `{key}comm=... {key}pid=... {key}prio=...` of a task or the idle task.
-    fn task_fields(&mut self, k: &Kernel, key: &str, p: Option<Pid>, cpu: usize) {
+    /// `comm=... pid=... prio=...` under `KEYS[key]`'s names, of a task
+    /// or the idle task of `cpu` (`PREV` or `NEXT` only).
+    fn task_fields(&mut self, k: &Kernel, key: usize, p: Option<Pid>, cpu: usize) {
         let b = &mut self.buf;
-        b.extend_from_slice(key.as_bytes());
-        b.extend_from_slice(b"comm=");
         match p {
-            Some(p) => b.extend_from_slice(self.comms[p].as_bytes()),
-            None => {
-                b.extend_from_slice(b"swapper/");
-                num(b, cpu as u64, 0, b' ');
-            }
+            Some(p) => b.extend_from_slice(&name(&mut self.names, k, p).fields[key]),
+            None => b.extend_from_slice(&self.cpus[cpu].idle[key - PREV]),
         }
-        b.push(b' ');
-        b.extend_from_slice(key.as_bytes());
-        b.extend_from_slice(b"pid=");
-        num(b, p.map_or(0, |p| k.tasks[p].pid as u64), 0, b' ');
-        b.push(b' ');
-        b.extend_from_slice(key.as_bytes());
-        b.extend_from_slice(b"prio=");
-        int(b, p.map_or(120, |p| prio(k, p) as i64));
     }
 
     /// `comm=... pid=... prio=...` of task `p`.
     fn who(&mut self, k: &Kernel, p: Pid) {
-        self.task_fields(k, "", Some(p), 0);
+        self.task_fields(k, WHO, Some(p), 0);
     }
 
     fn switch(
@@ -158,18 +281,17 @@ impl FtraceWriter {
         state: TaskState,
         preempt: bool,
     ) {
-        self.prefix(k.now, prev, cpu, k, "d..2", "sched_switch");
-        self.task_fields(k, "prev_", prev, cpu);
+        self.prefix(k, prev, cpu, b"d..2 ", b"sched_switch: ");
+        self.task_fields(k, PREV, prev, cpu);
         let st = prev.map_or("R", |p| prev_state(k, p, state, preempt));
         self.buf.extend_from_slice(b" prev_state=");
         self.buf.extend_from_slice(st.as_bytes());
         self.buf.extend_from_slice(b" ==> ");
-        self.task_fields(k, "next_", next, cpu);
+        self.task_fields(k, NEXT, next, cpu);
         self.buf.push(b'\n');
-        if let Some(p) = prev.filter(|&p| k.tasks[p].state == crate::kernel::task::TaskState::Dead)
-        {
+        if let Some(p) = prev.filter(|&p| k.tasks[p].state == TaskState::Dead) {
             // The last reference is dropped after the final switch.
-            self.prefix(k.now, next, cpu, k, "....", "sched_process_free");
+            self.prefix(k, next, cpu, b".... ", b"sched_process_free: ");
             self.who(k, p);
             self.buf.push(b'\n');
         }
@@ -184,16 +306,17 @@ impl FtraceWriter {
     /// nr_running and util_avg of `cpu`, when they changed.
     fn cpu_counters(&mut self, k: &Kernel, cpu: usize, ctx: Option<Pid>) {
         let rq = &k.rqs[cpu];
-        let nr = rq.nr_running as u64;
-        let util = rq.cfs.avg.util_avg;
-        let (lnr, lutil) = self.cpu_last[cpu];
-        if nr != lnr {
-            self.counter(k, cpu, ctx, (0, b"cpu", cpu as u64), "nr_running", nr);
+        let now = (rq.nr_running as u64, rq.cfs.avg.util_avg);
+        let last = self.cpu_last[cpu];
+        for (i, (v, l)) in [(now.0, last.0), (now.1, last.1)].into_iter().enumerate() {
+            if v != l {
+                self.prefix(k, ctx, cpu, b".... ", b"tracing_mark_write: ");
+                self.buf.extend_from_slice(&self.cpus[cpu].counters[i]);
+                num(&mut self.buf, v, 0, b' ');
+                self.buf.push(b'\n');
+            }
         }
-        if util != lutil {
-            self.counter(k, cpu, ctx, (0, b"cpu", cpu as u64), "util_avg", util);
-        }
-        self.cpu_last[cpu] = (nr, util);
+        self.cpu_last[cpu] = now;
     }
 
     /// util_avg and load_avg of a selected task, when they changed.
@@ -201,46 +324,50 @@ impl FtraceWriter {
         let t = &k.tasks[p];
         let (util, load) = (t.se.avg.util_avg, t.se.avg.load_avg);
         let (lu, ll) = self.task_last[p];
-        let (pid, tgid) = (t.pid, t.tgid);
+        let ids = (t.tgid, t.pid);
         if util != lu {
-            self.counter(k, cpu, ctx, (tgid, b"", pid as u64), "util_avg", util);
+            self.task_counter(k, cpu, ctx, ids, b"util_avg", util);
         }
         if load != ll {
-            self.counter(k, cpu, ctx, (tgid, b"", pid as u64), "load_avg", load);
+            self.task_counter(k, cpu, ctx, ids, b"load_avg", load);
         }
         self.task_last[p] = (util, load);
     }
 
-    /// `C|pid|<prefix><n> <name>|value`: an atrace counter.
-    fn counter(
+    /// `C|tgid|pid name|value`: an atrace counter of a task.
+    fn task_counter(
         &mut self,
         k: &Kernel,
         cpu: usize,
         ctx: Option<Pid>,
-        (pid, prefix, n): (u32, &[u8], u64),
-        name: &str,
+        (tgid, pid): (u32, u32),
+        name: &[u8],
         v: u64,
     ) {
-        self.prefix(k.now, ctx, cpu, k, "....", "tracing_mark_write");
+        self.prefix(k, ctx, cpu, b".... ", b"tracing_mark_write: ");
         let b = &mut self.buf;
         b.extend_from_slice(b"C|");
-        num(b, pid as u64, 0, b' ');
+        num(b, tgid as u64, 0, b' ');
         b.push(b'|');
-        b.extend_from_slice(prefix);
-        num(b, n, 0, b' ');
+        num(b, pid as u64, 0, b' ');
         b.push(b' ');
-        b.extend_from_slice(name.as_bytes());
+        b.extend_from_slice(name);
         b.push(b'|');
         num(b, v, 0, b' ');
         b.push(b'\n');
     }
 
+    /// `comm=... pid=... prio=... target_cpu=NNN` and the line's end.
+    fn wake_fields(&mut self, k: &Kernel, p: Pid, target: usize) {
+        self.who(k, p);
+        self.buf.extend_from_slice(&self.cpus[target].target);
+    }
+
     fn write(&mut self, k: &Kernel, ev: &TraceEvent) {
-        let now = k.now;
-        if self.comms.len() < k.tasks.len() {
-            let n = self.comms.len();
-            self.comms
-                .extend(k.tasks[n..].iter().map(|t| super::sanitize(&t.comm)));
+        if self.names.len() < k.tasks.len() {
+            let n = self.names.len();
+            self.names
+                .extend((n..k.tasks.len()).map(|p| Names::new(k, p)));
             self.task_last.resize(k.tasks.len(), (u64::MAX, u64::MAX));
         }
         match *ev {
@@ -253,50 +380,57 @@ impl FtraceWriter {
             } => self.switch(k, cpu, prev, next, prev_state, preempt),
             TraceEvent::Waking { cpu, p, waker } => {
                 let ctx = waker.or(k.trace_ctx(cpu));
-                let flags = if waker.is_none() { "d.h2" } else { "d..2" };
-                self.prefix(now, ctx, cpu, k, flags, "sched_waking");
-                self.who(k, p);
-                self.buf.extend_from_slice(b" target_cpu=");
-                num(&mut self.buf, k.tasks[p].cpu as u64, 3, b'0');
-                self.buf.push(b'\n');
+                let flags = if waker.is_none() { b"d.h2 " } else { b"d..2 " };
+                self.prefix(k, ctx, cpu, flags, b"sched_waking: ");
+                self.wake_fields(k, p, k.tasks[p].cpu);
             }
             TraceEvent::Wakeup { cpu, p, target } | TraceEvent::WakeupNew { cpu, p, target } => {
-                let name = if matches!(ev, TraceEvent::Wakeup { .. }) {
-                    "sched_wakeup"
+                let name: &[u8] = if matches!(ev, TraceEvent::Wakeup { .. }) {
+                    b"sched_wakeup: "
                 } else {
-                    "sched_wakeup_new"
+                    b"sched_wakeup_new: "
                 };
                 let ctx = k.trace_ctx(cpu);
                 let flags = if k.rqs[cpu].need_resched {
-                    "dN.3"
+                    b"dN.3 "
                 } else {
-                    "d..3"
+                    b"d..3 "
                 };
-                self.prefix(now, ctx, cpu, k, flags, name);
-                self.who(k, p);
-                self.buf.extend_from_slice(b" target_cpu=");
-                num(&mut self.buf, target as u64, 3, b'0');
-                self.buf.push(b'\n');
+                self.prefix(k, ctx, cpu, flags, name);
+                self.wake_fields(k, p, target);
                 let tctx = k.trace_ctx(target);
                 self.cpu_counters(k, target, tctx);
             }
             TraceEvent::Migrate { p, orig, dest } => {
                 let ctx = k.trace_ctx(dest);
-                self.prefix(now, ctx, dest, k, "d..2", "sched_migrate_task");
+                self.prefix(k, ctx, dest, b"d..2 ", b"sched_migrate_task: ");
                 self.who(k, p);
-                let _ = writeln!(self.buf, " orig_cpu={orig} dest_cpu={dest}");
+                let b = &mut self.buf;
+                b.extend_from_slice(b" orig_cpu=");
+                num(b, orig as u64, 0, b' ');
+                b.extend_from_slice(b" dest_cpu=");
+                num(b, dest as u64, 0, b' ');
+                b.push(b'\n');
             }
             TraceEvent::Fork { cpu, parent, child } => {
-                self.prefix(now, Some(parent), cpu, k, "....", "sched_process_fork");
-                let _ = writeln!(
-                    self.buf,
-                    "comm={} pid={} child_comm={} child_pid={}",
-                    self.comms[parent], k.tasks[parent].pid, self.comms[child], k.tasks[child].pid
-                );
+                self.prefix(k, Some(parent), cpu, b".... ", b"sched_process_fork: ");
+                name(&mut self.names, k, parent);
+                name(&mut self.names, k, child);
+                let (pa, ch) = (&self.names[parent], &self.names[child]);
+                let b = &mut self.buf;
+                b.extend_from_slice(b"comm=");
+                b.extend_from_slice(&pa.comm);
+                b.extend_from_slice(b" pid=");
+                b.extend_from_slice(&pa.pid_text);
+                b.extend_from_slice(b" child_comm=");
+                b.extend_from_slice(&ch.comm);
+                b.extend_from_slice(b" child_pid=");
+                b.extend_from_slice(&ch.pid_text);
+                b.push(b'\n');
             }
             TraceEvent::Exit { p } => {
                 let cpu = k.tasks[p].cpu;
-                self.prefix(now, Some(p), cpu, k, "....", "sched_process_exit");
+                self.prefix(k, Some(p), cpu, b".... ", b"sched_process_exit: ");
                 self.who(k, p);
                 self.buf.push(b'\n');
             }
@@ -316,5 +450,45 @@ impl Tracer for FtraceWriter {
     fn finish(self: Box<Self>, _k: &Kernel) -> io::Result<()> {
         let FtraceWriter { out, buf, .. } = *self;
         out.finish(&buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_padded_as_printf_would() {
+        for (v, width, pad) in [
+            (0, 0, b' '),
+            (7, 3, b'0'),
+            (42, 3, b'0'),
+            (4095, 3, b'0'),
+            (999_999_999, 9, b'0'),
+            (1, 9, b'0'),
+            (12, 5, b' '),
+            (123_456, 5, b' '),
+            (u64::MAX, 0, b' '),
+            (100, 0, b' '),
+            (10, 0, b' '),
+        ] {
+            let mut b = b"x".to_vec();
+            num(&mut b, v, width, pad);
+            let want = if pad == b'0' {
+                format!("x{v:0width$}")
+            } else {
+                format!("x{v:width$}")
+            };
+            assert_eq!(String::from_utf8(b).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn line_start_is_comm_right_and_pid_left_aligned() {
+        assert_eq!(&*ctx_text(b"<idle>", 0), b"          <idle>-0      ");
+        assert_eq!(
+            &*ctx_text(b"a_long_comm_of_20_ch", 1234567),
+            b"a_long_comm_of_20_ch-1234567"
+        );
     }
 }

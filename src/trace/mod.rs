@@ -19,6 +19,8 @@ use crate::kernel::Kernel;
 use crate::util::fs::OutputSet;
 use crate::util::sink::Sink;
 use std::io;
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
 
 /// `--trace-format`
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,16 +78,15 @@ impl TraceOptions {
         outs: &OutputSet,
         end: Option<u64>,
     ) -> io::Result<Box<dyn Tracer>> {
-        let file = TraceFile {
-            out: Sink::open(&self.path, Some(outs))?,
-            error: None,
-            size: SizeWatch {
+        let file = TraceFile::new(
+            Sink::open(&self.path, Some(outs))?,
+            SizeWatch {
                 path: self.path.clone(),
                 end: end.map(|e| e.min(self.window.map_or(e, |w| w.1))),
                 bytes: 0,
                 warned: false,
             },
-        };
+        );
         let sel = Selection {
             names: self.pelt.clone(),
         };
@@ -97,33 +98,109 @@ impl TraceOptions {
     }
 }
 
-/// A writer's buffer goes to its file once it holds this many bytes.
-pub const FLUSH_AT: usize = 1 << 16;
+/// A writer's buffer is counted (for the size warning) each time this
+/// many more bytes are in it.
+const FLUSH_AT: usize = 1 << 16;
 
-/// The file a trace writer's buffer goes to: written whenever the buffer
-/// is full, the first write error kept for the end of the run.
+/// Bytes handed to the writer thread at once: each handoff may wake the
+/// thread (futex calls and context switches cost more than the write
+/// syscall of 64 KiB to /dev/null, measured), so a few large ones.
+pub const SEND_AT: usize = 1 << 18;
+
+/// Full buffers on their way to the writer thread: the simulation waits
+/// for the thread when this many are queued, so memory stays bounded.
+const QUEUED: usize = 4;
+
+/// The file a trace writer's buffers go to. A thread of its own writes
+/// them (and compresses, for .gz/.zst), so the write syscalls overlap the
+/// simulation: it only moves bytes, in order, and decides nothing. The
+/// first error is kept for the end of the run.
 pub struct TraceFile {
-    out: Sink,
+    to_writer: Option<SyncSender<Vec<u8>>>,
+    /// Buffers the thread has written, emptied, for reuse.
+    spare: Receiver<Vec<u8>>,
+    writer: Option<JoinHandle<io::Result<Sink>>>,
+    /// Bytes given to `write`, sent once `SEND_AT` are there.
+    pending: Vec<u8>,
+    /// Bytes of the writer's buffer counted so far.
+    counted: usize,
     error: Option<io::Error>,
     size: SizeWatch,
 }
 
 impl TraceFile {
-    /// Write `buf` out and empty it, once it holds `FLUSH_AT` bytes.
-    pub fn flush_full(&mut self, buf: &mut Vec<u8>, now: u64) {
-        if buf.len() >= FLUSH_AT {
-            self.write(buf);
-            self.count(buf.len(), now);
-            buf.clear();
+    fn new(out: Sink, size: SizeWatch) -> TraceFile {
+        let (to_writer, from_sim) = sync_channel::<Vec<u8>>(QUEUED);
+        let (to_sim, spare) = channel();
+        let writer = std::thread::spawn(move || {
+            let mut out = out;
+            for mut buf in from_sim {
+                out.write_all(&buf)?;
+                buf.clear();
+                let _ = to_sim.send(buf);
+            }
+            Ok(out)
+        });
+        TraceFile {
+            to_writer: Some(to_writer),
+            spare,
+            writer: Some(writer),
+            pending: Vec::new(),
+            counted: 0,
+            error: None,
+            size,
         }
     }
 
-    /// Write `data` now, keeping the first error.
-    pub fn write(&mut self, data: &[u8]) {
-        if self.error.is_none() {
-            if let Err(e) = self.out.write_all(data) {
-                self.error = Some(e);
+    /// Count the bytes of `len` in a writer's buffer since the last count,
+    /// once there are `FLUSH_AT` of them (as when each 64 KiB was written
+    /// out: the size warning is the same); true when the buffer is due
+    /// to the thread.
+    fn due(&mut self, len: usize, now: u64) -> bool {
+        if len - self.counted < FLUSH_AT {
+            return false;
+        }
+        self.count(len - self.counted, now);
+        self.counted = len;
+        if len < SEND_AT {
+            return false;
+        }
+        self.counted = 0;
+        true
+    }
+
+    /// Hand `buf` to the writer thread when due, leaving an empty buffer
+    /// in its place.
+    pub fn flush_full(&mut self, buf: &mut Vec<u8>, now: u64) {
+        if self.due(buf.len(), now) {
+            let empty = self.spare(buf.capacity());
+            self.send(std::mem::replace(buf, empty));
+        }
+    }
+
+    /// An empty buffer: one the thread has written, or a new one.
+    fn spare(&mut self, capacity: usize) -> Vec<u8> {
+        self.spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(capacity))
+    }
+
+    /// Queue `buf` for the writer thread. A thread that stopped has met a
+    /// write error: `finish` reports it, later bytes are dropped.
+    fn send(&mut self, buf: Vec<u8>) {
+        if let Some(tx) = &self.to_writer {
+            if tx.send(buf).is_err() {
+                self.to_writer = None;
             }
+        }
+    }
+
+    /// Write `data` after what was written before.
+    pub fn write(&mut self, data: &[u8]) {
+        self.pending.extend_from_slice(data);
+        if self.pending.len() >= SEND_AT {
+            let full = std::mem::take(&mut self.pending);
+            self.send(full);
         }
     }
 
@@ -137,13 +214,37 @@ impl TraceFile {
         self.size.add(n as u64, now);
     }
 
-    /// Write the rest and commit the file, or return the first error.
+    /// Write the rest, wait for the thread and commit the file, or return
+    /// the first error.
     pub fn finish(mut self, rest: &[u8]) -> io::Result<()> {
         self.write(rest);
-        if let Some(e) = self.error {
-            return Err(e);
+        let last = std::mem::take(&mut self.pending);
+        self.send(last);
+        let out = self.join();
+        match (self.error.take(), out) {
+            (Some(e), _) | (None, Err(e)) => Err(e),
+            (None, Ok(out)) => out.commit(),
         }
-        self.out.commit()
+    }
+
+    /// Close the queue and wait for the thread: its file, or its error.
+    fn join(&mut self) -> io::Result<Sink> {
+        self.to_writer = None;
+        match self.writer.take().map(|w| w.join()) {
+            Some(Ok(out)) => out,
+            Some(Err(_)) => Err(io::Error::other("the trace writer thread panicked")),
+            None => Err(io::Error::other("the trace was already closed")),
+        }
+    }
+}
+
+impl Drop for TraceFile {
+    /// A run that failed: wait for the thread, whose dropped file removes
+    /// its temporary.
+    fn drop(&mut self) {
+        if self.writer.is_some() {
+            let _ = self.join();
+        }
     }
 }
 

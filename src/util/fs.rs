@@ -68,7 +68,36 @@ pub struct AtomicFile {
     file: Option<std::io::BufWriter<std::fs::File>>,
     target: Option<Target>,
     set: Option<Arc<Mutex<Vec<Staged>>>>,
+    /// Bytes handed to the file, and how many of them the disk was asked
+    /// to write so far (`start_writeback`).
+    written: u64,
+    flushed: u64,
 }
+
+/// Bytes of a temporary after which they are sent to the disk while the
+/// rest is written: the fsync at the commit then waits for the tail only
+/// (a 14 MB trace's fsync took 6-7 ms of a 33 ms run).
+const WRITEBACK_EVERY: u64 = 4 << 20;
+
+/// Start writing `len` bytes of `f` from `offset` to the disk, without
+/// waiting (sync_file_range with SYNC_FILE_RANGE_WRITE). A hint: an error
+/// is left for the fsync to report.
+#[cfg(target_os = "linux")]
+fn start_writeback(f: &std::fs::File, offset: u64, len: u64) {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: a plain syscall on an open descriptor; no memory is passed.
+    unsafe {
+        libc::sync_file_range(
+            f.as_raw_fd(),
+            offset as libc::off64_t,
+            len as libc::off64_t,
+            libc::SYNC_FILE_RANGE_WRITE,
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_writeback(_f: &std::fs::File, _offset: u64, _len: u64) {}
 
 /// An I/O error that names its file.
 fn with_path(path: &Path, e: std::io::Error) -> std::io::Error {
@@ -119,14 +148,26 @@ impl AtomicFile {
             file: Some(std::io::BufWriter::with_capacity(1 << 16, f)),
             target: Some(target),
             set,
+            written: 0,
+            flushed: 0,
         }
     }
 
     pub fn write_all(&mut self, data: &[u8]) -> std::io::Result<()> {
-        match &mut self.file {
-            Some(f) => f.write_all(data).map_err(|e| with_path(&self.path, e)),
-            None => Ok(()),
+        let Some(f) = &mut self.file else {
+            return Ok(());
+        };
+        f.write_all(data).map_err(|e| with_path(&self.path, e))?;
+        self.written += data.len() as u64;
+        let in_file = self.written - f.buffer().len() as u64;
+        // Only a temporary: a device or FIFO has no pages to write back.
+        if in_file - self.flushed >= WRITEBACK_EVERY
+            && matches!(self.target, Some(Target::Rename(_)))
+        {
+            start_writeback(f.get_ref(), self.flushed, in_file - self.flushed);
+            self.flushed = in_file;
         }
+        Ok(())
     }
 
     /// Flush, sync and rename into place; in a set, only flush and sync
