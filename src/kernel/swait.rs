@@ -7,16 +7,14 @@
 //! with interrupts off.
 
 use super::task::Pid;
-use super::wait::INDEX_FROM;
-use std::collections::{HashSet, VecDeque};
+use super::wait::WaiterIndex;
+use std::collections::VecDeque;
 
 /// struct swait_queue_head: the waiters in arrival order.
 #[derive(Clone, Debug, Default)]
 pub struct SwaitQueue {
     list: VecDeque<Pid>,
-    /// The waiters, while there are more than [`INDEX_FROM`] (membership
-    /// only: nothing iterates it).
-    index: Option<HashSet<Pid>>,
+    index: WaiterIndex,
 }
 
 impl SwaitQueue {
@@ -26,41 +24,25 @@ impl SwaitQueue {
             return;
         }
         self.list.push_back(p);
-        match &mut self.index {
-            Some(set) => {
-                set.insert(p);
-            }
-            None if self.list.len() > INDEX_FROM => {
-                self.index = Some(self.list.iter().copied().collect());
-            }
-            None => {}
-        }
+        self.index
+            .added(p, self.list.len(), self.list.iter().copied());
     }
 
     /// __finish_swait: take the entry off the list if it is still queued.
     pub fn finish(&mut self, p: Pid) {
-        if let Some(set) = &mut self.index {
-            if !set.remove(&p) {
-                return;
-            }
+        if !self.index.removed(p) {
+            return;
         }
         if let Some(i) = self.list.iter().position(|&q| q == p) {
             self.list.remove(i);
         }
-        self.drop_index_if_empty();
+        self.index.shrunk(self.list.len());
     }
 
     pub fn contains(&self, p: Pid) -> bool {
-        match &self.index {
-            Some(set) => set.contains(&p),
-            None => self.list.contains(&p),
-        }
-    }
-
-    fn drop_index_if_empty(&mut self) {
-        if self.list.is_empty() {
-            self.index = None;
-        }
+        self.index
+            .contains(p)
+            .unwrap_or_else(|| self.list.contains(&p))
     }
 
     pub fn len(&self) -> usize {
@@ -75,10 +57,8 @@ impl SwaitQueue {
     /// wakes it). None when nobody waits.
     pub fn swake_up_locked(&mut self) -> Option<Pid> {
         let p = self.list.pop_front()?;
-        if let Some(set) = &mut self.index {
-            set.remove(&p);
-        }
-        self.drop_index_if_empty();
+        self.index.removed(p);
+        self.index.shrunk(self.list.len());
         Some(p)
     }
 
@@ -86,7 +66,7 @@ impl SwaitQueue {
     /// waiter, in order, leaving the list empty. swake_up_all then wakes
     /// them one at a time, dropping the lock between two wakeups.
     pub fn splice_all(&mut self) -> VecDeque<Pid> {
-        self.index = None;
+        self.index.shrunk(0);
         std::mem::take(&mut self.list)
     }
 

@@ -10,8 +10,44 @@ use std::collections::{HashSet, VecDeque};
 
 /// Above this many waiters a queue keeps a set of them, so that adding,
 /// finding and removing one stays O(1) for a completion or barrier with
-/// tens of thousands of waiters (membership only: nothing iterates it).
-pub const INDEX_FROM: usize = 32;
+/// tens of thousands of waiters.
+const INDEX_FROM: usize = 32;
+
+/// The set of a long waiter list (membership only: nothing iterates it, so
+/// its order cannot reach a decision). Shared by wait queues and simple
+/// wait queues; the list itself stays with its owner.
+#[derive(Clone, Debug, Default)]
+pub struct WaiterIndex(Option<HashSet<Pid>>);
+
+impl WaiterIndex {
+    /// `p` joined the list, now `len` long with these `waiters`.
+    pub fn added(&mut self, p: Pid, len: usize, waiters: impl Iterator<Item = Pid>) {
+        match &mut self.0 {
+            Some(set) => {
+                set.insert(p);
+            }
+            None if len > INDEX_FROM => self.0 = Some(waiters.collect()),
+            None => {}
+        }
+    }
+
+    /// Whether `p` is on the list, when the set knows (None: scan it).
+    pub fn contains(&self, p: Pid) -> Option<bool> {
+        self.0.as_ref().map(|set| set.contains(&p))
+    }
+
+    /// `p` leaves the list; false when the set knows it was not on it.
+    pub fn removed(&mut self, p: Pid) -> bool {
+        self.0.as_mut().is_none_or(|set| set.remove(&p))
+    }
+
+    /// The list is now `len` long: an empty one drops its set.
+    pub fn shrunk(&mut self, len: usize) {
+        if len == 0 {
+            self.0 = None;
+        }
+    }
+}
 
 /// Names one wait queue of a kernel object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,8 +71,7 @@ pub struct WaitEntry {
 #[derive(Clone, Debug, Default)]
 pub struct WaitQueue {
     entries: VecDeque<WaitEntry>,
-    /// The waiters, while there are more than [`INDEX_FROM`].
-    index: Option<HashSet<Pid>>,
+    index: WaiterIndex,
 }
 
 impl WaitQueue {
@@ -51,39 +86,24 @@ impl WaitQueue {
         } else {
             self.entries.push_front(e);
         }
-        match &mut self.index {
-            Some(set) => {
-                set.insert(task);
-            }
-            None if self.entries.len() > INDEX_FROM => {
-                self.index = Some(self.entries.iter().map(|e| e.task).collect());
-            }
-            None => {}
-        }
+        let len = self.entries.len();
+        self.index
+            .added(task, len, self.entries.iter().map(|e| e.task));
     }
 
     /// finish_wait: drop the entry if still queued.
     pub fn remove(&mut self, task: Pid) {
-        if let Some(set) = &mut self.index {
-            if !set.remove(&task) {
-                return;
-            }
+        if !self.index.removed(task) {
+            return;
         }
         self.entries.retain(|e| e.task != task);
-        self.drop_index_if_empty();
+        self.index.shrunk(self.entries.len());
     }
 
     pub fn contains(&self, task: Pid) -> bool {
-        match &self.index {
-            Some(set) => set.contains(&task),
-            None => self.entries.iter().any(|e| e.task == task),
-        }
-    }
-
-    fn drop_index_if_empty(&mut self) {
-        if self.entries.is_empty() {
-            self.index = None;
-        }
+        self.index
+            .contains(task)
+            .unwrap_or_else(|| self.entries.iter().any(|e| e.task == task))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -101,9 +121,7 @@ impl WaitQueue {
             let e = self.entries[i];
             if try_wake(e.task) {
                 self.entries.remove(i);
-                if let Some(set) = &mut self.index {
-                    set.remove(&e.task);
-                }
+                self.index.removed(e.task);
                 woken += 1;
                 if e.exclusive && nr_exclusive != 0 {
                     left -= 1;
@@ -115,7 +133,7 @@ impl WaitQueue {
                 i += 1;
             }
         }
-        self.drop_index_if_empty();
+        self.index.shrunk(self.entries.len());
         woken
     }
 }
@@ -182,7 +200,7 @@ mod tests {
         assert_eq!(q.wake_up(10, |_| true), 10);
         assert!(!q.contains(5) && q.contains(50));
         assert_eq!(q.wake_up(0, |_| true), 89);
-        assert!(q.is_empty() && q.index.is_none() && !q.contains(50));
+        assert!(q.is_empty() && q.index.0.is_none() && !q.contains(50));
     }
 
     #[test]
