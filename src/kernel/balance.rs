@@ -161,8 +161,9 @@ pub struct LoadBalance {
     cost_ns: u64,
     /// The CPU doing the balancing (it sends the resched IPIs).
     acting: usize,
-    /// Order of the tasks detach_tasks passed over (Task::lb_head_stamp).
-    head_seq: u64,
+    /// Order of list_add/list_move to the head of rq->cfs_tasks
+    /// (Task::cfs_list_seq).
+    list_seq: u64,
     /// Wasted-core episodes (an idle CPU next to a waiting task it could
     /// run, for longer than the bound) and their total length.
     pub wasted_episodes: u64,
@@ -197,7 +198,7 @@ impl LoadBalance {
             active_balances: 0,
             cost_ns: 0,
             acting: 0,
-            head_seq: 0,
+            list_seq: 0,
             wasted_episodes: 0,
             wasted_ns: 0,
             wasted_first: None,
@@ -926,17 +927,14 @@ impl Kernel {
     }
 
     /// The first `limit` of the source queue's CFS tasks from the tail of
-    /// rq->cfs_tasks (least recently queued or run first; approximated by
-    /// when each task last started waiting, or was passed over by
-    /// detach_tasks), then the running task. detach_tasks never looks
-    /// further than its loop limit, so only that many are ordered.
+    /// rq->cfs_tasks (least recently queued, picked or passed over first:
+    /// each of those puts a task at the head), then the running task.
+    /// detach_tasks never looks further than its loop limit, so only that
+    /// many are ordered.
     fn cfs_tasks_from_tail(&self, cpu: usize, limit: usize) -> Vec<Pid> {
-        let mut v: Vec<((u64, u64), Pid)> = self
+        let mut v: Vec<(u64, Pid)> = self
             .cfs_tasks(cpu)
-            .map(|p| {
-                let queued = (self.tasks[p].stats.wait_start, 0);
-                (queued.max(self.tasks[p].lb_head_stamp), p)
-            })
+            .map(|p| (self.tasks[p].cfs_list_seq, p))
             .collect();
         if v.len() > limit {
             v.select_nth_unstable(limit);
@@ -949,10 +947,12 @@ impl Kernel {
         out
     }
 
-    /// list_move to the head of cfs_tasks: a task detach_tasks skipped.
-    fn rotate_to_head(&mut self, p: Pid) {
-        self.lb.head_seq += 1;
-        self.tasks[p].lb_head_stamp = (self.now, self.lb.head_seq);
+    /// list_add / list_move to the head of rq->cfs_tasks: at enqueue
+    /// (account_entity_enqueue), when picked (set_next_task_fair) and when
+    /// detach_tasks passes a task over.
+    pub(super) fn cfs_tasks_to_head(&mut self, p: Pid) {
+        self.lb.list_seq += 1;
+        self.tasks[p].cfs_list_seq = self.lb.list_seq;
     }
 
     /// detach_tasks + attach_tasks: move up to the imbalance from env.src
@@ -976,14 +976,14 @@ impl Kernel {
                 break;
             }
             if !self.can_migrate_task(p, env) {
-                self.rotate_to_head(p);
+                self.cfs_tasks_to_head(p);
                 continue;
             }
             match env.migration_type {
                 MigrationType::Load => {
                     let load = self.task_h_load(p).max(1);
                     if (load >> nr_failed.min(63)) as i64 > env.imbalance {
-                        self.rotate_to_head(p);
+                        self.cfs_tasks_to_head(p);
                         continue;
                     }
                     env.imbalance -= load as i64;
@@ -991,7 +991,7 @@ impl Kernel {
                 MigrationType::Util => {
                     let util = super::pelt::task_util_est(&self.tasks[p].se.avg);
                     if (util >> nr_failed.min(63)) as i64 > env.imbalance {
-                        self.rotate_to_head(p);
+                        self.cfs_tasks_to_head(p);
                         continue;
                     }
                     env.imbalance -= util as i64;

@@ -527,6 +527,7 @@ impl Kernel {
             return false;
         };
         self.account_wait_end(n);
+        self.cfs_tasks_to_head(n);
         let cost = self.switch_cost(cpu, n) + self.take_irq_ns(cpu);
         let rq = &mut self.rqs[cpu];
         rq.act = Activity::Switching {
@@ -675,6 +676,7 @@ impl Kernel {
             self.enqueue_rt(cpu, p, false);
             true
         } else {
+            self.cfs_tasks_to_head(p);
             self.enqueue_task_fair(cpu, p, flags)
         };
         if counted {

@@ -142,9 +142,9 @@ pub struct Task {
     pub remote_wakeup: bool,
     /// The CPU whose hrtimer base holds this task's sleep timer.
     pub timer_cpu: usize,
-    /// When detach_tasks last passed the task over and moved it to the head
-    /// of rq->cfs_tasks: (time, order); (0, 0) if never.
-    pub lb_head_stamp: (u64, u64),
+    /// Its place in rq->cfs_tasks: when it last went to the head (see
+    /// `cfs_tasks_to_head`); a smaller value is nearer the tail.
+    pub cfs_list_seq: u64,
     pub prog: ProgState,
     pub rng: Rng,
     pub stats: TaskStats,

@@ -271,7 +271,7 @@ impl Builder {
             recent_used_cpu: 0,
             remote_wakeup: false,
             timer_cpu: 0,
-            lb_head_stamp: (0, 0),
+            cfs_list_seq: 0,
             prog: ProgState::new(spec.ops),
             rng: Rng::new(self.seed, idx as u64),
             stats: TaskStats::default(),
