@@ -102,7 +102,7 @@ fn exported_trace_replays_to_the_same_work() {
         "--machine",
         "vm-2",
         "--workload",
-        "hackbench:groups=1,loops=30,ipc=pipe",
+        "hackbench:groups=2,loops=30,ipc=pipe",
         "--trace",
         &t,
     ]);
@@ -111,14 +111,14 @@ fn exported_trace_replays_to_the_same_work() {
     assert!(out.contains("# replay of"), "{out}");
     let f = &w["fidelity"];
     assert!(f.is_object(), "{w}");
-    assert_eq!(f["tasks"].as_array().unwrap().len(), 41);
-    assert!(w["edges"].as_u64().unwrap() > 100, "{w}");
+    assert_eq!(f["tasks"].as_array().unwrap().len(), 81);
+    assert!(w["edges"].as_u64().unwrap() > 50, "{w}");
     assert!(std::fs::read_to_string(&t)
         .unwrap()
         .contains("sched_process_fork:"));
     // The replay runs the recorded CPU time again: the kernel work it
     // charges itself (a cross-CPU wakeup's IPI included) is taken out of
-    // the recorded bursts: within 10 % (measured -7 %: where the replay's
+    // the recorded bursts: within 10 % (measured +2 %: where the replay's
     // wakeup lands elsewhere than the recorded one, its cost differs).
     let e = f["total"]["relative_error"]["runtime"].as_f64().unwrap();
     assert!(e.abs() < 0.10, "runtime error {e}");

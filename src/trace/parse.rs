@@ -42,6 +42,8 @@ pub enum Event {
     },
     WakeupNew {
         task: Task,
+        /// The CPU the new task is put on (`target_cpu`), when the line says.
+        target: Option<usize>,
     },
     Migrate {
         task: Task,
@@ -252,6 +254,7 @@ fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> 
         }),
         "sched_wakeup_new" => Some(Event::WakeupNew {
             task: wake_task(args)?,
+            target: target_cpu(args),
         }),
         "sched_migrate_task" => Some(Event::Migrate {
             task: kv_task(&kv(args), "")?,

@@ -31,7 +31,8 @@ enum Atom {
     Blocked(u64),
     /// Wake edge n; the recorded wakeup crossed CPUs.
     Wake(usize, bool),
-    Fork(usize),
+    /// Fork task n; the new task was woken onto another CPU (an IPI).
+    Fork(usize, bool),
     Exit,
 }
 
@@ -287,8 +288,9 @@ impl Builder2 {
                     }
                 }
             }
-            Event::WakeupNew { task } => {
+            Event::WakeupNew { task, target } => {
                 if let Some(i) = self.task(task.pid, &task.comm, task.prio, r.line) {
+                    self.new_task_woken(i, r.cpu, *target);
                     let t = &mut self.tasks[i];
                     t.runnable_since = Some(ts);
                     if !t.started {
@@ -342,7 +344,7 @@ impl Builder2 {
         if let (Some(p), Some(c)) = (p, c) {
             self.on_cpu(p, r.cpu, r.ts);
             self.flush_run(p, r.ts);
-            self.tasks[p].atoms.push(Atom::Fork(c));
+            self.tasks[p].atoms.push(Atom::Fork(c, false));
             self.tasks[p].woke.push(c);
             self.tasks[c].parent = Some(p);
         }
@@ -352,6 +354,22 @@ impl Builder2 {
             t.start = r.ts;
         }
         Ok(())
+    }
+
+    /// The fork of `c` put it on another CPU than its parent's: the
+    /// parent's Fork atom says so.
+    fn new_task_woken(&mut self, c: usize, cpu: usize, target: Option<usize>) {
+        let remote = target.is_some_and(|t| t != cpu);
+        let Some(p) = self.tasks[c].parent else {
+            return;
+        };
+        let fork = self.tasks[p].atoms.iter_mut().rev().find_map(|a| match a {
+            Atom::Fork(x, r) if *x == c => Some(r),
+            _ => None,
+        });
+        if let Some(r) = fork {
+            *r = remote;
+        }
     }
 
     /// `i` leaves the CPU to `next`. With `handover`, a waker (or parent)
@@ -675,11 +693,13 @@ impl Replay {
             match a {
                 Atom::Wake(..) => debt += cost,
                 Atom::Await(_) | Atom::Timer(_) => debt = 0,
-                _ => {
-                    if let Some(Op::Run(Dist::Fixed(ns))) = ops.last_mut() {
-                        *ns = ns.saturating_sub(cost).max(1);
-                    }
+                // wake_up_new_task follows the fork's trace line: its IPI
+                // is in the burst after.
+                Atom::Fork(_, remote) => {
+                    take_from_bursts(&mut ops, cost);
+                    debt += k.machine.cost.ipi_send_ns * *remote as u64;
                 }
+                _ => take_from_bursts(&mut ops, cost),
             }
             ops.push(match *a {
                 Atom::Run(ns, n) => {
@@ -695,7 +715,7 @@ impl Replay {
                     need: words[e].1,
                 },
                 Atom::Wake(e, _) => Op::PostWake { futex: words[e].0 },
-                Atom::Fork(c) => Op::Fork { child: base + c },
+                Atom::Fork(c, _) => Op::Fork { child: base + c },
                 Atom::Exit | Atom::Blocked(_) => break,
             });
         }
@@ -708,7 +728,7 @@ impl Replay {
     fn model_cost(&self, k: &Kernel, a: &Atom) -> u64 {
         let c = &k.machine.cost;
         match a {
-            Atom::Fork(_) => c.fork_ns,
+            Atom::Fork(..) => c.fork_ns,
             Atom::Exit => c.exit_ns,
             Atom::Wake(_, false) => c.wakeup_local_ns,
             Atom::Wake(_, true) => c.wakeup_local_ns + c.remote_rq_lock_ns + c.ipi_send_ns,
@@ -748,6 +768,27 @@ impl Replay {
             .iter()
             .map(|t| (t.pid, t.comm.as_str(), t.rec))
             .collect()
+    }
+}
+
+/// Take `cost` out of the bursts since the task last blocked, latest
+/// first: a fork's or exit's work may span several (a wakeup it makes,
+/// exit_notify's of the parent, and the switch after it split the burst
+/// that holds it).
+fn take_from_bursts(ops: &mut [Op], mut cost: u64) {
+    for op in ops.iter_mut().rev() {
+        match op {
+            Op::Run(Dist::Fixed(ns)) => {
+                let paid = cost.min(*ns - 1);
+                *ns -= paid;
+                cost -= paid;
+            }
+            Op::PostWake { .. } => {}
+            _ => break,
+        }
+        if cost == 0 {
+            break;
+        }
     }
 }
 
