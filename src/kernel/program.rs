@@ -269,6 +269,9 @@ pub enum Op {
     },
     /// exit(2)
     Exit,
+    /// Trace replay: the trace ends with the task alive. It leaves the
+    /// simulation as if it exited, but at no cost: no exit was recorded.
+    TraceEnd,
     /// Trace replay: sleep until the matching `PostWake` (a futex word per
     /// recorded waker→wakee edge), at no cost of its own (the recorded
     /// bursts include the syscalls).

@@ -96,6 +96,7 @@ impl Kernel {
             | Op::CyclicWoke { .. }
             | Op::AwaitWake { .. }
             | Op::PostWake { .. }
+            | Op::TraceEnd
             | Op::Pthread(_) => None,
             Op::WaitForCompletion { .. }
             | Op::Complete { .. }
@@ -406,7 +407,7 @@ impl Kernel {
                 None
             }
             Op::SliceEnd { load } => self.slice_end(p, cpu, load),
-            Op::Exit => {
+            Op::Exit | Op::TraceEnd => {
                 self.exit_task(p);
                 Some(Action::Block)
             }

@@ -612,7 +612,8 @@ impl Replay {
         for t in &self.tasks {
             let mut ops = self.program(k, t, &words, base);
             ops.push(Op::Mark(Mark::Stop));
-            ops.push(Op::Exit);
+            let exits = t.atoms.last() == Some(&Atom::Exit);
+            ops.push(if exits { Op::Exit } else { Op::TraceEnd });
             let nice = (t.prio - 120).clamp(-20, 19);
             let allowed = self.allowed(k, t);
             b.task(
@@ -630,8 +631,10 @@ impl Replay {
         k.tasks[base].prog.marks.push((Mark::Start, 0));
         for (i, t) in self.tasks.iter().enumerate() {
             let p = base + i;
+            // Its own process (a thread would exit at a fifth of the cost).
             k.tasks[p].pid = t.pid;
             k.tasks[p].tgid = t.pid;
+            k.tasks[p].mm = t.pid;
             // prio 0..99 is an RT task (written 99 - rt_priority).
             if (0..100).contains(&t.prio) {
                 k.set_scheduler(p, crate::kernel::rt::Policy::Fifo, (99 - t.prio) as u32);
