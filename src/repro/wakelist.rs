@@ -222,9 +222,9 @@ Notes (see README, \"Seed 000\"). Costs come from the cost model; nothing is fit
   CPU (80 copies, 160 tasks, 80 CPUs), so ~97 % of wakeups are local, where
   the wakelist does not apply. The preset's LLC is the 2-core cluster (as the kernel builds it on
   Altra), so most other remote wakeups cross LLCs and are queued in both
-  variants: schbench does not move. hackbench moves the seed's way, but by
-  less than its seed-to-seed spread (placement of its 40 tasks over the
-  clusters); run `schedlab compare` on the scenario for mean ± sd.";
+  variants: schbench does not move. hackbench moves by less than its
+  seed-to-seed spread, in no consistent direction (placement of its 40 tasks
+  over the clusters); run `schedlab compare` on the scenario for mean ± sd.";
 
 fn msg(e: InputError) -> String {
     e.to_string()
