@@ -220,3 +220,75 @@ fn two_hogs_on_one_core_are_split_across_cores() {
     let pushed: u64 = k.level_totals().iter().map(|(_, t)| t.alb_pushed).sum();
     assert!(pushed + k.stats.idle_balance_pulls > 0);
 }
+
+/// detach_tasks takes tasks from the tail of rq->cfs_tasks, where each
+/// enqueue puts a task at the head: of the workers hackbench's start
+/// signal wakes onto one CPU in the same instant, the other CPU's first
+/// pull takes the first one woken that is not running (the order of the
+/// wakeups, not of the pids).
+#[test]
+fn newly_idle_pull_takes_the_first_woken_task() {
+    let dir = std::env::temp_dir().join(format!("schedlab-lborder-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = dir.join("t.txt").display().to_string();
+    let args = [
+        "run",
+        "--machine",
+        "vm-2",
+        "-w",
+        "hackbench:groups=1,loops=20",
+    ];
+    let (rc, _, err) = schedlab(&[&args[..], &["-q", "--trace", &t]].concat());
+    assert_eq!(rc, 0, "{err}");
+    let text = std::fs::read_to_string(&t).unwrap();
+    let field = |l: &str, k: &str| -> u32 {
+        let v = l
+            .split(k)
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        v.parse().unwrap()
+    };
+    let ts = |l: &str| -> String {
+        l.split(": ")
+            .next()
+            .unwrap()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    // The wake-all: the instant the parent wakes the most tasks.
+    let wakeups: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("hackbench-1000") && l.contains("sched_wakeup:"))
+        .collect();
+    let mut by_ts = std::collections::BTreeMap::<String, Vec<u32>>::new();
+    for l in &wakeups {
+        by_ts.entry(ts(l)).or_default().push(field(l, "pid="));
+    }
+    let (at, woken) = by_ts.iter().max_by_key(|(_, v)| v.len()).unwrap();
+    assert!(woken.len() >= 30, "{woken:?}");
+    // After it: the tasks switched in, and the first pull between CPUs.
+    let after = text
+        .lines()
+        .skip_while(|l| !(ts(l) == *at && l.contains("sched_wakeup:")))
+        .skip(1);
+    let mut ran = std::collections::BTreeSet::new();
+    let mut pulled = None;
+    for l in after {
+        if l.contains("sched_switch:") {
+            ran.insert(field(l, "next_pid="));
+        } else if l.contains("sched_migrate_task:") && !l.contains("hackbench-1000 ") {
+            pulled = Some(field(l, "pid="));
+            break;
+        }
+    }
+    let expected = woken.iter().find(|p| !ran.contains(p)).copied();
+    assert_eq!(pulled, expected, "woken in order {woken:?}, ran {ran:?}");
+    // Not merely the lowest pid (what a tie-break by pid would pull).
+    assert_ne!(pulled, woken.iter().min().copied());
+    let _ = std::fs::remove_dir_all(&dir);
+}
