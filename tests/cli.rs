@@ -425,3 +425,36 @@ fn rt_parameters_are_checked() {
     assert_eq!(rc, 2);
     assert!(err.contains("kernel.rt_bandwidth"), "{err}");
 }
+
+/// `--machine host` runs the host's kernel: its preemption model and HZ as
+/// the host reports them, unless the scenario sets them.
+#[test]
+fn machine_host_takes_the_host_kernels_preempt_model_and_hz() {
+    let host = schedlab::machine::hostkernel::detect();
+    let args = ["run", "--machine", "host", "-w", "pipe:loops=10"];
+    let v = json_of(&args, "host-kernel.json");
+    let k = &v["scenario"]["kernel"];
+    for s in &host {
+        let key = s.key.trim_start_matches("kernel.");
+        assert_eq!(
+            k[key].to_string().trim_matches('"'),
+            s.value,
+            "{}",
+            s.source
+        );
+    }
+    let set = [
+        &args[..],
+        &["--set", "kernel.preempt=lazy", "--set", "kernel.hz=1000"],
+    ]
+    .concat();
+    let v = json_of(&set, "host-kernel-set.json");
+    assert_eq!(v["scenario"]["kernel"]["preempt"], "lazy");
+    assert_eq!(v["scenario"]["kernel"]["hz"], 1000);
+    // Any other machine keeps the defaults.
+    let v = json_of(
+        &["run", "--machine", "vm-2", "-w", "pipe:loops=10"],
+        "vm2.json",
+    );
+    assert_eq!(v["scenario"]["kernel"]["preempt"], "full");
+}

@@ -17,6 +17,7 @@
 pub mod cost;
 pub mod file;
 pub mod host;
+pub mod hostkernel;
 pub mod presets;
 pub mod topology;
 

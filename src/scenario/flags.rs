@@ -6,7 +6,7 @@ use super::{cgroup_table, parse_set_value, set_key, workload_table, InputError, 
 use crate::trace::TraceArgs;
 use clap::Args;
 use std::path::PathBuf;
-use toml::Value;
+use toml::{Table, Value};
 
 /// The flags that build a scenario, shared by `run` and `compare`.
 #[derive(Args, Default, Clone)]
@@ -113,8 +113,27 @@ pub fn load_scenario(
         set_key(&mut t, k.trim(), parse_set_value(v.trim()))?;
         src.set_by(k.trim(), format!("--set {kv}"));
     }
+    host_kernel(&mut src, &mut t)?;
     let sc = Scenario::resolve(&src, &t)?;
     Ok((src, sc))
+}
+
+/// `--machine host` simulates the host's kernel too: its preemption model
+/// and HZ, where the scenario does not set them.
+fn host_kernel(src: &mut Source, t: &mut Table) -> Result<(), InputError> {
+    let preset = t.get("machine").and_then(|m| m.get("preset"));
+    if preset.and_then(Value::as_str) != Some("host") {
+        return Ok(());
+    }
+    for s in crate::machine::hostkernel::detect() {
+        let (section, key) = s.key.split_once('.').expect("kernel.KEY");
+        let set = t.get(section).and_then(|v| v.get(key)).is_some();
+        if !set {
+            set_key(t, s.key, parse_set_value(&s.value))?;
+            src.set_by(s.key, format!("--machine host ({})", s.source));
+        }
+    }
+    Ok(())
 }
 
 /// A scenario file's name and text; no file is an empty scenario.

@@ -5,9 +5,9 @@
 //! against the targets of issue 20.
 
 use super::bench_report::{self as report, Row, Sample, Target};
-use super::hostkernel::{self, HostSetting};
 use super::perf::{self, RealRun};
 use crate::compare::{run_side, Metrics};
+use crate::machine::hostkernel::{self, HostSetting};
 use crate::scenario::{parse_set_value, set_key, workload_table, Scenario, Source};
 use crate::util::fs::write_atomic;
 use clap::Args;

@@ -11,7 +11,6 @@
 pub mod bench;
 pub mod bench_report;
 pub mod duty;
-pub mod hostkernel;
 pub mod pelt;
 pub mod perf;
 pub mod procfs;

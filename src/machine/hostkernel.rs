@@ -1,5 +1,5 @@
-//! The running kernel's preemption model and HZ, so that `validate bench`
-//! simulates the kernel the real benchmarks ran on, not the defaults.
+//! The running kernel's preemption model and HZ: `--machine host` and
+//! `validate bench` simulate the kernel this host runs, not the defaults.
 
 use std::process::Command;
 
