@@ -251,15 +251,7 @@ fn newly_idle_pull_takes_the_first_woken_task() {
             .unwrap();
         v.parse().unwrap()
     };
-    let ts = |l: &str| -> String {
-        l.split(": ")
-            .next()
-            .unwrap()
-            .rsplit(' ')
-            .next()
-            .unwrap()
-            .to_string()
-    };
+    let ts = common::line_ts;
     // The wake-all: the instant the parent wakes the most tasks.
     let wakeups: Vec<&str> = text
         .lines()

@@ -439,15 +439,7 @@ fn mutated_messaging_traces_replay_consistently_or_exit_2() {
     let forks: Vec<usize> = (0..lines.len())
         .filter(|&i| lines[i].contains("sched_process_fork"))
         .collect();
-    let ts = |l: &str| {
-        l.split(": ")
-            .next()
-            .unwrap()
-            .rsplit(' ')
-            .next()
-            .unwrap()
-            .to_string()
-    };
+    let ts = common::line_ts;
     let p = tmp("mut.txt");
     let mut seed = 7u64;
     let mut next = |n: usize| {

@@ -45,3 +45,10 @@ pub fn json_of(args: &[&str], name: &str) -> serde_json::Value {
     assert_eq!(rc, 0, "{err}");
     json_without_wall(&path)
 }
+
+/// The timestamp of an ftrace text line, as written (`... 0.001234: event`).
+#[allow(dead_code)]
+pub fn line_ts(l: &str) -> String {
+    let head = l.split(": ").next().unwrap_or("");
+    head.rsplit(' ').next().unwrap_or("").to_string()
+}
