@@ -228,9 +228,7 @@ fn two_hogs_on_one_core_are_split_across_cores() {
 /// wakeups, not of the pids).
 #[test]
 fn newly_idle_pull_takes_the_first_woken_task() {
-    let dir = std::env::temp_dir().join(format!("schedlab-lborder-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let t = dir.join("t.txt").display().to_string();
+    let t = common::tmp("lborder.txt").display().to_string();
     let args = [
         "run",
         "--machine",
@@ -241,16 +239,7 @@ fn newly_idle_pull_takes_the_first_woken_task() {
     let (rc, _, err) = schedlab(&[&args[..], &["-q", "--trace", &t]].concat());
     assert_eq!(rc, 0, "{err}");
     let text = std::fs::read_to_string(&t).unwrap();
-    let field = |l: &str, k: &str| -> u32 {
-        let v = l
-            .split(k)
-            .nth(1)
-            .unwrap()
-            .split_whitespace()
-            .next()
-            .unwrap();
-        v.parse().unwrap()
-    };
+    let field = |l: &str, k: &str| -> u32 { common::line_field(l, k).parse().unwrap() };
     let ts = common::line_ts;
     // The wake-all: the instant the parent wakes the most tasks.
     let wakeups: Vec<&str> = text
@@ -282,5 +271,4 @@ fn newly_idle_pull_takes_the_first_woken_task() {
     assert_eq!(pulled, expected, "woken in order {woken:?}, ran {ran:?}");
     // Not merely the lowest pid (what a tie-break by pid would pull).
     assert_ne!(pulled, woken.iter().min().copied());
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,16 +8,11 @@ use std::collections::HashMap;
 /// sched_waking → sched_switch-in latencies (ns) of tasks named `comm`.
 fn wakeup_latencies(trace: &str, comm: &str) -> Vec<u64> {
     let ts = |line: &str| -> u64 {
-        let field = line.split(": ").next().unwrap().rsplit(' ').next().unwrap();
-        let (s, ns) = field.split_once('.').unwrap();
+        let stamp = common::line_ts(line);
+        let (s, ns) = stamp.split_once('.').unwrap();
         s.parse::<u64>().unwrap() * 1_000_000_000 + ns.parse::<u64>().unwrap()
     };
-    let field = |s: &str, key: &str| -> String {
-        s.split_whitespace()
-            .find_map(|kv| kv.strip_prefix(key))
-            .unwrap_or_default()
-            .to_string()
-    };
+    let field = |s: &str, key: &str| common::line_field(s, key).to_string();
     let mut waking: HashMap<String, u64> = HashMap::new();
     let mut lat = Vec::new();
     for line in trace.lines() {

@@ -702,7 +702,8 @@ impl Replay {
                     take_from_bursts(&mut ops, cost);
                     debt += k.machine.cost.ipi_send_ns * *remote as u64;
                 }
-                _ => take_from_bursts(&mut ops, cost),
+                Atom::Exit => take_from_bursts(&mut ops, cost),
+                Atom::Run(..) | Atom::Blocked(_) => {}
             }
             ops.push(match *a {
                 Atom::Run(ns, n) => {

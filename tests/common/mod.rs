@@ -52,3 +52,12 @@ pub fn line_ts(l: &str) -> String {
     let head = l.split(": ").next().unwrap_or("");
     head.rsplit(' ').next().unwrap_or("").to_string()
 }
+
+/// The value of `key` (e.g. `pid=`, `next_pid=`) among an ftrace text
+/// line's space-separated fields; "" when the line has none.
+#[allow(dead_code)]
+pub fn line_field<'a>(l: &'a str, key: &str) -> &'a str {
+    l.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key))
+        .unwrap_or_default()
+}
