@@ -119,6 +119,36 @@ fn cpu_max_caps_a_group_at_its_quota() {
 }
 
 #[test]
+fn idle_cpus_take_no_runtime_from_a_capped_group() {
+    // 2 CPUs' worth of quota for an endless hackbench on 256 CPUs. The
+    // load balancer's scans age the blocked load of idle CPUs; a group
+    // cfs_rq there that has decayed is off the kernel's leaf list and must
+    // not take a slice of the quota (it did: 3.7 of 600 ms were used).
+    let v = json_of(
+        &[
+            "run",
+            "--machine",
+            "milan-256",
+            "--duration",
+            "300ms",
+            "--allow-unfinished",
+            "--cgroup",
+            "/l:max=200000 100000",
+            "-w",
+            "hackbench:groups=1,loops=100000000,ipc=pipe,cgroup=/l",
+            "-w",
+            "schbench",
+        ],
+        "leaf.json",
+    );
+    let used = exec_ms(&v, "/l");
+    assert!(
+        (300.0..=610.0).contains(&used),
+        "capped group ran {used} ms of its 600 ms in 300 ms"
+    );
+}
+
+#[test]
 fn group_util_propagates_to_the_root() {
     // A 50 % task three levels down: the root cfs_rq's util_avg follows
     // the task's, through the group entities.

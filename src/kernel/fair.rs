@@ -171,6 +171,9 @@ pub struct CfsRq {
     /// CFS bandwidth: runtime left in this CPU's slice of the quota.
     pub runtime_enabled: bool,
     pub runtime_remaining: i64,
+    /// update_curr spent runtime since the last settle: the caller refills
+    /// or throttles (account_cfs_rq_runtime runs only from update_curr).
+    pub runtime_spent: bool,
     pub throttled: bool,
     /// This cfs_rq or an ancestor is throttled (its PELT clock stops).
     pub throttle_count: u32,
@@ -337,6 +340,7 @@ impl CfsRq {
         if self.runtime_enabled {
             // account_cfs_rq_runtime; the caller refills or throttles.
             self.runtime_remaining -= delta as i64;
+            self.runtime_spent = true;
         }
         if self.nr_queued > 1 && (resched || self.did_preempt_short(ents, c, env)) {
             self.resched_req = true;
@@ -497,6 +501,24 @@ impl CfsRq {
     /// wakeup placement): `now_pelt` is the rq's PELT clock.
     pub fn update_cfs_rq_load_avg(&mut self, now_pelt: u64) -> bool {
         self.update_cfs_rq_load_avg_at(self.clock_pelt(now_pelt))
+    }
+
+    /// cfs_rq_is_decayed, with nothing pending: no load, no removed load,
+    /// no propagation, no published contribution, every PELT sum and
+    /// average zero, and its clock not behind its window. Ageing it then
+    /// only moves its PELT window, in whole 1024 ns periods, so one later
+    /// update lands where a chain of updates would: __update_blocked_fair
+    /// may pass it over, as the kernel, which takes it off the leaf list.
+    pub fn is_decayed_at(&self, now_pelt: u64) -> bool {
+        let a = &self.avg;
+        self.load == 0
+            && self.curr.is_none()
+            && self.removed.nr == 0
+            && !self.propagate
+            && self.tg_load_avg_contrib == 0
+            && a.load_sum | a.util_sum | a.runnable_sum | a.load_avg | a.util_avg | a.runnable_avg
+                == 0
+            && self.clock_pelt(now_pelt) >= a.last_update_time
     }
 
     /// The cfs_rq part of __update_blocked_fair: age it and publish its

@@ -171,7 +171,8 @@ impl Kernel {
         let cfs = &mut self.rqs[cpu].gcfs[c];
         let delta = std::mem::take(&mut cfs.tg_load_delta);
         let resched = std::mem::take(&mut cfs.resched_req);
-        let out_of_runtime = cfs.runtime_enabled && cfs.runtime_remaining <= 0 && !cfs.throttled;
+        let spent = std::mem::take(&mut cfs.runtime_spent);
+        let out_of_runtime = spent && cfs.runtime_remaining <= 0 && !cfs.throttled;
         if delta != 0 {
             self.tg_load_avg_add(cpu, c, delta);
         }
@@ -549,10 +550,16 @@ impl Kernel {
     /// sched_balance_update_blocked_averages → __update_blocked_fair: decay
     /// the cfs_rqs of `cpu` children first, publish their load to the task
     /// groups and pass pending changes up through the group entities. The
-    /// root is refreshed only while it holds something to decay.
+    /// root is refreshed only while it holds something to decay. A fully
+    /// decayed group cfs_rq is passed over, as the kernel walks only its
+    /// leaf list and drops a cfs_rq from it once decayed: no level cost is
+    /// charged for it and it takes no bandwidth runtime.
     pub(super) fn update_blocked_averages(&mut self, cpu: usize) {
+        let now_pelt = self.clock_pelt(cpu);
         for g in (1..self.groups.count()).rev() {
-            self.at_cfs(cpu, g, None, |q, _, _, env| q.update_blocked_load(env));
+            if !self.rqs[cpu].gcfs[g].is_decayed_at(now_pelt) {
+                self.at_cfs(cpu, g, None, |q, _, _, env| q.update_blocked_load(env));
+            }
             let se = &self.rqs[cpu].gse[g];
             let skip =
                 se.avg.load_avg == 0 && se.avg.util_avg == 0 && !self.rqs[cpu].gcfs[g].propagate;
