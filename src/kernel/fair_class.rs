@@ -108,13 +108,26 @@ impl Kernel {
 
     /// Run `f` on cfs_rq `c` of `cpu` with the entity store and, when the
     /// entity operated on is group `g`'s, its group context; then charge
-    /// the level's cost when a task group is involved and settle what the
-    /// call left for the task group.
+    /// `cpu` the level's cost when a task group is involved and settle what
+    /// the call left for the task group.
     fn at_cfs<R>(
         &mut self,
         cpu: usize,
         c: usize,
         g: Option<usize>,
+        f: impl FnOnce(&mut CfsRq, &mut Ents, Option<&mut GroupCtx>, &FairEnv) -> R,
+    ) -> R {
+        self.at_cfs_paid(cpu, c, g, Some(cpu), f)
+    }
+
+    /// at_cfs with the CPU that pays the level's costs: None when the work
+    /// is done on `cpu`'s behalf by a CPU whose cost is modelled elsewhere.
+    fn at_cfs_paid<R>(
+        &mut self,
+        cpu: usize,
+        c: usize,
+        g: Option<usize>,
+        payer: Option<usize>,
         f: impl FnOnce(&mut CfsRq, &mut Ents, Option<&mut GroupCtx>, &FairEnv) -> R,
     ) -> R {
         let env = FairEnv {
@@ -145,10 +158,12 @@ impl Kernel {
         };
         if c != 0 || g.is_some() {
             self.stats.group_level_ops += 1;
-            self.charge_curr(cpu, self.machine.cost.group_level_ns);
+            if let Some(payer) = payer {
+                self.charge_curr(payer, self.machine.cost.group_level_ns);
+            }
         }
         if c != 0 {
-            self.settle_group(cpu, c);
+            self.settle_group(cpu, c, payer);
         }
         r
     }
@@ -167,14 +182,14 @@ impl Kernel {
     /// After an operation on group cfs_rq `c`: publish its tg->load_avg
     /// change, pass a resched request to the root, and refill or throttle
     /// when its bandwidth ran out.
-    fn settle_group(&mut self, cpu: usize, c: usize) {
+    fn settle_group(&mut self, cpu: usize, c: usize, payer: Option<usize>) {
         let cfs = &mut self.rqs[cpu].gcfs[c];
         let delta = std::mem::take(&mut cfs.tg_load_delta);
         let resched = std::mem::take(&mut cfs.resched_req);
         let spent = std::mem::take(&mut cfs.runtime_spent);
         let out_of_runtime = spent && cfs.runtime_remaining <= 0 && !cfs.throttled;
         if delta != 0 {
-            self.tg_load_avg_add(cpu, c, delta);
+            self.tg_load_avg_add(cpu, c, delta, payer);
         }
         if resched {
             self.rqs[cpu].cfs.resched_req = true;
@@ -185,8 +200,9 @@ impl Kernel {
     }
 
     /// atomic_long_add on tg->load_avg: the cache line comes over from the
-    /// CPU that wrote it last, waiting behind writers still holding it.
-    fn tg_load_avg_add(&mut self, cpu: usize, tg: usize, delta: i64) {
+    /// CPU that wrote it last, waiting behind writers still holding it;
+    /// `payer`'s task spends that time.
+    fn tg_load_avg_add(&mut self, cpu: usize, tg: usize, delta: i64, payer: Option<usize>) {
         let from = self.groups.tgs[tg].last_writer.unwrap_or(cpu);
         let line = self.machine.line_transfer_ns(from, cpu);
         let t = &mut self.groups.tgs[tg];
@@ -196,7 +212,9 @@ impl Kernel {
         t.line_free_at = self.now + cost;
         t.last_writer = Some(cpu);
         self.stats.tg_load_avg_ns += cost;
-        self.charge_curr(cpu, cost);
+        if let Some(payer) = payer {
+            self.charge_curr(payer, cost);
+        }
     }
 
     /// Kernel work done on `cpu` on behalf of whatever runs there.
@@ -552,21 +570,28 @@ impl Kernel {
     /// groups and pass pending changes up through the group entities. The
     /// root is refreshed only while it holds something to decay. A fully
     /// decayed group cfs_rq is passed over, as the kernel walks only its
-    /// leaf list and drops a cfs_rq from it once decayed: no level cost is
-    /// charged for it and it takes no bandwidth runtime.
+    /// leaf list and drops a cfs_rq from it once decayed.
+    ///
+    /// The load balancer calls this for every CPU it scans, standing in for
+    /// the NOHZ stats kick (the idle load balancer updates idle CPUs; a busy
+    /// CPU updates itself in its own balance softirq), so no task pays the
+    /// levels' costs here: the scan's own cost is the balancer's.
     pub(super) fn update_blocked_averages(&mut self, cpu: usize) {
         let now_pelt = self.clock_pelt(cpu);
         for g in (1..self.groups.count()).rev() {
             if !self.rqs[cpu].gcfs[g].is_decayed_at(now_pelt) {
-                self.at_cfs(cpu, g, None, |q, _, _, env| q.update_blocked_load(env));
+                self.at_cfs_paid(cpu, g, None, None, |q, _, _, env| {
+                    q.update_blocked_load(env)
+                });
             }
             let se = &self.rqs[cpu].gse[g];
             let skip =
                 se.avg.load_avg == 0 && se.avg.util_avg == 0 && !self.rqs[cpu].gcfs[g].propagate;
             if !skip {
                 let s = GROUP_SE + g;
-                self.at_level(cpu, s, |c, e, gc, env| {
-                    c.update_blocked_entity(e, s, gc, env)
+                let c = self.cfs_of(s);
+                self.at_cfs_paid(cpu, c, Some(g), None, |q, e, gc, env| {
+                    q.update_blocked_entity(e, s, gc, env)
                 });
             }
         }
