@@ -272,3 +272,30 @@ fn newly_idle_pull_takes_the_first_woken_task() {
     // Not merely the lowest pid (what a tie-break by pid would pull).
     assert_ne!(pulled, woken.iter().min().copied());
 }
+
+#[test]
+fn the_other_node_balances_from_the_first_ticks() {
+    // A machine that has been up and idle has every domain's last balance
+    // far behind it, so the NUMA level (interval 256 ms on milan-256, and
+    // no fork balancing across its nodes) balances as soon as a busy CPU
+    // kicks the idle balancer. Its domains were built at t = 0, and the
+    // second node stayed idle for 256 ms: all of this short run.
+    let v = common::json_of(
+        &[
+            "run",
+            "--machine",
+            "milan-256",
+            "-w",
+            "hackbench:groups=10,loops=50",
+        ],
+        "numa-first-ticks.json",
+    );
+    let node1_busy = v["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| (64..128).contains(&c["cpu"].as_u64().unwrap()))
+        .filter(|c| c["busy_ns"].as_u64().unwrap() > 0)
+        .count();
+    assert!(node1_busy >= 32, "{node1_busy} of node 1's 64 cores ran");
+}

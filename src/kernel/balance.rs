@@ -215,9 +215,15 @@ pub fn log2_bucket(v: u64) -> usize {
     }
 }
 
+/// jiffies at simulated time 0: the machine has been up (and idle) long
+/// enough that every domain's last balance, stamped 0 when the domains
+/// were built, lies more than any balance interval back, as on a machine
+/// that booted long before the benchmark started.
+const JIFFIES_AT_START: u64 = 1 << 32;
+
 impl Kernel {
     fn jiffies(&self) -> u64 {
-        self.now / self.tick_ns
+        JIFFIES_AT_START + self.now / self.tick_ns
     }
 
     fn msecs_to_jiffies(&self, ms: u64) -> u64 {
