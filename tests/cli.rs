@@ -451,6 +451,15 @@ fn machine_host_takes_the_host_kernels_preempt_model_and_hz() {
     let v = json_of(&set, "host-kernel-set.json");
     assert_eq!(v["scenario"]["kernel"]["preempt"], "lazy");
     assert_eq!(v["scenario"]["kernel"]["hz"], 1000);
+    // The run says what it took and where from; nothing when it took none.
+    let (rc, _, err) = schedlab(&args);
+    assert_eq!(rc, 0, "{err}");
+    for s in &host {
+        let said = format!("{} = {} ({})", s.key, s.value, s.source);
+        assert!(err.contains(&said), "{err}");
+    }
+    let (_, _, err) = schedlab(&set);
+    assert!(!err.contains("from the host kernel"), "{err}");
     // Any other machine keeps the defaults.
     let v = json_of(
         &["run", "--machine", "vm-2", "-w", "pipe:loops=10"],

@@ -2,7 +2,10 @@
 //! `replay`, `compare` and the experiments: each flag is a scenario key,
 //! merged over a scenario file's table before it is resolved.
 
-use super::{cgroup_table, parse_set_value, set_key, workload_table, InputError, Scenario, Source};
+use super::{
+    cgroup_table, parse_set_value, set_key, workload_table, InputError, Scenario, Source,
+    HOST_LABEL,
+};
 use crate::trace::TraceArgs;
 use clap::Args;
 use std::path::PathBuf;
@@ -130,7 +133,8 @@ fn host_kernel(src: &mut Source, t: &mut Table) -> Result<(), InputError> {
         let set = t.get(section).and_then(|v| v.get(key)).is_some();
         if !set {
             set_key(t, s.key, parse_set_value(&s.value))?;
-            src.set_by(s.key, format!("--machine host ({})", s.source));
+            let label = format!("{} = {} ({})", s.key, s.value, s.source);
+            src.set_by(s.key, format!("{HOST_LABEL}{label}"));
         }
     }
     Ok(())

@@ -112,6 +112,9 @@ loops = 200
 ipc = "pipe"
 "#;
 
+/// How `--machine host` labels the kernel settings it read from the host.
+pub const HOST_LABEL: &str = "--machine host: ";
+
 /// Where the table came from, for error messages.
 pub struct Source {
     pub file: Option<String>,
@@ -155,6 +158,14 @@ impl Source {
     /// Record that flag `label` set `key` (and everything below it).
     pub fn set_by(&mut self, key: &str, label: impl Into<String>) {
         self.overrides.push((key.to_string(), label.into()));
+    }
+
+    /// What `--machine host` took from the running kernel, one
+    /// `key = value (where it was read)` each, for the run to say so.
+    pub fn from_host(&self) -> Vec<&str> {
+        (self.overrides.iter())
+            .filter_map(|(_, label)| label.strip_prefix(HOST_LABEL))
+            .collect()
     }
 
     /// The line where `key` (a dotted path such as `kernel.hz` or
