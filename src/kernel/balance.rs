@@ -698,14 +698,7 @@ impl Kernel {
 
     /// Number of cores in a group (sg->cores).
     fn group_cores(&self, g: usize) -> i64 {
-        let mut cores: Vec<usize> = self.sd.groups[g]
-            .cpus
-            .iter()
-            .map(|&c| self.machine.cpus[c].core)
-            .collect();
-        cores.sort_unstable();
-        cores.dedup();
-        cores.len() as i64
+        self.sd.groups[g].cores as i64
     }
 
     /// sibling_imbalance: tasks to move so both groups run the same number
@@ -1076,10 +1069,7 @@ impl Kernel {
             let rq = &mut self.lb.rq[cpu];
             rq.max_idle_balance_cost = rq.max_idle_balance_cost.max(curr_cost);
             let cost = std::mem::take(&mut self.lb.cost_ns);
-            let first = self
-                .cfs_tasks_keyed(cpu)
-                .into_iter()
-                .min_by_key(|&(k, _)| k);
+            let first = self.cfs_tasks_keyed(cpu).min_by_key(|&(k, _)| k);
             if let Some((_, p)) = first {
                 self.tasks[p].prog.overhead += cost;
             }
@@ -1293,7 +1283,6 @@ impl Kernel {
             }
             let waiting = waiting.get_or_insert_with(|| {
                 self.cfs_tasks_keyed(cpu)
-                    .into_iter()
                     .filter(|&(_, p)| {
                         !self.tasks[p].se.sched_delayed && self.tasks[p].stats.wait_start > 0
                     })

@@ -538,14 +538,13 @@ impl Kernel {
     /// The fair tasks queued on `cpu` and not running (rq->cfs_tasks less
     /// curr), across all its cfs_rqs, each with a key that orders them as
     /// they were queued (root cfs_rq first, then each group's).
-    pub fn cfs_tasks_keyed(&self, cpu: usize) -> Vec<((usize, u64), Pid)> {
+    pub fn cfs_tasks_keyed(&self, cpu: usize) -> impl Iterator<Item = ((usize, u64), Pid)> + '_ {
         let rq = &self.rqs[cpu];
         std::iter::once(&rq.cfs)
             .chain(rq.gcfs.iter().skip(1))
             .enumerate()
             .flat_map(|(i, q)| q.tree.iter_queued().map(move |(seq, s)| ((i, seq), s)))
             .filter(|&(_, s)| se_group(s).is_none())
-            .collect()
     }
 
     /// The same tasks in no particular (but a deterministic) order.

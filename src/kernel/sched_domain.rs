@@ -182,6 +182,8 @@ pub struct SchedGroup {
     pub flags: u32,
     /// sgc->capacity: Σ CPU capacity.
     pub capacity: u64,
+    /// sg->cores: the distinct cores among its CPUs.
+    pub cores: usize,
     /// sgc->imbalance: a child balance failed because of pinned tasks.
     pub imbalance: bool,
 }
@@ -540,10 +542,14 @@ impl SchedDomains {
                 Some((cs, f)) => (self.spans[cs].clone(), f),
             };
             let capacity = cpus.iter().map(|&x| m.cpus[x].capacity as u64).sum();
+            let mut cores: Vec<usize> = cpus.iter().map(|&x| m.cpus[x].core).collect();
+            cores.sort_unstable();
+            cores.dedup();
             self.groups.push(SchedGroup {
                 cpus,
                 flags,
                 capacity,
+                cores: cores.len(),
                 imbalance: false,
             });
         }
