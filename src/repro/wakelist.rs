@@ -213,11 +213,11 @@ Notes (see README, \"Seed 000\"). Costs come from the cost model; nothing is fit
   lps is ~5.6x the seed's: the simulated kernel keeps most pairs on one CPU (local
   wakeups, where no variant queues), where the real one evidently ran them
   across CPUs at ~30 us per round trip.
-- hackbench (xeon): no change (seed -31 %). The wakers save CPU time, but
-  the enqueue only moves to the woken CPU, which does it after the IPI
-  arrives, so the wakee runs no sooner; remote rq-lock waits are ~0 on both
-  sides. The seed's machine evidently paid more per remote activation
-  (cache misses on a busy remote rq). A finding, not a fitted result.
+- hackbench (xeon): moves the seed's way by a small fraction of it (-4 % over
+  20 seeds, seed -31 %). The wakers save CPU time, but the enqueue only moves
+  to the woken CPU, which does it after the IPI arrives; remote rq-lock waits
+  are ~0 on both sides. The seed's machine evidently paid more per remote
+  activation (cache misses on a busy remote rq). A finding, not a fitted result.
 - altra-80: context1 shows no difference: nearly every pair ends up on one
   CPU (80 copies, 160 tasks, 80 CPUs), so ~97 % of wakeups are local, where
   the wakelist does not apply. The preset's LLC is the 2-core cluster (as the kernel builds it on
