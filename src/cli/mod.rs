@@ -239,11 +239,9 @@ fn run_and_report(src: &Source, sc: &Scenario, allow_unfinished: bool) -> i32 {
     ) else {
         return 2;
     };
-    if !sc.output.quiet && !src.from_host().is_empty() {
-        eprintln!(
-            "schedlab: from the host kernel: {}",
-            src.from_host().join(", ")
-        );
+    let from_host = src.from_host();
+    if !sc.output.quiet && !from_host.is_empty() {
+        eprintln!("schedlab: from the host kernel: {}", from_host.join(", "));
     }
     crate::progress::install(crate::progress::Kind::SimTime, sc.output.quiet);
     let result = match run_in(src, sc, None, &outs) {

@@ -542,14 +542,12 @@ impl SchedDomains {
                 Some((cs, f)) => (self.spans[cs].clone(), f),
             };
             let capacity = cpus.iter().map(|&x| m.cpus[x].capacity as u64).sum();
-            let mut cores: Vec<usize> = cpus.iter().map(|&x| m.cpus[x].core).collect();
-            cores.sort_unstable();
-            cores.dedup();
+            let cores = m.cores_of(&cpus).len();
             self.groups.push(SchedGroup {
                 cpus,
                 flags,
                 capacity,
-                cores: cores.len(),
+                cores,
                 imbalance: false,
             });
         }

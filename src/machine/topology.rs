@@ -418,6 +418,14 @@ impl Machine {
         &self.cluster_cpus[cluster]
     }
 
+    /// The distinct cores of `cpus`, in order.
+    pub fn cores_of(&self, cpus: &[usize]) -> Vec<usize> {
+        let mut cores: Vec<usize> = cpus.iter().map(|&c| self.cpus[c].core).collect();
+        cores.sort_unstable();
+        cores.dedup();
+        cores
+    }
+
     /// CPUs sharing an LLC, ascending (sd_llc span).
     pub fn llc_cpus(&self, llc: usize) -> &[usize] {
         &self.llc_cpus[llc]
@@ -510,17 +518,8 @@ impl Machine {
         fn plural(n: usize, what: &str) -> String {
             format!("{n} {what}{}", if n == 1 { "" } else { "s" })
         }
-        let cores_per_socket: Vec<Vec<usize>> = self
-            .socket_cpus
-            .iter()
-            .map(|s| {
-                let mut cores: Vec<usize> = s.iter().map(|&c| self.cpus[c].core).collect();
-                cores.dedup();
-                cores.sort_unstable();
-                cores.dedup();
-                cores
-            })
-            .collect();
+        let cores_per_socket: Vec<Vec<usize>> =
+            self.socket_cpus.iter().map(|s| self.cores_of(s)).collect();
         let mut s = format!(
             "{} CPUs: {} × {} cores",
             self.nr_cpus(),

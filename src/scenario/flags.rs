@@ -133,8 +133,8 @@ fn host_kernel(src: &mut Source, t: &mut Table) -> Result<(), InputError> {
         let set = t.get(section).and_then(|v| v.get(key)).is_some();
         if !set {
             set_key(t, s.key, parse_set_value(&s.value))?;
-            let label = format!("{} = {} ({})", s.key, s.value, s.source);
-            src.set_by(s.key, format!("{HOST_LABEL}{label}"));
+            let label = format!("{HOST_LABEL}{} = {} ({})", s.key, s.value, s.source);
+            src.set_by(s.key, label);
         }
     }
     Ok(())
