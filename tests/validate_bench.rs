@@ -322,4 +322,14 @@ fn quick_real_run_where_perf_works() {
     // 10 benchmarks × 4 metrics, and 4 g1 → g4 ratios.
     assert_eq!(v["rows"].as_array().unwrap().len(), 44);
     assert_eq!(v["pass"].as_bool(), Some(rc == 0));
+    // `--machine host` is calibrated in the same run; the file is in the JSON.
+    let cal = v["calibration"].as_str().unwrap();
+    assert!(
+        cal.contains("[cost]") && cal.contains("context_switch_ns"),
+        "{cal}"
+    );
+    assert!(v["machine"]
+        .as_str()
+        .unwrap()
+        .starts_with("host-calibrated"));
 }

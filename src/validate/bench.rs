@@ -23,9 +23,14 @@ pub struct BenchArgs {
     /// A fifth of the loops (about 0.1 s per real run here), for CI
     #[arg(long)]
     quick: bool,
-    /// The simulated machine: `host`, a preset, or a machine file
+    /// The simulated machine: `host` (calibrated in this run unless
+    /// --no-calibrate), a preset, or a machine file
     #[arg(long, value_name = "NAME|FILE.toml", default_value = "host")]
     machine: String,
+    /// With `--machine host`, simulate with the host preset's costs
+    /// (`vm-2` in a VM) instead of measuring this host's primitives first
+    #[arg(long)]
+    no_calibrate: bool,
     /// First seed of the simulated runs
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -232,16 +237,14 @@ pub fn disturbed(r: &RealRun) -> bool {
 /// The simulated scenario of a benchmark; Err is bad input.
 fn scenario(
     a: &BenchArgs,
+    machine: &str,
     host: &[HostSetting],
     workload: &str,
 ) -> Result<(Source, Scenario), String> {
     let (src, mut t) =
         Source::parse(Some("<validate bench>".into()), String::new()).map_err(|e| e.to_string())?;
     let mut sets: Vec<(String, toml::Value)> = vec![
-        (
-            "machine.preset".into(),
-            toml::Value::String(a.machine.clone()),
-        ),
+        ("machine.preset".into(), toml::Value::String(machine.into())),
         ("sim.seed".into(), toml::Value::Integer(a.seed as i64)),
     ];
     sets.extend(
@@ -289,11 +292,18 @@ pub fn main(a: &BenchArgs) -> Result<i32, String> {
     }
     let host = hostkernel::detect();
     let benches = all();
-    let scenarios = benches
-        .iter()
-        .map(|b| scenario(a, &host, &b.workload(b.loops(a.quick))))
-        .collect::<Result<Vec<_>, _>>()?;
+    let scenarios_on = |machine: &str| {
+        benches
+            .iter()
+            .map(|b| scenario(a, machine, &host, &b.workload(b.loops(a.quick))))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let mut scenarios = scenarios_on(&a.machine)?;
     let version = perf::version(&a.perf)?;
+    let calibrated = calibrate_host(a)?;
+    if let Some(c) = &calibrated {
+        scenarios = scenarios_on(&c.path.display().to_string())?;
+    }
     let real = measure_real(a, &benches)?;
     eprintln!("simulating {} benchmarks × {} seeds", benches.len(), a.runs);
     let mut measured = Vec::new();
@@ -318,6 +328,7 @@ pub fn main(a: &BenchArgs) -> Result<i32, String> {
         perf: version,
         host,
         machine,
+        calibration: calibrated.as_ref().map(|c| c.text.clone()),
     };
     print!("{}", text(a, &header, &measured, &rows));
     if let Some(path) = &a.json {
@@ -403,6 +414,48 @@ struct Header {
     perf: String,
     host: Vec<HostSetting>,
     machine: String,
+    /// The machine file of this run's calibration, if it made one.
+    calibration: Option<String>,
+}
+
+/// This run's calibration of the host, as a machine file the simulated
+/// scenarios load; the file is removed when this is dropped.
+struct Calibrated {
+    text: String,
+    path: PathBuf,
+}
+
+impl Drop for Calibrated {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// `--machine host` (unless --no-calibrate): measure this host's
+/// primitives now, as `schedlab calibrate` does with fewer samples, so that
+/// the simulation runs with the costs of the machine the real runs see.
+/// A VM's host, idle driver and load change from one day to the next: the
+/// `vm-2` preset's constants are one day's.
+fn calibrate_host(a: &BenchArgs) -> Result<Option<Calibrated>, String> {
+    if a.no_calibrate || a.machine != "host" {
+        return Ok(None);
+    }
+    let plan = crate::calibrate::Plan {
+        scale: if a.quick { 0.25 } else { 1.0 },
+        runs: if a.quick { 1 } else { 2 },
+    };
+    eprintln!(
+        "calibrating this host ({} run(s) of `schedlab calibrate`'s primitives)",
+        plan.runs
+    );
+    let mut c =
+        crate::calibrate::measure(&plan).map_err(|e| format!("calibrating the host: {e}"))?;
+    c.machine.name = "host-calibrated".into();
+    let text = crate::calibrate::machine_file(&c);
+    let path = std::env::temp_dir().join(format!("schedlab-validate-{}.toml", std::process::id()));
+    write_atomic(&path, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(Some(Calibrated { text, path }))
 }
 
 fn kernel_line(h: &Header, sets: &[String]) -> String {
@@ -540,6 +593,7 @@ fn to_json(a: &BenchArgs, h: &Header, measured: &[Measured], rows: &[Row]) -> Va
         "quick": a.quick,
         "wait_idle_s": a.wait_idle,
         "machine": h.machine,
+        "calibration": h.calibration,
         "seeds": (a.seed..a.seed + a.runs).collect::<Vec<_>>(),
         "sim_settings": h.host.iter().map(|s| json!({"key": s.key, "value": s.value, "source": s.source})).collect::<Vec<_>>(),
         "extra_sets": a.sets,
