@@ -410,6 +410,66 @@ pub fn line_transfer(a: usize, b: usize, batches: usize) -> Result<Vec<f64>, Str
     })
 }
 
+/// A token passed around a ring of `k` SCHED_BATCH tasks on `cpu` through
+/// one pipe per task (each reads its own, writes the next's): ns per hop,
+/// one sample per `laps` laps, `batches` samples. Threads share an address
+/// space; processes (forked) each have their own. Every hop is a wakeup,
+/// a block and one switch (SCHED_BATCH: the wakee never preempts the
+/// writer, which would add a switch to a third of the hops from k = 3 on);
+/// what changes with `k` is how many other tasks ran on the CPU since the
+/// one switched in last did.
+pub fn ring(cpu: usize, k: usize, processes: bool, batches: usize) -> Result<Vec<f64>, String> {
+    let laps = (400 / k).max(20);
+    let total = batches * laps;
+    let pipes = (0..k)
+        .map(|_| Channel::pipe())
+        .collect::<Result<Vec<_>, _>>()?;
+    let member = |i: usize| {
+        let mut b = [0u8; 1];
+        for _ in 0..total {
+            pipes[i].recv(&mut b);
+            pipes[(i + 1) % k].send(&b);
+        }
+    };
+    thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpu);
+            sys::set_policy(Policy::Batch)?;
+            let mut kids = Vec::new();
+            let mut threads = Vec::new();
+            for i in 1..k {
+                if processes {
+                    kids.push(sys::fork_child(|| member(i))?);
+                } else {
+                    threads.push(s.spawn(move || {
+                        pin(cpu);
+                        let _ = sys::set_policy(Policy::Batch);
+                        member(i)
+                    }));
+                }
+            }
+            let mut b = [1u8; 1];
+            let samples = (0..batches)
+                .map(|_| {
+                    let t0 = sys::now_ns();
+                    for _ in 0..laps {
+                        pipes[1 % k].send(&b);
+                        pipes[0].recv(&mut b);
+                    }
+                    (sys::now_ns() - t0) as f64 / (laps * k) as f64
+                })
+                .collect();
+            kids.into_iter().for_each(sys::wait_child);
+            for t in threads {
+                t.join().map_err(|_| "ring thread panicked".to_string())?;
+            }
+            Ok(samples)
+        })
+        .join()
+        .map_err(|_| "ring thread panicked".to_string())?
+    })
+}
+
 /// fork + child `_exit` + waitpid from a thread on `cpu`: per cycle, the
 /// parent's fork() time and the whole cycle.
 pub fn fork_exit(cpu: usize, n: usize) -> Result<(Vec<f64>, Vec<f64>), String> {

@@ -124,6 +124,9 @@ fn u64_field<'c>(c: &'c mut CostModel, field: &str) -> Option<&'c mut u64> {
         "nohz_idle_exit_ns" => &mut c.nohz_idle_exit_ns,
         "pipe_wait_cycle_ns" => &mut c.pipe_wait_cycle_ns,
         "socket_wait_cycle_ns" => &mut c.socket_wait_cycle_ns,
+        "switch_cache_warm_ns" => &mut c.switch_cache_warm_ns,
+        "switch_cache_cold_ns" => &mut c.switch_cache_cold_ns,
+        "tlb_asid_miss_ns" => &mut c.tlb_asid_miss_ns,
         _ => return None,
     })
 }
@@ -173,6 +176,7 @@ pub fn derive(r: &Results, base: &CostModel, base_name: &str, idle: &IdleInfo) -
     derive_idle(&mut x, idle);
     derive_ipc(&mut x, syscall);
     derive_fork(&mut x, clock, syscall);
+    derive_footprint(&mut x);
     let tick = x.m("tick_gap");
     x.set(
         "tick_ns",
@@ -194,6 +198,42 @@ pub fn derive(r: &Results, base: &CostModel, base_name: &str, idle: &IdleInfo) -
         cost: x.cost,
         notes: x.notes,
     }
+}
+
+/// The footprint costs from the token rings (bench::ring): a hop past
+/// two other tasks against one past a single other; past seven address
+/// spaces against six, both with caches already cold (TLB_NR_DYN_ASIDS).
+fn derive_footprint(x: &mut Ctx) {
+    let (t2, t3, t8) = (
+        x.m("ring_thread_2"),
+        x.m("ring_thread_3"),
+        x.m("ring_thread_8"),
+    );
+    for (field, k, tk) in [
+        ("switch_cache_warm_ns", 3, t3),
+        ("switch_cache_cold_ns", 8, t8),
+    ] {
+        x.set(
+            field,
+            tk.zip(t2).map(|(a, b)| a - b),
+            format!(
+                "ring of {k} threads on one CPU {} − ring of 2 {} (ns per hop)",
+                opt(tk),
+                opt(t2)
+            ),
+        );
+    }
+    let (p6, p8) = (x.m("ring_process_6"), x.m("ring_process_8"));
+    x.set(
+        "tlb_asid_miss_ns",
+        p8.zip(p6).map(|(a, b)| a - b),
+        format!(
+            "ring of 8 processes on one CPU {} − ring of 6 {} (ns per hop; {} dynamic ASIDs)",
+            opt(p8),
+            opt(p6),
+            x.cost.tlb_dyn_asids
+        ),
+    );
 }
 
 fn opt(v: Option<f64>) -> String {

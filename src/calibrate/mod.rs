@@ -11,7 +11,9 @@
 //! streaming (write+read by one thread, nobody sleeps) at several sizes;
 //! the CPU time a reader woken for each 100-byte message is charged for
 //! its read, same CPU and cross-CPU; one-way cache-line transfer by
-//! distance; fork + exit + waitpid; the timer tick as a busy loop sees it.
+//! distance; fork + exit + waitpid; the timer tick as a busy loop sees it;
+//! a token passed around rings of 2–8 threads or processes on one CPU
+//! (cache footprint and TLB ASIDs, kernel/footprint.rs).
 //! [`derive`] turns them into cost-model fields.
 
 pub mod bench;
@@ -217,6 +219,15 @@ fn same_cpu(home: usize, plan: &Plan, r: &mut Results) {
                 s,
             ),
             Err(e) => r.skip("wake cycle", &e),
+        }
+    }
+    for (k, processes) in [(2, false), (3, false), (8, false), (6, true), (8, true)] {
+        let kind = if processes { "process" } else { "thread" };
+        let what = format!("token around a ring of {k} {kind}s on one CPU (pipes): per hop");
+        let what = what.replace("processs", "processes");
+        match bench::ring(home, k, processes, plan.n(30)) {
+            Ok(s) => r.add(&format!("ring_{kind}_{k}"), &what, "ns", s),
+            Err(e) => r.skip(&what, &e),
         }
     }
     match bench::timer_wakeups(home, plan.n(2000)) {

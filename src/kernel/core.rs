@@ -6,6 +6,7 @@ use super::fair::{
     CfsRq, DEQUEUE_MIGRATING, DEQUEUE_SLEEP, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP,
 };
 use super::fair_class::Dequeued;
+use super::footprint::Warmth;
 use super::pelt;
 use super::preempt::{Cause, Req, RqPreempt};
 use super::program::Action;
@@ -90,6 +91,8 @@ pub struct Rq {
     pub lock_free_at: Time,
     /// The address space currently loaded (switch_mm is skipped when equal).
     pub loaded_mm: u32,
+    /// What this CPU's caches and TLB hold of recently run tasks.
+    pub footprint: super::footprint::Footprint,
     /// When the CPU last stopped being idle (for busy time).
     pub busy_since: Time,
     /// The call-single wakelist: tasks woken onto this CPU that it has
@@ -122,6 +125,7 @@ impl Rq {
             tick_on: false,
             lock_free_at: 0,
             loaded_mm: u32::MAX,
+            footprint: Default::default(),
             busy_since: 0,
             wake_list: Vec::new(),
             ttwu_pending: false,
@@ -598,17 +602,32 @@ impl Kernel {
     }
 
     /// context_switch cost: register/stack switch, switch_mm when the
-    /// address space changes, and refilling caches after a migration.
+    /// address space changes (with a TLB flush when it holds none of the
+    /// CPU's dynamic ASIDs), and refilling caches: after a migration from
+    /// the other CPU's, else as far as other tasks evicted them here.
     fn switch_cost(&mut self, cpu: usize, next: Pid) -> u64 {
         let c = &self.machine.cost;
+        let rq = &mut self.rqs[cpu];
         let t = &mut self.tasks[next];
         let mut cost = c.context_switch_ns;
-        if self.rqs[cpu].loaded_mm != t.mm {
+        if rq.loaded_mm != t.mm {
             cost += c.mm_switch_ns;
-            self.rqs[cpu].loaded_mm = t.mm;
+            if !rq.footprint.switch_mm(t.mm, c.tlb_dyn_asids as usize) {
+                cost += c.tlb_asid_miss_ns;
+            }
+            rq.loaded_mm = t.mm;
         }
-        if let Some(from) = t.last_ran_cpu {
-            cost += self.machine.cache_refill_ns(from, cpu);
+        let warmth = rq.footprint.switch_in(next);
+        match t.last_ran_cpu {
+            Some(from) if from != cpu => cost += self.machine.cache_refill_ns(from, cpu),
+            Some(_) => {
+                cost += match warmth {
+                    Warmth::Hot => 0,
+                    Warmth::Warm => c.switch_cache_warm_ns,
+                    Warmth::Cold => c.switch_cache_cold_ns,
+                }
+            }
+            None => {}
         }
         t.last_ran_cpu = Some(cpu);
         self.vary(cost)

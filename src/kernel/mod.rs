@@ -18,6 +18,7 @@ pub mod core;
 pub mod fair;
 pub mod fair_class;
 pub mod features;
+pub mod footprint;
 pub mod futex;
 pub mod idle;
 pub mod irq;

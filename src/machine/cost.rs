@@ -52,6 +52,16 @@ pub const fn refill_ns(line_latency_ns: u64) -> u64 {
 
 const NS_PER_US: u64 = 1000;
 
+/// Cost fields a machine file may omit (0: not measured): machine files
+/// written before `calibrate` measured the cache footprint and the TLB
+/// ASIDs (2026-11-25) do not have them.
+pub const OPTIONAL: [&str; 4] = [
+    "switch_cache_warm_ns",
+    "switch_cache_cold_ns",
+    "tlb_asid_miss_ns",
+    "tlb_dyn_asids",
+];
+
 /// One cpuidle state, as in `struct cpuidle_state`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -191,6 +201,22 @@ pub struct CostModel {
     pub cache_refill_socket_ns: u64,
     /// ... to another socket / NUMA node.
     pub cache_refill_numa_ns: u64,
+    /// Extra run time of a task switched in on the CPU it last ran on
+    /// after two other tasks ran there since: part of its cache
+    /// footprint is gone (see [`Footprint`]). 0 where not measured.
+    #[serde(default)]
+    pub switch_cache_warm_ns: u64,
+    /// The same after three or more other tasks: its footprint is gone.
+    #[serde(default)]
+    pub switch_cache_cold_ns: u64,
+    /// switch_mm to an address space that holds none of the CPU's
+    /// dynamic ASIDs: a TLB flush, then the refill. 0 where not measured.
+    #[serde(default)]
+    pub tlb_asid_miss_ns: u64,
+    /// Dynamic ASIDs per CPU (x86 TLB_NR_DYN_ASIDS = 6); 0 where the
+    /// architecture's ASIDs do not run out per CPU (arm64, POWER radix).
+    #[serde(default)]
+    pub tlb_dyn_asids: u32,
     /// Fixed cost of one pipe `read` or `write` beyond the syscall entry
     /// (pipe mutex, buffer bookkeeping, wakeup check).
     pub pipe_op_ns: u64,
@@ -354,6 +380,11 @@ pub fn kvm_guest() -> CostModel {
         cache_refill_socket_ns: refill_ns(57),
         // single node: never charged; same as LLC
         cache_refill_numa_ns: refill_ns(57),
+        // not measured on the host vm-2 was fitted on (`calibrate` measures them: ring of 2, 3, 4 and 8 tasks); x86 TLB_NR_DYN_ASIDS
+        switch_cache_warm_ns: 0,
+        switch_cache_cold_ns: 0,
+        tlb_asid_miss_ns: 0,
+        tlb_dyn_asids: 6,
         // calibrate: pipe write+read that never sleeps, 337 ns at 1 B: c/2 − syscall
         pipe_op_ns: 93,
         // calibrate: slope of the never-sleeping write+read pairs, 4 KiB to 32 KiB, halved
@@ -444,6 +475,11 @@ pub fn cascade_lake() -> CostModel {
         cache_refill_socket_ns: refill_ns(55),
         // published: ~130–140 ns core-to-core across the UPI link
         cache_refill_numa_ns: refill_ns(135),
+        // not measured on this machine: 0; x86 TLB_NR_DYN_ASIDS
+        switch_cache_warm_ns: 0,
+        switch_cache_cold_ns: 0,
+        tlb_asid_miss_ns: 0,
+        tlb_dyn_asids: 6,
         // estimate: pipe_write/pipe_read fixed path (mutex, buffer, wakeup check) ~200 ns
         pipe_op_ns: 200,
         // estimate: copy_user with ERMS rep movsb ~12 GB/s for L1/L2-resident data → ~80 ps/B
@@ -528,6 +564,11 @@ pub fn sandy_bridge_ep() -> CostModel {
         cache_refill_socket_ns: refill_ns(40),
         // published: ~110–130 ns core-to-core across QPI
         cache_refill_numa_ns: refill_ns(120),
+        // not measured on this machine: 0; x86 TLB_NR_DYN_ASIDS
+        switch_cache_warm_ns: 0,
+        switch_cache_cold_ns: 0,
+        tlb_asid_miss_ns: 0,
+        tlb_dyn_asids: 6,
         // estimate: ~1.2× Cascade Lake's 200 ns
         pipe_op_ns: 240,
         // estimate: no ERMS on Sandy Bridge (rep movsq) ~8 GB/s → ~125 ps/B
@@ -602,6 +643,11 @@ pub fn haswell_ex() -> CostModel {
         cache_refill_socket_ns: refill_ns(60),
         // estimate: ~150 ns across QPI in a 4-socket glueless system (snoop broadcast)
         cache_refill_numa_ns: refill_ns(150),
+        // not measured on this machine: 0; x86 TLB_NR_DYN_ASIDS
+        switch_cache_warm_ns: 0,
+        switch_cache_cold_ns: 0,
+        tlb_asid_miss_ns: 0,
+        tlb_dyn_asids: 6,
         // estimate: between Sandy Bridge and Cascade Lake
         pipe_op_ns: 220,
         // estimate: ERMS rep movsb ~10 GB/s → 100 ps/B
@@ -677,6 +723,11 @@ pub fn milan() -> CostModel {
         cache_refill_socket_ns: refill_ns(105),
         // published: ~180–200 ns between sockets (xGMI)
         cache_refill_numa_ns: refill_ns(190),
+        // not measured on this machine: 0; x86 TLB_NR_DYN_ASIDS
+        switch_cache_warm_ns: 0,
+        switch_cache_cold_ns: 0,
+        tlb_asid_miss_ns: 0,
+        tlb_dyn_asids: 6,
         // estimate: as Cascade Lake
         pipe_op_ns: 200,
         // estimate: Zen 3 FSRM/ERMS copies ~14 GB/s in cache → ~70 ps/B
@@ -749,6 +800,11 @@ pub fn altra() -> CostModel {
         cache_refill_socket_ns: refill_ns(95),
         // single socket: never charged; same as socket
         cache_refill_numa_ns: refill_ns(95),
+        // not measured on this machine: 0; arm64 ASIDs are global (16-bit), no per-CPU run-out
+        switch_cache_warm_ns: 0,
+        switch_cache_cold_ns: 0,
+        tlb_asid_miss_ns: 0,
+        tlb_dyn_asids: 0,
         // estimate: as Cascade Lake
         pipe_op_ns: 200,
         // estimate: arm64 copy_to_user ~10 GB/s in cache → 100 ps/B
@@ -829,6 +885,11 @@ pub fn power10() -> CostModel {
         cache_refill_socket_ns: refill_ns(70),
         // estimate: another chip over the SMP fabric ~200 ns
         cache_refill_numa_ns: refill_ns(200),
+        // not measured on this machine: 0; POWER radix PIDs are global, no per-CPU run-out
+        switch_cache_warm_ns: 0,
+        switch_cache_cold_ns: 0,
+        tlb_asid_miss_ns: 0,
+        tlb_dyn_asids: 0,
         // estimate: ~1.25× Cascade Lake's 200 ns
         pipe_op_ns: 250,
         // estimate: POWER copy_tofrom_user ~10 GB/s in cache → 100 ps/B

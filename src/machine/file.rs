@@ -378,7 +378,12 @@ impl MachineFile<'_> {
             }
             merged.insert(k.clone(), v.clone());
         }
-        if let Some(k) = template.keys().find(|k| !merged.contains_key(*k)) {
+        let required = |k: &&String| !cost::OPTIONAL.contains(&k.as_str());
+        if let Some(k) = template
+            .keys()
+            .filter(required)
+            .find(|k| !merged.contains_key(*k))
+        {
             let msg = "missing (give every cost, or base = \"PRESET\" for the rest)";
             return Err(self.err(S, k, msg));
         }
