@@ -222,9 +222,11 @@ fn same_cpu(home: usize, plan: &Plan, r: &mut Results) {
         }
     }
     for (k, processes) in [(2, false), (3, false), (8, false), (6, true), (8, true)] {
-        let kind = if processes { "process" } else { "thread" };
-        let what = format!("token around a ring of {k} {kind}s on one CPU (pipes): per hop");
-        let what = what.replace("processs", "processes");
+        let (kind, kinds) = match processes {
+            true => ("process", "processes"),
+            false => ("thread", "threads"),
+        };
+        let what = format!("token around a ring of {k} {kinds} on one CPU (pipes): per hop");
         match bench::ring(home, k, processes, plan.n(30)) {
             Ok(s) => r.add(&format!("ring_{kind}_{k}"), &what, "ns", s),
             Err(e) => r.skip(&what, &e),

@@ -380,7 +380,7 @@ pub fn kvm_guest() -> CostModel {
         cache_refill_socket_ns: refill_ns(57),
         // single node: never charged; same as LLC
         cache_refill_numa_ns: refill_ns(57),
-        // not measured on the host vm-2 was fitted on (`calibrate` measures them: ring of 2, 3, 4 and 8 tasks); x86 TLB_NR_DYN_ASIDS
+        // not measured on the host vm-2 was fitted on (`calibrate` measures them: rings of 2, 3 and 8 threads, 6 and 8 processes); x86 TLB_NR_DYN_ASIDS
         switch_cache_warm_ns: 0,
         switch_cache_cold_ns: 0,
         tlb_asid_miss_ns: 0,
