@@ -184,3 +184,43 @@ fn many_tasks_on_a_cpu_switch_to_cold_caches() {
     let (cold, cold0) = (context1_lps(8, true), context1_lps(8, false));
     assert!(cold < 0.9 * cold0, "{cold} vs {cold0}");
 }
+
+/// calibrate/derive.rs: the costs derived from this host's primitives add
+/// up to the hop they were derived from. A token between two SCHED_BATCH
+/// threads on one CPU (a write that wakes, a read that blocks, a switch;
+/// simulated without wakeup preemption) takes what the 2026-11-25
+/// calibration measured per hop (`ring_thread_2`), within 5 %. With the
+/// wait cycle taken from the reader's CPU time across a read that slept,
+/// which also holds the waker's work after its rq clock update
+/// (rq_clock_skip_update), the simulated hop was 44 % longer.
+#[test]
+fn a_calibrated_pipe_hop_takes_what_its_ring_measured() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/machines/vm-2-2026-11-25.toml");
+    let cal = std::fs::read_to_string(&path).unwrap();
+    let ring: f64 = cal
+        .lines()
+        .find_map(|l| l.strip_prefix("ring_thread_2 = { median = "))
+        .and_then(|rest| rest.split(',').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let m = path.display().to_string();
+    let j = json_of(
+        &[
+            "run",
+            "--machine",
+            &m,
+            "--set",
+            "kernel.features.WAKEUP_PREEMPTION=false",
+            "--workload",
+            "pipe:loops=5000,variant=pingpong,threads=true,cpu=0",
+        ],
+        "ring2.json",
+    );
+    let hop = j["benchmark"]["usecs_per_op"].as_f64().unwrap() * 1000.0 / 2.0;
+    assert!(
+        (hop / ring - 1.0).abs() < 0.05,
+        "{hop} ns per hop, ring {ring}"
+    );
+}

@@ -411,19 +411,24 @@ pub fn line_transfer(a: usize, b: usize, batches: usize) -> Result<Vec<f64>, Str
 }
 
 /// A token passed around a ring of `k` SCHED_BATCH tasks on `cpu` through
-/// one pipe per task (each reads its own, writes the next's): ns per hop,
+/// one pipe or socket pair per task (each reads its own, writes the
+/// next's; 1 byte, the lmbench lat_ctx loop): ns per hop,
 /// one sample per `laps` laps, `batches` samples. Threads share an address
 /// space; processes (forked) each have their own. Every hop is a wakeup,
 /// a block and one switch (SCHED_BATCH: the wakee never preempts the
 /// writer, which would add a switch to a third of the hops from k = 3 on);
 /// what changes with `k` is how many other tasks ran on the CPU since the
 /// one switched in last did.
-pub fn ring(cpu: usize, k: usize, processes: bool, batches: usize) -> Result<Vec<f64>, String> {
+pub fn ring(
+    cpu: usize,
+    k: usize,
+    processes: bool,
+    ipc: Ipc,
+    batches: usize,
+) -> Result<Vec<f64>, String> {
     let laps = (400 / k).max(20);
     let total = batches * laps;
-    let pipes = (0..k)
-        .map(|_| Channel::pipe())
-        .collect::<Result<Vec<_>, _>>()?;
+    let pipes = (0..k).map(|_| ipc.open()).collect::<Result<Vec<_>, _>>()?;
     let member = |i: usize| {
         let mut b = [0u8; 1];
         for _ in 0..total {

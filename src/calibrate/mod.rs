@@ -221,14 +221,30 @@ fn same_cpu(home: usize, plan: &Plan, r: &mut Results) {
             Err(e) => r.skip("wake cycle", &e),
         }
     }
-    for (k, processes) in [(2, false), (3, false), (8, false), (6, true), (8, true)] {
+    let rings = [
+        (2, false, Ipc::Pipe),
+        (3, false, Ipc::Pipe),
+        (8, false, Ipc::Pipe),
+        (6, true, Ipc::Pipe),
+        (8, true, Ipc::Pipe),
+        (2, false, Ipc::Unix),
+    ];
+    for (k, processes, ipc) in rings {
         let (kind, kinds) = match processes {
             true => ("process", "processes"),
             false => ("thread", "threads"),
         };
-        let what = format!("token around a ring of {k} {kinds} on one CPU (pipes): per hop");
-        match bench::ring(home, k, processes, plan.n(30)) {
-            Ok(s) => r.add(&format!("ring_{kind}_{k}"), &what, "ns", s),
+        // Pipe rings keep their first names (ring_thread_2, …).
+        let id = match ipc {
+            Ipc::Pipe => format!("ring_{kind}_{k}"),
+            Ipc::Unix => format!("ring_unix_{kind}_{k}"),
+        };
+        let what = format!(
+            "token around a ring of {k} {kinds} on one CPU ({}): per hop",
+            ipc.name()
+        );
+        match bench::ring(home, k, processes, ipc, plan.n(30)) {
+            Ok(s) => r.add(&id, &what, "ns", s),
             Err(e) => r.skip(&what, &e),
         }
     }
