@@ -3,16 +3,19 @@
 and flag set, from `schedlab replay FILE --fidelity --json -`.
 
 usage: scripts/replay-table.py [SCHEDLAB] LABEL=FILE... [-- FLAGS|FLAGS...]
+  The machine is vm-2, or $REPLAY_MACHINE (a preset or a machine file).
   e.g. scripts/replay-table.py target/release/schedlab \
          A=tests/data/messaging-g1-l20.perf.txt -- "" "--pin --handover"
 """
 import json
+import os
 import subprocess
 import sys
 
 
 def row(schedlab, label, path, flags):
-    cmd = [schedlab, "replay", path, "--fidelity", "--machine", "vm-2", "-q", "--json", "-"]
+    machine = os.environ.get("REPLAY_MACHINE", "vm-2")
+    cmd = [schedlab, "replay", path, "--fidelity", "--machine", machine, "-q", "--json", "-"]
     cmd += flags.split()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:

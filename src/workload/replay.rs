@@ -29,11 +29,20 @@ enum Atom {
     Timer(u64),
     /// Placeholder for a block whose wakeup is not seen yet (since).
     Blocked(u64),
-    /// Wake edge n; the recorded wakeup crossed CPUs.
-    Wake(usize, bool),
+    /// Wake edge n, and where the recorded wakeup went.
+    Wake(usize, Reach),
     /// Fork task n; the new task was woken onto another CPU (an IPI).
     Fork(usize, bool),
     Exit,
+}
+
+/// Where a recorded wakeup went, for the waker's kernel work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    /// The waker's own CPU.
+    Local,
+    /// Another CPU's rq; `ipi`: it sent an IPI (see `ipi_pending`).
+    Remote { ipi: bool },
 }
 
 /// What the trace recorded for one task, for --fidelity.
@@ -153,6 +162,9 @@ struct Builder2 {
     handover: bool,
     handovers: usize,
     cpus: BTreeMap<usize, CpuSeen>,
+    /// Wakeups onto another CPU not yet known to have sent an IPI, by
+    /// target CPU: (waker, index of its Wake atom, wakee pid).
+    ipi_pending: BTreeMap<usize, Vec<(usize, usize, u32)>>,
 }
 
 impl Builder2 {
@@ -267,6 +279,7 @@ impl Builder2 {
                 prev_state,
                 next,
             } => {
+                self.settle_ipis(r.cpu, prev.pid, prev_state, next.pid);
                 let p = self.task(prev.pid, &prev.comm, prev.prio, r.line);
                 let n = self.task(next.pid, &next.comm, next.prio, r.line);
                 if let Some(i) = p {
@@ -400,7 +413,7 @@ impl Builder2 {
                 let e = self.edges;
                 self.edges += 1;
                 self.handovers += 1;
-                self.tasks[i].atoms.push(Atom::Wake(e, false));
+                self.tasks[i].atoms.push(Atom::Wake(e, Reach::Local));
                 self.tasks[b].atoms.push(Atom::Await(e));
             }
         }
@@ -468,7 +481,7 @@ impl Builder2 {
             // On its way to block: an edge, no block to end.
             if let (Some(w), false) = (waker, self.tasks[i].dead) {
                 self.flush_run(i, ts);
-                let e = self.edge(w, r);
+                let e = self.edge(w, i, r);
                 self.tasks[i].atoms.push(Atom::Await(e));
             }
             return;
@@ -477,7 +490,7 @@ impl Builder2 {
             self.tasks[w].woke.push(i);
         }
         let atom = match waker {
-            Some(w) => Atom::Await(self.edge(w, r)),
+            Some(w) => Atom::Await(self.edge(w, i, r)),
             None => {
                 self.timers += 1;
                 Atom::Timer(ts - since)
@@ -488,14 +501,42 @@ impl Builder2 {
         t.runnable_since = Some(ts);
     }
 
-    /// A new wakeup edge, posted by `w` at `ts` (record `r`).
-    fn edge(&mut self, w: usize, r: &Record) -> usize {
+    /// A new wakeup edge, posted by `w` for `wakee` at `ts` (record `r`).
+    /// One onto another CPU is taken to have sent an IPI until that CPU's
+    /// next switch says otherwise (settle_ipis).
+    fn edge(&mut self, w: usize, wakee: usize, r: &Record) -> usize {
         self.flush_run(w, r.ts);
         let e = self.edges;
         self.edges += 1;
-        let remote = matches!(r.ev, Event::Waking { target: Some(c), .. } if c != r.cpu);
-        self.tasks[w].atoms.push(Atom::Wake(e, remote));
+        if let Event::Waking {
+            target: Some(c), ..
+        } = r.ev
+        {
+            if c != r.cpu {
+                let at = self.tasks[w].atoms.len();
+                let pid = self.tasks[wakee].pid;
+                self.ipi_pending.entry(c).or_default().push((w, at, pid));
+                let reach = Reach::Remote { ipi: true };
+                self.tasks[w].atoms.push(Atom::Wake(e, reach));
+                return e;
+            }
+        }
+        self.tasks[w].atoms.push(Atom::Wake(e, Reach::Local));
         e
+    }
+
+    /// The next switch on a remote wakeup's target CPU tells whether the
+    /// wakeup sent an IPI (ttwu_queue_cond, resched_curr): the CPU was
+    /// idle (the wakelist, or the idle task's reschedule), or the wakee
+    /// preempted the task running there. A wakee only queued behind a
+    /// busy CPU's task cost the waker the remote enqueue, no IPI.
+    fn settle_ipis(&mut self, cpu: usize, prev: u32, prev_state: &str, next: u32) {
+        for (w, at, wakee) in self.ipi_pending.remove(&cpu).unwrap_or_default() {
+            let ipi = prev == 0 || (next == wakee && prev_state.starts_with('R'));
+            if let Some(Atom::Wake(_, reach)) = self.tasks[w].atoms.get_mut(at) {
+                *reach = Reach::Remote { ipi };
+            }
+        }
     }
 
     fn finish(&mut self, end: u64) {
@@ -554,6 +595,7 @@ impl Replay {
             handover: opts.handover,
             handovers: 0,
             cpus: BTreeMap::new(),
+            ipi_pending: BTreeMap::new(),
         };
         for r in recs {
             b.record(r, use_wakeup)
@@ -727,15 +769,17 @@ impl Replay {
     }
 
     /// The cost the model charges for an atom's kernel work: for a wakeup
-    /// the waker's share, local or (as recorded) onto another CPU's rq
-    /// with an IPI; the recorded burst holds the real one.
+    /// the waker's share, local or (as recorded) onto another CPU's rq,
+    /// with an IPI if it sent one; the recorded burst holds the real one.
     fn model_cost(&self, k: &Kernel, a: &Atom) -> u64 {
         let c = &k.machine.cost;
         match a {
             Atom::Fork(..) => c.fork_ns,
             Atom::Exit => c.exit_ns,
-            Atom::Wake(_, false) => c.wakeup_local_ns,
-            Atom::Wake(_, true) => c.wakeup_local_ns + c.remote_rq_lock_ns + c.ipi_send_ns,
+            Atom::Wake(_, Reach::Local) => c.wakeup_local_ns,
+            Atom::Wake(_, Reach::Remote { ipi }) => {
+                c.wakeup_local_ns + c.remote_rq_lock_ns + c.ipi_send_ns * *ipi as u64
+            }
             _ => 0,
         }
     }
