@@ -821,3 +821,82 @@ fn a_task_alive_at_the_end_of_the_trace_pays_no_exit() {
         assert!(sim.abs_diff(recorded) < 2_000, "{comm}: {sim} ns simulated");
     }
 }
+
+/// A recorded wakeup onto another CPU holds an IPI in the waker's burst
+/// only if it sent one: here the wakee's CPU is busy, and its task blocks
+/// (until the wakee wakes it) before the wakee runs: no preemption, no
+/// wakelist, so the waker's 50 wakeups cost it the remote enqueue only. Taking vm-2's 12.9 µs IPI out
+/// of each of its 100 µs bursts lost 13 % of its CPU time.
+#[test]
+fn a_remote_wakeup_that_sent_no_ipi_keeps_the_wakers_time() {
+    let mut t = String::new();
+    let line = |t: &mut String, ctx: &str, cpu: u32, us: u64, ev: &str| {
+        let ts = 1_000_000 + us;
+        let (s, frac) = (ts / 1_000_000, ts % 1_000_000);
+        *t += &format!("  {ctx} [00{cpu}] d..2. {s}.{frac:06}: {ev}\n");
+    };
+    let switch = |p: (&str, u32, &str), n: (&str, u32)| {
+        format!(
+            "sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state={} ==> next_comm={} next_pid={} next_prio=120",
+            p.0, p.1, p.2, n.0, n.1
+        )
+    };
+    line(
+        &mut t,
+        "<idle>-0",
+        0,
+        0,
+        &switch(("swapper/0", 0, "R"), ("w", 10)),
+    );
+    line(
+        &mut t,
+        "<idle>-0",
+        1,
+        0,
+        &switch(("swapper/1", 0, "R"), ("b", 20)),
+    );
+    for k in 0..50 {
+        let at = 100 * k + 100;
+        let waking = "sched_waking: comm=r pid=30 prio=120 target_cpu=001";
+        line(&mut t, "w-10", 0, at, waking);
+        line(
+            &mut t,
+            "b-20",
+            1,
+            at + 30,
+            &switch(("b", 20, "S"), ("r", 30)),
+        );
+        let wakes_b = "sched_waking: comm=b pid=20 prio=120 target_cpu=001";
+        line(&mut t, "r-30", 1, at + 35, wakes_b);
+        line(
+            &mut t,
+            "r-30",
+            1,
+            at + 40,
+            &switch(("r", 30, "S"), ("b", 20)),
+        );
+    }
+    line(
+        &mut t,
+        "w-10",
+        0,
+        5200,
+        &switch(("w", 10, "R"), ("swapper/0", 0)),
+    );
+    let p = tmp("remote-no-ipi.txt");
+    std::fs::write(&p, t).unwrap();
+    let flags = [
+        "--pin",
+        "--set",
+        "noise.enabled=false",
+        "--set",
+        "kernel.features.WAKEUP_PREEMPTION=false",
+    ];
+    let (_, w) = replay_fidelity(&p, "remote-no-ipi.json", &flags);
+    let tasks = w["fidelity"]["tasks"].as_array().unwrap();
+    let waker = tasks.iter().find(|t| t["comm"] == "w").unwrap();
+    let rec = waker["recorded"]["runtime_ns"].as_u64().unwrap();
+    let sim = waker["simulated"]["runtime_ns"].as_u64().unwrap();
+    assert_eq!(rec, 5_200_000);
+    assert!(sim.abs_diff(rec) < rec / 50, "waker: {sim} ns simulated");
+}
