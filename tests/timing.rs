@@ -135,14 +135,15 @@ fn sched_switch_keeps_prev_state_from_the_start_of_the_switch() {
     }
 }
 
+/// This host's calibration of 2026-11-25 (`schedlab calibrate`).
+fn calibration() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/machines/vm-2-2026-11-25.toml")
+}
+
 /// `context1` score (loops per second) of `copies` pairs on a one-CPU
 /// copy of the 2026-11-25 calibration, with its footprint costs or zeroed.
 fn context1_lps(copies: u32, footprint: bool) -> f64 {
-    let cal = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("scenarios/machines/vm-2-2026-11-25.toml"),
-    )
-    .unwrap();
+    let cal = std::fs::read_to_string(calibration()).unwrap();
     let mut text = String::new();
     for line in cal.lines() {
         let key = line.split(" = ").next().unwrap_or("");
@@ -195,8 +196,7 @@ fn many_tasks_on_a_cpu_switch_to_cold_caches() {
 /// (rq_clock_skip_update), the simulated hop was 44 % longer.
 #[test]
 fn a_calibrated_pipe_hop_takes_what_its_ring_measured() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios/machines/vm-2-2026-11-25.toml");
+    let path = calibration();
     let cal = std::fs::read_to_string(&path).unwrap();
     let ring: f64 = cal
         .lines()

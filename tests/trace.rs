@@ -825,8 +825,9 @@ fn a_task_alive_at_the_end_of_the_trace_pays_no_exit() {
 /// A recorded wakeup onto another CPU holds an IPI in the waker's burst
 /// only if it sent one: here the wakee's CPU is busy, and its task blocks
 /// (until the wakee wakes it) before the wakee runs: no preemption, no
-/// wakelist, so the waker's 50 wakeups cost it the remote enqueue only. Taking vm-2's 12.9 µs IPI out
-/// of each of its 100 µs bursts lost 13 % of its CPU time.
+/// wakelist, so the waker's 50 wakeups cost it the remote enqueue only.
+/// Taking vm-2's 12.9 µs IPI out of each of its 100 µs bursts lost 13 % of
+/// its CPU time.
 #[test]
 fn a_remote_wakeup_that_sent_no_ipi_keeps_the_wakers_time() {
     let mut t = String::new();

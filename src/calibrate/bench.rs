@@ -302,28 +302,6 @@ pub fn stream(cpu: usize, ipc: Ipc, size: usize, batches: usize) -> Result<Vec<f
     })
 }
 
-/// CPU time a reader is charged for a `size`-byte read that finds the
-/// data already there (thread CPU clock around the read), `n` reads.
-pub fn read_cpu(cpu: usize, ipc: Ipc, size: usize, n: usize) -> Result<Vec<f64>, String> {
-    let ch = ipc.open()?;
-    thread::scope(|s| {
-        s.spawn(|| {
-            pin(cpu);
-            let mut buf = vec![7u8; size];
-            (0..n)
-                .map(|_| {
-                    ch.send(&buf);
-                    let c0 = sys::thread_cpu_ns();
-                    ch.recv(&mut buf);
-                    (sys::thread_cpu_ns() - c0) as f64
-                })
-                .collect()
-        })
-        .join()
-        .map_err(|_| "read thread panicked".to_string())
-    })
-}
-
 /// The sleep/wake cycle as the woken reader pays it: a reader on `to`
 /// blocks in read(); a writer on `from` (the same CPU or another) sends a
 /// `size`-byte message after a short sleep, then waits for a 1-byte reply.

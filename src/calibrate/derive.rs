@@ -2,9 +2,10 @@
 //!
 //! Every field is either computed from primitives measured in this run, or
 //! kept from the base model (the `host` preset's: vm-2's in a VM) and
-//! marked so. Composite benchmarks (pipe or socket ping-pong round trips,
-//! messaging, hackbench) are never used: they are what the model is tested
-//! against. The derivations, with `m(x)` the median of primitive `x`:
+//! marked so. Benchmarks whose outcome depends on scheduling decisions
+//! (`perf bench sched pipe`, messaging, hackbench) are never used: they are
+//! what the model is tested against. The token rings are SCHED_BATCH (one
+//! runnable task at a time, no preemption): primitives, lmbench's lat_ctx. The derivations, with `m(x)` the median of primitive `x`:
 //!
 //! - `syscall_ns` = m(getppid).
 //! - `wakeup_local_ns` = m(futex_wake_local) − m(clock) − m(futex_wake_empty):
@@ -42,12 +43,23 @@
 //! - `fork_ns` = m(fork) − m(clock); `exit_ns` = m(fork_exit_wait) − m(fork)
 //!   − 2·(context_switch + mm_switch) − wakeup_local − 2·syscall.
 //! - `tick_ns` = m(tick_gap): the time a busy loop loses to each timer tick.
+//! - `nohz_idle_exit_ns` = m(cycle_<distance>) − m(cycle_same) − irq entry/exit
+//!   − activate (mean of pipe and unix): the reader's CPU time across a read
+//!   that slept, woken from another CPU against from its own.
+//! - `pipe_wait_cycle_ns` = m(ring_thread_2) − 2·(1-byte pipe op) −
+//!   wakeup_local − context_switch, at least 0; `socket_wait_cycle_ns` the
+//!   same from m(ring_unix_thread_2).
+//! - `switch_cache_warm_ns` / `_cold_ns` = m(ring_thread_3) / m(ring_thread_8)
+//!   − m(ring_thread_2); `tlb_asid_miss_ns` = m(ring_process_8) −
+//!   m(ring_process_6).
 //!
 //! `activate_ns` = 4/7 of wakeup_local_ns (a profile ratio). Not measurable from user space, kept: irq_entry_exit_ns,
 //! sis_scan_per_cpu_ns, group_level_ns, smt_speed_pct, and the shallower
 //! idle states' latencies (from sysfs).
 
+use super::bench::Ipc;
 use super::results::Results;
+use super::ring_id;
 use crate::machine::cost::{refill_ns, CostModel, IdleState};
 use std::collections::BTreeMap;
 
@@ -381,25 +393,14 @@ fn derive_wait_cycles(x: &mut Ctx) {
     let c = &x.cost;
     let (cs, wl) = (c.context_switch_ns as f64, c.wakeup_local_ns as f64);
     let one_byte = |ps: u64| c.syscall_ns as f64 + ps as f64 / 1000.0;
-    let ops = [
-        (
-            "pipe",
-            c.pipe_op_ns as f64 + one_byte(c.pipe_copy_ps_per_byte),
-        ),
-        (
-            "unix",
-            c.socket_skb_ns as f64 / 2.0 + one_byte(c.socket_copy_ps_per_byte),
-        ),
-    ];
-    for ((ipc, op), field) in ops
-        .into_iter()
-        .zip(["pipe_wait_cycle_ns", "socket_wait_cycle_ns"])
-    {
-        let id = match ipc {
-            "pipe" => "ring_thread_2".to_string(),
-            _ => format!("ring_{ipc}_thread_2"),
-        };
-        let hop = x.m(&id);
+    let pipe_op = c.pipe_op_ns as f64 + one_byte(c.pipe_copy_ps_per_byte);
+    let unix_op = c.socket_skb_ns as f64 / 2.0 + one_byte(c.socket_copy_ps_per_byte);
+    for (ipc, op, field) in [
+        (Ipc::Pipe, pipe_op, "pipe_wait_cycle_ns"),
+        (Ipc::Unix, unix_op, "socket_wait_cycle_ns"),
+    ] {
+        let hop = x.m(&ring_id(ipc, false, 2));
+        let ipc = ipc.name();
         x.set(
             field,
             hop.map(|h| (h - 2.0 * op - wl - cs).max(0.0)),
@@ -639,10 +640,8 @@ mod tests {
     fn slept_reads_and_timers_set_wait_cycles_nohz_and_hrtimer() {
         let base = kvm_guest();
         let r = results(&[
-            ("pipe_read_cpu", 300.0),
             ("pipe_cycle_same", 1300.0),
             ("pipe_cycle_llc", 9300.0),
-            ("unix_read_cpu", 500.0),
             ("unix_cycle_same", 1700.0),
             ("unix_cycle_llc", 10700.0),
             ("timer_wake_busy", 15000.0),

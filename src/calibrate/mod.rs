@@ -13,7 +13,7 @@
 //! its read, same CPU and cross-CPU; one-way cache-line transfer by
 //! distance; fork + exit + waitpid; the timer tick as a busy loop sees it;
 //! a token passed around rings of 2–8 threads or processes on one CPU
-//! (cache footprint and TLB ASIDs, kernel/footprint.rs).
+//! (the wait cycles; cache footprint and TLB ASIDs, kernel/footprint.rs).
 //! [`derive`] turns them into cost-model fields.
 
 pub mod bench;
@@ -202,15 +202,6 @@ fn same_cpu(home: usize, plan: &Plan, r: &mut Results) {
     }
     for ipc in [Ipc::Pipe, Ipc::Unix] {
         let name = ipc.name();
-        match bench::read_cpu(home, ipc, 100, plan.n(2000)) {
-            Ok(s) => r.add(
-                &format!("{name}_read_cpu"),
-                &format!("{name} read 100 B, data there: reader CPU time"),
-                "ns",
-                s,
-            ),
-            Err(e) => r.skip("read CPU time", &e),
-        }
         match bench::wake_cycle(home, home, ipc, 100, plan.n(1500)) {
             Ok(s) => r.add(
                 &format!("{name}_cycle_same"),
@@ -230,15 +221,8 @@ fn same_cpu(home: usize, plan: &Plan, r: &mut Results) {
         (2, false, Ipc::Unix),
     ];
     for (k, processes, ipc) in rings {
-        let (kind, kinds) = match processes {
-            true => ("process", "processes"),
-            false => ("thread", "threads"),
-        };
-        // Pipe rings keep their first names (ring_thread_2, …).
-        let id = match ipc {
-            Ipc::Pipe => format!("ring_{kind}_{k}"),
-            Ipc::Unix => format!("ring_unix_{kind}_{k}"),
-        };
+        let kinds = if processes { "processes" } else { "threads" };
+        let id = ring_id(ipc, processes, k);
         let what = format!(
             "token around a ring of {k} {kinds} on one CPU ({}): per hop",
             ipc.name()
@@ -265,6 +249,16 @@ fn same_cpu(home: usize, plan: &Plan, r: &mut Results) {
             None => r.skip("tick", "no periodic gap found in a busy loop's clock"),
         },
         Err(e) => r.skip("tick", &e),
+    }
+}
+
+/// The primitive id of a ring of `k` tasks: pipe rings keep their first
+/// names (`ring_thread_2`, `ring_process_8`), socket ones say `unix`.
+pub fn ring_id(ipc: Ipc, processes: bool, k: usize) -> String {
+    let kind = if processes { "process" } else { "thread" };
+    match ipc {
+        Ipc::Pipe => format!("ring_{kind}_{k}"),
+        Ipc::Unix => format!("ring_unix_{kind}_{k}"),
     }
 }
 

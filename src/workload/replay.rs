@@ -508,20 +508,18 @@ impl Builder2 {
         self.flush_run(w, r.ts);
         let e = self.edges;
         self.edges += 1;
-        if let Event::Waking {
-            target: Some(c), ..
-        } = r.ev
-        {
-            if c != r.cpu {
+        let reach = match r.ev {
+            Event::Waking {
+                target: Some(c), ..
+            } if c != r.cpu => {
                 let at = self.tasks[w].atoms.len();
                 let pid = self.tasks[wakee].pid;
                 self.ipi_pending.entry(c).or_default().push((w, at, pid));
-                let reach = Reach::Remote { ipi: true };
-                self.tasks[w].atoms.push(Atom::Wake(e, reach));
-                return e;
+                Reach::Remote { ipi: true }
             }
-        }
-        self.tasks[w].atoms.push(Atom::Wake(e, Reach::Local));
+            _ => Reach::Local,
+        };
+        self.tasks[w].atoms.push(Atom::Wake(e, reach));
         e
     }
 
