@@ -748,7 +748,7 @@ impl Kernel {
         if self.is_rt(p) {
             return self.wakeup_preempt_rt(cpu, p, from);
         }
-        if !self.fair_wakeup_may_preempt(cpu, p) {
+        if !self.fair_wakeup_may_preempt(cpu) {
             return;
         }
         let preempt = match self.rqs[cpu].curr {

@@ -1,4 +1,5 @@
-//! The EEVDF fair class (kernel/sched/fair.c, v6.15), one cfs_rq at a time:
+//! The EEVDF fair class (kernel/sched/fair.c, v6.15; slice protection,
+//! wakeup preemption and yield as in 6.18.y), one cfs_rq at a time:
 //! virtual runtime, the weighted average V, lag, eligibility, virtual
 //! deadlines, placement, the pick, wakeup preemption, delayed dequeue,
 //! reweighting and the per-entity PELT hooks, including the task-group parts
@@ -107,6 +108,9 @@ pub struct FairEnv<'a> {
     pub now_pelt: u64,
     /// sysctl_sched_base_slice after boot scaling.
     pub base_slice: u64,
+    /// normalized_sysctl_sched_base_slice: the protected quantum without
+    /// RUN_TO_PARITY.
+    pub min_quantum: u64,
     pub tick_ns: u64,
     pub feat: &'a Features,
     /// Legacy CFS tunables when `kernel.fair = "cfs"`, None for EEVDF.
@@ -322,8 +326,8 @@ impl CfsRq {
 
     /// update_curr: charge the running entity's execution, advance its
     /// vruntime and deadline, spend the group's bandwidth, and request a
-    /// lazy resched when its request is used up or it lost protection to a
-    /// shorter-slice wakee. Returns the nanoseconds charged.
+    /// lazy resched when its request is used up or its protected period is
+    /// over (v6.17+). Returns the nanoseconds charged.
     pub fn update_curr(&mut self, ents: &mut Ents, env: &FairEnv) -> u64 {
         let Some(c) = self.curr else { return 0 };
         let se = ents.se_mut(c);
@@ -335,29 +339,20 @@ impl CfsRq {
         se.exec_start = env.now;
         se.sum_exec_runtime += delta;
         se.vruntime += calc_delta_fair(delta, &se.load) as i64;
-        let resched = env.legacy.is_none() && update_deadline(se, env);
+        let resched = env.legacy.is_none() && {
+            let new_request = update_deadline(se, env);
+            new_request || !protect_slice(se)
+        };
         self.update_min_vruntime(ents);
         if self.runtime_enabled {
             // account_cfs_rq_runtime; the caller refills or throttles.
             self.runtime_remaining -= delta as i64;
             self.runtime_spent = true;
         }
-        if self.nr_queued > 1 && (resched || self.did_preempt_short(ents, c, env)) {
+        if self.nr_queued > 1 && resched {
             self.resched_req = true;
         }
         delta
-    }
-
-    /// did_preempt_short: curr lost its protection and is no longer eligible.
-    fn did_preempt_short(&self, s: &impl SeStore, c: SeId, env: &FairEnv) -> bool {
-        if !env.feat.enabled(Feature::PreemptShort) || env.legacy.is_some() {
-            return false;
-        }
-        let se = s.se(c);
-        if se.vlag == se.deadline {
-            return false;
-        }
-        !self.entity_eligible(s, c)
     }
 
     /// update_load_avg: age the entity and this cfs_rq, take up a child
@@ -754,9 +749,10 @@ impl CfsRq {
         true
     }
 
-    /// __pick_eevdf (v6.15): the eligible entity with the earliest deadline,
-    /// with RUN_TO_PARITY keeping curr while its protection stamp holds.
-    pub fn pick_eevdf(&self, s: &impl SeStore, env: &FairEnv) -> Option<SeId> {
+    /// __pick_eevdf (v6.18): the eligible entity with the earliest deadline;
+    /// with `protect`, an eligible curr keeps the CPU within its protected
+    /// period (protect_slice).
+    pub fn pick_eevdf(&self, s: &impl SeStore, env: &FairEnv, protect: bool) -> Option<SeId> {
         if env.legacy.is_some() {
             return self.pick_legacy(s);
         }
@@ -768,11 +764,8 @@ impl CfsRq {
         let curr = self
             .curr
             .filter(|&c| s.se(c).on_rq && self.vruntime_eligible(parts, s.se(c).vruntime));
-        if let Some(c) = curr {
-            let se = s.se(c);
-            if env.feat.enabled(Feature::RunToParity) && se.vlag == se.deadline {
-                return Some(c);
-            }
+        if let Some(c) = curr.filter(|&c| protect && protect_slice(s.se(c))) {
+            return Some(c);
         }
         // The timeline is in deadline order: the first eligible one wins.
         let best = self
@@ -786,8 +779,8 @@ impl CfsRq {
         }
     }
 
-    /// set_next_entity: take the picked entity out of the tree, stamp its
-    /// RUN_TO_PARITY protection and start its execution clock.
+    /// set_next_entity: take the picked entity out of the tree, set its
+    /// protected period and start its execution clock.
     pub fn set_next_entity(
         &mut self,
         ents: &mut Ents,
@@ -798,9 +791,9 @@ impl CfsRq {
         if ents.se(id).on_rq {
             self.tree_remove(ents, id);
             self.update_load_avg(ents, id, g, UPDATE_TG, env);
+            set_protect_slice(ents.se_mut(id), env);
         }
         let se = ents.se_mut(id);
-        se.vlag = se.deadline;
         se.exec_start = env.now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
         self.curr = Some(id);
@@ -822,34 +815,35 @@ impl CfsRq {
         self.curr = None;
     }
 
-    /// The EEVDF part of check_preempt_wakeup_fair (v6.15), on the cfs_rq
-    /// where the waking entity `p` and curr's entity meet.
+    /// The EEVDF part of check_preempt_wakeup_fair (v6.18), on the cfs_rq
+    /// where the waking entity `p` and curr's entity meet: preempt when `p`
+    /// is the pick. A wakee with a shorter slice (PREEMPT_SHORT) is weighed
+    /// against an unprotected curr; if it does not preempt, curr's
+    /// protection is cut to that slice (update_protect_slice).
     pub fn check_preempt_wakeup(&mut self, ents: &mut Ents, p: SeId, env: &FairEnv) -> bool {
         let Some(c) = self.curr else { return false };
-        if c == p || !env.feat.enabled(Feature::WakeupPreemption) {
+        if c == p {
             return false;
         }
         self.update_curr(ents, env);
         if let Some(tun) = env.legacy {
             return self.wakeup_preempt_legacy(ents, p, &tun);
         }
-        if self.do_preempt_short(ents, p, c, env) {
-            // cancel_protect_slice
+        let short = env.feat.enabled(Feature::PreemptShort) && ents.se(p).slice < ents.se(c).slice;
+        if self.pick_eevdf(ents, env, !short) == Some(p) {
+            if short {
+                cancel_protect_slice(ents.se_mut(c));
+            }
+            return true;
+        }
+        if short && env.feat.enabled(Feature::RunToParity) {
+            let quantum = ents.se(p).slice;
             let se = ents.se_mut(c);
-            se.vlag = se.deadline + 1;
+            se.vprot = se
+                .vprot
+                .min(se.vruntime + calc_delta_fair(quantum, &se.load) as i64);
         }
-        self.pick_eevdf(ents, env) == Some(p)
-    }
-
-    /// do_preempt_short
-    fn do_preempt_short(&self, s: &impl SeStore, p: SeId, c: SeId, env: &FairEnv) -> bool {
-        if !env.feat.enabled(Feature::PreemptShort) {
-            return false;
-        }
-        if s.se(p).slice >= s.se(c).slice || !self.entity_eligible(s, p) {
-            return false;
-        }
-        s.se(p).deadline < s.se(c).deadline || !self.entity_eligible(s, c)
+        false
     }
 
     /// entity_tick
@@ -866,16 +860,23 @@ impl CfsRq {
         }
     }
 
-    /// yield_task_fair (v6.12–v6.16): push curr's deadline one slice out;
-    /// its vruntime, and so its lag, is kept (v6.19 also forfeits that).
+    /// yield_task_fair (v6.19, in 6.18.y stable as "Forfeit vruntime on
+    /// yield"): an eligible curr gives up the rest of its request, its
+    /// vruntime moved to its deadline and a new request begun; an
+    /// ineligible one is left as it is (it is not the next pick anyway).
     pub fn yield_task(&mut self, ents: &mut Ents, nr_running: usize, env: &FairEnv) {
         let Some(c) = self.curr else { return };
         if nr_running == 1 {
             return;
         }
         self.update_curr(ents, env);
+        if !self.entity_eligible(ents, c) {
+            return;
+        }
         let se = ents.se_mut(c);
+        se.vruntime = se.deadline;
         se.deadline += calc_delta_fair(se.slice, &se.load) as i64;
+        self.update_min_vruntime(ents);
     }
 }
 
@@ -890,6 +891,36 @@ pub fn calc_group_shares(gcfs: &CfsRq, tg_shares: u64, tg_load_avg: i64) -> u64 
         shares /= tg_weight;
     }
     shares.clamp(MIN_SHARES as i64, tg_shares as i64) as u64
+}
+
+/// set_protect_slice: a picked entity keeps the CPU up to its deadline
+/// (RUN_TO_PARITY: for the smallest slice queued, and every entity here has
+/// the base slice), else for the unscaled base slice at most.
+fn set_protect_slice(se: &mut Entity, env: &FairEnv) {
+    let parity = env.feat.enabled(Feature::RunToParity);
+    let quantum = if parity {
+        se.slice
+    } else {
+        env.min_quantum.min(se.slice)
+    };
+    se.vprot = se.deadline;
+    if quantum != se.slice {
+        se.vprot = se
+            .vprot
+            .min(se.vruntime + calc_delta_fair(quantum, &se.load) as i64);
+    }
+}
+
+/// protect_slice: curr is within its protected period.
+fn protect_slice(se: &Entity) -> bool {
+    se.vruntime < se.vprot
+}
+
+/// cancel_protect_slice
+pub(super) fn cancel_protect_slice(se: &mut Entity) {
+    if protect_slice(se) {
+        se.vprot = se.vruntime;
+    }
 }
 
 /// update_deadline: a new request once the current one is consumed.

@@ -6,11 +6,12 @@
 //! reduce to one call on the root cfs_rq.
 
 use super::fair::{
-    se_group, CfsRq, Ents, EntsRef, FairEnv, GroupCtx, SeId, DEQUEUE_DELAYED, DEQUEUE_SLEEP,
-    DEQUEUE_SPECIAL, ENQUEUE_WAKEUP, GROUP_SE,
+    cancel_protect_slice, se_group, CfsRq, Ents, EntsRef, FairEnv, GroupCtx, SeId, DEQUEUE_DELAYED,
+    DEQUEUE_SLEEP, DEQUEUE_SPECIAL, ENQUEUE_WAKEUP, GROUP_SE,
 };
 use super::features::Feature;
 use super::pelt;
+use super::rt::Policy;
 use super::task::Pid;
 use super::Kernel;
 
@@ -57,6 +58,7 @@ impl Kernel {
             now: self.rq_clock_read(cpu),
             now_pelt: self.clock_pelt(cpu),
             base_slice: self.base_slice,
+            min_quantum: self.cfg.base_slice_ns,
             tick_ns: self.tick_ns,
             feat: &self.cfg.features,
             legacy: self.legacy_cfs,
@@ -134,6 +136,7 @@ impl Kernel {
             now: self.rq_clock(cpu),
             now_pelt: self.clock_pelt(cpu),
             base_slice: self.base_slice,
+            min_quantum: self.cfg.base_slice_ns,
             tick_ns: self.tick_ns,
             feat: &self.cfg.features,
             legacy: self.legacy_cfs,
@@ -402,7 +405,7 @@ impl Kernel {
                     continue 'again;
                 }
                 let env = self.fair_env(cpu);
-                let picked = self.cfs_rq(cpu, c).pick_eevdf(&self.ents(cpu), &env);
+                let picked = self.cfs_rq(cpu, c).pick_eevdf(&self.ents(cpu), &env, true);
                 let Some(se) = picked else {
                     if c == 0 {
                         return None;
@@ -507,9 +510,14 @@ impl Kernel {
     }
 
     /// check_preempt_wakeup_fair: compare the waking task and curr on the
-    /// cfs_rq where their hierarchies meet (find_matching_se).
+    /// cfs_rq where their hierarchies meet (find_matching_se). A SCHED_IDLE
+    /// entity there yields to any other at once; SCHED_BATCH and SCHED_IDLE
+    /// wakees preempt nothing else.
     pub(super) fn check_preempt_wakeup_fair(&mut self, cpu: usize, curr: Pid, p: Pid) -> bool {
         if curr == p || self.cfs_rq(cpu, self.tasks[p].tg).throttle_count > 0 {
+            return false;
+        }
+        if !self.cfg.features.enabled(Feature::WakeupPreemption) {
             return false;
         }
         let (mut se, mut pse) = (curr, p);
@@ -526,7 +534,21 @@ impl Kernel {
             se = self.parent_entity(se).expect("not yet at the root");
             pse = self.parent_entity(pse).expect("not yet at the root");
         }
+        let (se_idle, pse_idle) = (self.se_is_idle(se), self.se_is_idle(pse));
+        if se_idle && !pse_idle {
+            self.at_level(cpu, se, |_, e, _, _| cancel_protect_slice(e.se_mut(se)));
+            return true;
+        }
+        if se_idle != pse_idle || self.tasks[p].policy != Policy::Normal {
+            return false;
+        }
         self.at_level(cpu, se, |c, e, _, env| c.check_preempt_wakeup(e, pse, env))
+    }
+
+    /// se_is_idle: a SCHED_IDLE task (group entities are never idle here:
+    /// cpu.idle is not modelled).
+    fn se_is_idle(&self, se: SeId) -> bool {
+        se_group(se).is_none() && self.tasks[se].policy == Policy::Idle
     }
 
     /// yield_task_fair on the task's own cfs_rq.

@@ -49,7 +49,7 @@ pub const FEATURES: &[(Feature, &str, bool, &str)] = &[
         Feature::RunToParity,
         "RUN_TO_PARITY",
         true,
-        "curr keeps the CPU until its deadline unless a wakeup cancels protection",
+        "a picked task keeps the CPU to its deadline (without: 0.70 ms at most)",
     ),
     (
         Feature::PreemptShort,

@@ -169,15 +169,10 @@ impl Kernel {
         }
     }
 
-    /// The policy tests of wakeup_preempt and check_preempt_wakeup_fair: a
-    /// fair wakee never preempts an RT task, and SCHED_BATCH or SCHED_IDLE
-    /// wakees do not preempt a running task.
-    pub fn fair_wakeup_may_preempt(&self, cpu: usize, p: Pid) -> bool {
-        match self.rqs[cpu].curr {
-            None => true,
-            Some(c) if self.is_rt(c) => false,
-            Some(_) => !matches!(self.tasks[p].policy, Policy::Batch | Policy::Idle),
-        }
+    /// The class test of wakeup_preempt: a fair wakee never preempts an RT
+    /// task (check_preempt_wakeup_fair weighs it against a fair one).
+    pub fn fair_wakeup_may_preempt(&self, cpu: usize) -> bool {
+        self.rqs[cpu].curr.is_none_or(|c| !self.is_rt(c))
     }
 
     /// wakeup_preempt across and within classes for an RT wakee: it

@@ -30,6 +30,9 @@ pub struct Entity {
     pub vruntime: i64,
     pub deadline: i64,
     pub vlag: i64,
+    /// The vruntime up to which the entity keeps the CPU once picked
+    /// (se->vprot, RUN_TO_PARITY's slice protection).
+    pub vprot: i64,
     pub slice: u64,
     pub exec_start: u64,
     pub sum_exec_runtime: u64,
@@ -49,6 +52,7 @@ impl Entity {
             vruntime: 0,
             deadline: 0,
             vlag: 0,
+            vprot: 0,
             slice: 0,
             exec_start: 0,
             sum_exec_runtime: 0,
