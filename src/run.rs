@@ -162,7 +162,7 @@ pub fn run_in(
         workloads.push((w, tg));
     }
     let mut k = Kernel::new(m, sc.kernel.clone());
-    k.seed_noise(sc.seed);
+    k.seed(sc.seed);
     k.set_groups(groups);
     k.check = sc.check;
     if sc.check {

@@ -299,3 +299,58 @@ fn the_other_node_balances_from_the_first_ticks() {
         .count();
     assert!(node1_busy >= 32, "{node1_busy} of node 1's 64 cores ran");
 }
+
+#[test]
+fn newidle_balance_that_never_pulls_is_tried_ever_less() {
+    // NI_RANDOM (6.18.5+): newidle balance tries a domain in proportion
+    // to its recent success rate. CPU 1 holds two spinners pinned to it
+    // (the root domain is overloaded, but nothing can be pulled); CPU 0
+    // runs a task that sleeps 200 µs at a time, so it goes newly idle
+    // about 5,000 times a second and every try fails.
+    let tries = |ni_random: bool| {
+        let mut cfg = KernelConfig::default();
+        cfg.features.set("NI_RANDOM", ni_random).unwrap();
+        let mut k = Kernel::new(machine::from_spec("smp:cpus=2").unwrap(), cfg);
+        let mut b = Builder::new(0, 1);
+        let mut task = |k: &mut Kernel, cpu: usize, ops: Vec<Op>| {
+            let p = b.task(
+                k,
+                TaskSpec {
+                    comm: "t",
+                    group_of: None,
+                    nice: 0,
+                    allowed: Some(vec![cpu]),
+                    ops: Rc::from(ops),
+                },
+            );
+            b.launch(k, p);
+        };
+        let spin = vec![
+            Op::Loop { count: 0 },
+            Op::Run(Dist::Fixed(50 * MS)),
+            Op::EndLoop,
+        ];
+        task(&mut k, 1, spin.clone());
+        task(&mut k, 1, spin);
+        task(
+            &mut k,
+            0,
+            vec![
+                Op::Loop { count: 0 },
+                Op::Run(Dist::Fixed(20_000)),
+                Op::Sleep(Dist::Fixed(200_000)),
+                Op::EndLoop,
+            ],
+        );
+        k.run(Some(2_000 * MS)).unwrap();
+        k.finish();
+        let newidle = schedlab::kernel::sched_domain::IdleType::NewlyIdle as usize;
+        k.sd.cpu[0][0].stats.lb[newidle].lb_count
+    };
+    let (on, off) = (tries(true), tries(false));
+    assert!(
+        off > 5_000,
+        "every idle entry tries without NI_RANDOM: {off}"
+    );
+    assert!(on * 10 < off, "NI_RANDOM {on} tries, without {off}");
+}

@@ -73,12 +73,16 @@ fn the_sweep_bounds_a_cfs_rq_util_by_running_and_its_tasks() {
     let mut k = kernel_after_run();
     assert_eq!(k.check_invariants(), Ok(()));
     let cpu = 0;
-    let brought: u64 = k
+    let tasks: u64 = k
         .tasks
         .iter()
         .filter(|t| t.se.avg.attached && t.cpu == cpu && t.tg == 0)
         .map(|t| t.se.avg.util_avg)
         .sum();
+    // The group entity of /lim on this CPU is attached to the root too.
+    use schedlab::kernel::fair::{SeStore, GROUP_SE};
+    let lim = k.ents(cpu).se(GROUP_SE + 1).avg;
+    let brought = tasks + if lim.attached { lim.util_avg } else { 0 };
     assert!(brought > 100, "util {brought}: too small to see");
     let ran = k.rqs[cpu]
         .cfs
@@ -88,7 +92,9 @@ fn the_sweep_bounds_a_cfs_rq_util_by_running_and_its_tasks() {
     assert!(ran <= 1024, "{ran}");
     k.rqs[cpu].cfs.avg.util_avg = ran + brought;
     assert_eq!(k.check_invariants(), Ok(()));
-    k.rqs[cpu].cfs.avg.util_avg = ran + 2 * brought + 64;
+    // Util removed by migrations and not yet taken off counts too.
+    let removed = k.rqs[cpu].cfs.removed.util_avg;
+    k.rqs[cpu].cfs.avg.util_avg = ran + 2 * (brought + removed) + 64;
     let e = k.check_invariants().unwrap_err();
     assert!(
         e.contains("cpu0 group 0") && e.contains("attached entities"),

@@ -28,7 +28,7 @@ use super::sched_domain::{
 };
 use super::task::Pid;
 use super::Kernel;
-use crate::engine::EventKind;
+use crate::engine::{EventKind, Rng};
 use crate::util::cpumask::CpuMask;
 
 /// sysctl_sched_nr_migrate (non-RT kernels).
@@ -170,7 +170,13 @@ pub struct LoadBalance {
     pub wasted_ns: u64,
     /// The first episode, described (fatal under --check).
     pub wasted_first: Option<String>,
+    /// sched_rnd_state: each CPU's random stream (sched_rng).
+    sched_rng: Vec<Rng>,
 }
+
+/// The random streams of sched_rng, one per CPU, apart from every task's
+/// and the noise's.
+const SCHED_RNG_STREAM: u64 = 1 << 62;
 
 impl LoadBalance {
     pub fn new(ncpus: usize, cfg: &KernelConfig) -> Self {
@@ -202,7 +208,31 @@ impl LoadBalance {
             wasted_episodes: 0,
             wasted_ns: 0,
             wasted_first: None,
+            sched_rng: Self::sched_rng(ncpus, 1),
         }
+    }
+
+    /// Seed each CPU's sched_rng stream from the run's seed.
+    pub fn seed(&mut self, seed: u64) {
+        self.sched_rng = Self::sched_rng(self.rq.len(), seed);
+    }
+
+    fn sched_rng(ncpus: usize, seed: u64) -> Vec<Rng> {
+        (0..ncpus as u64)
+            .map(|c| Rng::new(seed, SCHED_RNG_STREAM + c))
+            .collect()
+    }
+}
+
+/// update_newidle_stats: count a newidle attempt and its weighted success;
+/// every 1,024 attempts the ratio is renewed and both counts halved.
+fn update_newidle_stats(sd: &mut SchedDomain, success: u32) {
+    sd.newidle_call += 1;
+    sd.newidle_success += success;
+    if sd.newidle_call >= 1024 {
+        sd.newidle_ratio = sd.newidle_success;
+        sd.newidle_call /= 2;
+        sd.newidle_success /= 2;
     }
 }
 
@@ -1051,6 +1081,9 @@ impl Kernel {
                     break;
                 }
                 if self.sd(cpu, lvl).flags & SD_BALANCE_NEWIDLE != 0 {
+                    let Some(weight) = self.newidle_dice(cpu, lvl) else {
+                        continue;
+                    };
                     let before = self.lb.cost_ns;
                     pulled = self.sched_balance_rq(
                         cpu,
@@ -1059,6 +1092,9 @@ impl Kernel {
                         &mut continue_balancing,
                     );
                     let domain_cost = self.lb.cost_ns - before;
+                    // The kernel's cost of an attempt is never 0 (it
+                    // counts it only then); a modelled one can be.
+                    update_newidle_stats(self.sd_mut(cpu, lvl), weight * (pulled > 0) as u32);
                     self.update_newidle_cost(cpu, lvl, domain_cost);
                     curr_cost += domain_cost;
                 }
@@ -1087,6 +1123,24 @@ impl Kernel {
             self.lb.nohz_next_balance = self.lb.nohz_next_balance.min(rq.next_balance);
         }
         pulled > 0
+    }
+
+    /// NI_RANDOM (6.18.5+): a 1,024-sided die decides whether newidle
+    /// balance tries this domain, in proportion to its recent success
+    /// rate; a skipped try counts as a failure. Returns the weight of a
+    /// success (the inverse of the odds), or None to skip.
+    fn newidle_dice(&mut self, cpu: usize, lvl: usize) -> Option<u32> {
+        if !self.cfg.features.enabled(Feature::NiRandom) {
+            return Some(1);
+        }
+        let d1k = (self.lb.sched_rng[cpu].next_u64() as u32) % 1024;
+        let sd = self.sd_mut(cpu, lvl);
+        let weight = 1 + sd.newidle_ratio;
+        if d1k > weight {
+            update_newidle_stats(sd, 0);
+            return None;
+        }
+        Some((1024 + weight / 2) / weight)
     }
 
     /// ttwu_do_activate's avg_idle update when a wakeup ends an idle period.

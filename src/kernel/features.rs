@@ -23,6 +23,7 @@ pub enum Feature {
     SisUtil,
     SwbSmtSkip,
     TgLoadAvgFilter,
+    NiRandom,
 }
 
 /// (feature, kernel name, default in v6.15, what it does)
@@ -122,6 +123,12 @@ pub const FEATURES: &[(Feature, &str, bool, &str)] = &[
         "TG_LOAD_AVG_FILTER",
         true,
         "publish a cfs_rq's load to tg->load_avg at most once per ms and only past a 1/64 change (seed 004; off = every change)",
+    ),
+    (
+        Feature::NiRandom,
+        "NI_RANDOM",
+        true,
+        "newidle balance tries a domain in proportion to its success rate (6.18.5+; off = every time)",
     ),
 ];
 

@@ -240,7 +240,7 @@ pub struct Kernel {
     /// Task timers armed per CPU, earliest first (stale entries are dropped
     /// lazily; see `arm_task_timer`).
     cpu_timers: Vec<std::collections::BinaryHeap<std::cmp::Reverse<(Time, task::Pid)>>>,
-    /// Run-to-run noise (noise.rs), seeded by `seed_noise`.
+    /// Run-to-run noise (noise.rs), seeded by `seed`.
     pub noise: noise::Noise,
     /// sd_llc_shared->nr_idle_scan per LLC (SIS_UTIL), and when the tick
     /// next refreshes it.

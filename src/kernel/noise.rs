@@ -175,11 +175,13 @@ fn erf(x: f64) -> f64 {
 }
 
 impl Kernel {
-    /// Seed the run's noise (the scenario's `sim.seed`).
+    /// Seed the run's random streams (the scenario's `sim.seed`): its noise
+    /// and each CPU's sched_rng.
     /// The factor table depends only on the configuration: it is kept
     /// unless that changed (building it is 61 k bisection steps, a few ms
     /// per run).
-    pub fn seed_noise(&mut self, seed: u64) {
+    pub fn seed(&mut self, seed: u64) {
+        self.lb.seed(seed);
         let (old, cfg) = (&self.noise.cfg, &self.cfg.noise);
         if old.enabled != cfg.enabled || old.cost_cv != cfg.cost_cv {
             self.noise = Noise::new(cfg, seed, self.tick_ns);

@@ -212,6 +212,11 @@ pub struct SchedDomain {
     /// jiffies of the last periodic balance.
     pub last_balance: u64,
     pub nr_balance_failed: u32,
+    /// Newidle balance attempts and (weighted) successes over about the
+    /// last 1,024, and their ratio out of 1,024 (NI_RANDOM).
+    pub newidle_call: u32,
+    pub newidle_success: u32,
+    pub newidle_ratio: u32,
     /// Largest newidle balance cost seen, ns (decays 1 % per second).
     pub max_newidle_lb_cost: u64,
     /// jiffies of the last decay.
@@ -398,6 +403,10 @@ fn sd_init(name: &'static str, topo_flags: u32, distance: u32, weight: u64) -> S
         balance_interval: weight,
         last_balance: 0,
         nr_balance_failed: 0,
+        // sd_init: a 50 % success rate to start with.
+        newidle_call: 512,
+        newidle_success: 256,
+        newidle_ratio: 512,
         max_newidle_lb_cost: 0,
         last_decay_max_lb_cost: 0,
         stats: SdStats::default(),
