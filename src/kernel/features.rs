@@ -26,7 +26,7 @@ pub enum Feature {
     NiRandom,
 }
 
-/// (feature, kernel name, default in v6.15, what it does)
+/// (feature, kernel name, default in 6.18.y, what it does)
 pub const FEATURES: &[(Feature, &str, bool, &str)] = &[
     (
         Feature::PlaceLag,

@@ -493,19 +493,14 @@ pub fn util_est_dequeue(cfs: &mut SchedAvg, se: &SchedAvg) {
     cfs.util_est -= cfs.util_est.min(task_ewma(se));
 }
 
-/// util_est_update on a CPU of capacity SCHED_CAPACITY_SCALE; see
-/// [`util_est_update_cap`].
-pub fn util_est_update(se: &mut SchedAvg, task_sleep: bool) {
-    util_est_update_cap(se, task_sleep, SCHED_CAPACITY_SCALE);
-}
-
 /// util_est_update: refresh the task's ewma when it goes to sleep
 /// (`task_sleep` = DEQUEUE_SLEEP). Skipped if PELT has not moved since the
 /// last write (flag still set). Increases are taken at once; decreases move
 /// the ewma 1/4 of the way, unless within UTIL_EST_MARGIN or the task was
-/// starved (util + margin < runnable). If util exceeds the CPU's original
-/// capacity (`cpu_capacity`) nothing is written and the flag stays clear.
-pub fn util_est_update_cap(se: &mut SchedAvg, task_sleep: bool, cpu_capacity: u64) {
+/// starved (util + margin < runnable). Since 6.18 ("Allow decaying
+/// util_est when util_avg > CPU capa") it decays even while util is above
+/// the CPU's capacity.
+pub fn util_est_update(se: &mut SchedAvg, task_sleep: bool) {
     if !task_sleep || se.util_est & UTIL_AVG_UNCHANGED != 0 {
         return;
     }
@@ -516,9 +511,6 @@ pub fn util_est_update_cap(se: &mut SchedAvg, task_sleep: bool, cpu_capacity: u6
     } else {
         let diff = ewma - dequeued;
         if diff >= UTIL_EST_MARGIN {
-            if dequeued > cpu_capacity {
-                return;
-            }
             if dequeued + UTIL_EST_MARGIN >= se.runnable_avg {
                 ewma = ((ewma << UTIL_EST_WEIGHT_SHIFT) - diff) >> UTIL_EST_WEIGHT_SHIFT;
             }
@@ -711,25 +703,24 @@ mod tests {
     }
 
     /// util_est word after one sleep-dequeue update.
-    fn est_after(util: u64, runnable: u64, est: u32, sleep: bool, cap: u64) -> u32 {
+    fn est_after(util: u64, runnable: u64, est: u32, sleep: bool) -> u32 {
         let mut se = avg(0, util, runnable, est);
-        util_est_update_cap(&mut se, sleep, cap);
+        util_est_update(&mut se, sleep);
         se.util_est
     }
 
     #[test]
     fn util_est_fast_up_ewma_down_margin_and_flag() {
         const F: u32 = UTIL_AVG_UNCHANGED;
-        assert_eq!(est_after(300, 300, 100, true, 1024), 300 | F); // fast up
-        assert_eq!(est_after(100, 100, 300 | F, true, 1024), 300 | F); // no PELT update since
-        assert_eq!(est_after(200, 200, 400, false, 1024), 400); // not a sleep
-        assert_eq!(est_after(200, 200, 400, true, 1024), 350 | F); // 400 + (200-400)/4
-        assert_eq!(est_after(200, 200, 403, true, 1024), 352 | F); // (1612-203)>>2, floor
-        assert_eq!(est_after(395, 395, 400, true, 1024), 400 | F); // within margin
-        assert_eq!(est_after(390, 390, 400, true, 1024), 397 | F); // margin is exclusive
-        assert_eq!(est_after(200, 300, 400, true, 1024), 400 | F); // starved: keep
-        assert_eq!(est_after(200, 210, 400, true, 1024), 350 | F); // runnable at the limit
-        assert_eq!(est_after(600, 600, 900, true, 512), 900); // above capacity: untouched
+        assert_eq!(est_after(300, 300, 100, true), 300 | F); // fast up
+        assert_eq!(est_after(100, 100, 300 | F, true), 300 | F); // no PELT update since
+        assert_eq!(est_after(200, 200, 400, false), 400); // not a sleep
+        assert_eq!(est_after(200, 200, 400, true), 350 | F); // 400 + (200-400)/4
+        assert_eq!(est_after(200, 200, 403, true), 352 | F); // (1612-203)>>2, floor
+        assert_eq!(est_after(395, 395, 400, true), 400 | F); // within margin
+        assert_eq!(est_after(390, 390, 400, true), 397 | F); // margin is exclusive
+        assert_eq!(est_after(200, 300, 400, true), 400 | F); // starved: keep
+        assert_eq!(est_after(200, 210, 400, true), 350 | F); // runnable at the limit
         assert_eq!(task_util_est(&avg(0, 600, 0, 900 | F)), 900);
         assert_eq!(task_util_est(&avg(0, 600, 0, 300 | F)), 600);
     }
