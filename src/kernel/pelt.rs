@@ -510,10 +510,8 @@ pub fn util_est_update(se: &mut SchedAvg, task_sleep: bool) {
         ewma = dequeued;
     } else {
         let diff = ewma - dequeued;
-        if diff >= UTIL_EST_MARGIN {
-            if dequeued + UTIL_EST_MARGIN >= se.runnable_avg {
-                ewma = ((ewma << UTIL_EST_WEIGHT_SHIFT) - diff) >> UTIL_EST_WEIGHT_SHIFT;
-            }
+        if diff >= UTIL_EST_MARGIN && dequeued + UTIL_EST_MARGIN >= se.runnable_avg {
+            ewma = ((ewma << UTIL_EST_WEIGHT_SHIFT) - diff) >> UTIL_EST_WEIGHT_SHIFT;
         }
     }
     se.util_est = (ewma as u32) | UTIL_AVG_UNCHANGED;
