@@ -146,6 +146,9 @@ pub struct CfsRq {
     /// Σ scaled weights of queued entities, curr included.
     pub load: u64,
     pub nr_queued: usize,
+    /// An entity with a custom slice was queued here (cfs_rq_min_slice then
+    /// looks at every queued entity; otherwise all have the base slice).
+    pub has_custom: bool,
     /// Tasks queued below this cfs_rq (h_nr_queued), and those of them not
     /// delayed (h_nr_runnable).
     pub h_nr_queued: usize,
@@ -235,6 +238,16 @@ impl CfsRq {
         self.curr.map(|c| s.se(c)).filter(|se| se.on_rq)
     }
 
+    /// cfs_rq_min_slice: the smallest slice of curr (if queued) and the
+    /// queued entities; None when there are none.
+    fn min_slice(&self, s: &impl SeStore, env: &FairEnv) -> Option<u64> {
+        let curr = self.curr_on_rq(s).map(|c| c.slice);
+        if !self.has_custom {
+            return (curr.is_some() || !self.tree.is_empty()).then_some(env.base_slice);
+        }
+        self.tree.iter().map(|q| s.se(q).slice).chain(curr).min()
+    }
+
     /// The numerator and denominator of V − min_vruntime, curr included.
     fn avg_parts(&self, s: &impl SeStore) -> (i64, i64) {
         let (mut avg, mut load) = (self.avg_vruntime, self.avg_load);
@@ -304,7 +317,9 @@ impl CfsRq {
         }
         let se = ents.se_mut(id);
         let w = weight(se);
-        se.slice = env.base_slice;
+        if !se.custom_slice {
+            se.slice = env.base_slice;
+        }
         let mut vslice = calc_delta_fair(se.slice, &se.load) as i64;
         let mut lag = 0i64;
         if env.feat.enabled(Feature::PlaceLag) && self.nr_queued > 0 && se.vlag != 0 {
@@ -628,6 +643,7 @@ impl CfsRq {
         }
         self.load += ents.se(id).load.weight;
         self.nr_queued += 1;
+        self.has_custom |= ents.se(id).custom_slice;
         if flags & ENQUEUE_MIGRATED != 0 {
             ents.se_mut(id).exec_start = 0;
         }
@@ -791,7 +807,8 @@ impl CfsRq {
         if ents.se(id).on_rq {
             self.tree_remove(ents, id);
             self.update_load_avg(ents, id, g, UPDATE_TG, env);
-            set_protect_slice(ents.se_mut(id), env);
+            let min_slice = self.min_slice(ents, env);
+            set_protect_slice(ents.se_mut(id), min_slice, env);
         }
         let se = ents.se_mut(id);
         se.exec_start = env.now;
@@ -819,7 +836,7 @@ impl CfsRq {
     /// where the waking entity `p` and curr's entity meet: preempt when `p`
     /// is the pick. A wakee with a shorter slice (PREEMPT_SHORT) is weighed
     /// against an unprotected curr; if it does not preempt, curr's
-    /// protection is cut to that slice (update_protect_slice).
+    /// protection is cut to the smallest queued slice (update_protect_slice).
     pub fn check_preempt_wakeup(&mut self, ents: &mut Ents, p: SeId, env: &FairEnv) -> bool {
         let Some(c) = self.curr else { return false };
         if c == p {
@@ -837,7 +854,7 @@ impl CfsRq {
             return true;
         }
         if short && env.feat.enabled(Feature::RunToParity) {
-            let quantum = ents.se(p).slice;
+            let quantum = self.min_slice(ents, env).unwrap_or(u64::MAX);
             let se = ents.se_mut(c);
             se.vprot = se
                 .vprot
@@ -893,16 +910,16 @@ pub fn calc_group_shares(gcfs: &CfsRq, tg_shares: u64, tg_load_avg: i64) -> u64 
     shares.clamp(MIN_SHARES as i64, tg_shares as i64) as u64
 }
 
-/// set_protect_slice: a picked entity keeps the CPU up to its deadline
-/// (RUN_TO_PARITY: for the smallest slice queued, and every entity here has
-/// the base slice), else for the unscaled base slice at most.
-fn set_protect_slice(se: &mut Entity, env: &FairEnv) {
-    let parity = env.feat.enabled(Feature::RunToParity);
-    let quantum = if parity {
-        se.slice
-    } else {
-        env.min_quantum.min(se.slice)
-    };
+/// set_protect_slice: a picked entity keeps the CPU up to its deadline, or
+/// for the smallest slice still queued (`min_slice`) if that is shorter
+/// (RUN_TO_PARITY); without RUN_TO_PARITY for the unscaled base slice at
+/// most.
+fn set_protect_slice(se: &mut Entity, min_slice: Option<u64>, env: &FairEnv) {
+    let quantum = match env.feat.enabled(Feature::RunToParity) {
+        true => min_slice.unwrap_or(u64::MAX),
+        false => env.min_quantum,
+    }
+    .min(se.slice);
     se.vprot = se.deadline;
     if quantum != se.slice {
         se.vprot = se
@@ -928,7 +945,9 @@ fn update_deadline(se: &mut Entity, env: &FairEnv) -> bool {
     if se.vruntime < se.deadline {
         return false;
     }
-    se.slice = env.base_slice;
+    if !se.custom_slice {
+        se.slice = env.base_slice;
+    }
     se.deadline = se.vruntime + calc_delta_fair(se.slice, &se.load) as i64;
     true
 }

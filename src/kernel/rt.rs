@@ -169,6 +169,14 @@ impl Kernel {
         }
     }
 
+    /// __setparam_fair for a task not yet started: sched_attr.sched_runtime
+    /// becomes its custom slice, clamped to 0.1–100 ms.
+    pub fn set_slice(&mut self, p: Pid, runtime_ns: u64) {
+        let se = &mut self.tasks[p].se;
+        se.custom_slice = true;
+        se.slice = runtime_ns.clamp(100_000, 100_000_000);
+    }
+
     /// The class test of wakeup_preempt: a fair wakee never preempts an RT
     /// task (check_preempt_wakeup_fair weighs it against a fair one).
     pub fn fair_wakeup_may_preempt(&self, cpu: usize) -> bool {

@@ -34,6 +34,8 @@ pub struct Entity {
     /// (se->vprot, RUN_TO_PARITY's slice protection).
     pub vprot: i64,
     pub slice: u64,
+    /// The slice was set by sched_setattr (sched_runtime), not the base one.
+    pub custom_slice: bool,
     pub exec_start: u64,
     pub sum_exec_runtime: u64,
     pub prev_sum_exec_runtime: u64,
@@ -54,6 +56,7 @@ impl Entity {
             vlag: 0,
             vprot: 0,
             slice: 0,
+            custom_slice: false,
             exec_start: 0,
             sum_exec_runtime: 0,
             prev_sum_exec_runtime: 0,

@@ -1,5 +1,5 @@
-//! The `policy=` and `prio=` parameters a workload's tasks are started with
-//! (chrt / sched_setattr before the benchmark runs).
+//! The `policy=`, `prio=` and `slice=` parameters a workload's tasks are
+//! started with (chrt / sched_setattr before the benchmark runs).
 
 use super::params::Params;
 use crate::kernel::rt::Policy;
@@ -11,6 +11,9 @@ pub struct SchedAttr {
     pub policy: Policy,
     /// rt_priority 1-99 for fifo and rr.
     pub prio: u32,
+    /// sched_attr.sched_runtime of a fair task: its custom slice, ns (0:
+    /// the base slice).
+    pub slice: u64,
 }
 
 impl SchedAttr {
@@ -23,6 +26,7 @@ impl SchedAttr {
                 p.kind
             )
         })?;
+        let slice = p.duration("slice", "0")?;
         if !policy.is_rt() {
             if p.values.contains_key("prio") {
                 return Err(format!(
@@ -30,14 +34,31 @@ impl SchedAttr {
                     p.kind
                 ));
             }
-            return Ok(SchedAttr { policy, prio: 0 });
+            return Ok(SchedAttr {
+                policy,
+                prio: 0,
+                slice,
+            });
+        }
+        if slice != 0 {
+            return Err(format!(
+                "workload `{}`: parameter `slice` is a fair task's (policy=normal, batch or idle)",
+                p.kind
+            ));
         }
         let prio = p.int("prio", prio, 1, 99)? as u32;
-        Ok(SchedAttr { policy, prio })
+        Ok(SchedAttr {
+            policy,
+            prio,
+            slice,
+        })
     }
 
     pub fn apply(&self, k: &mut Kernel, p: Pid) {
         k.set_scheduler(p, self.policy, self.prio);
+        if self.slice != 0 {
+            k.set_slice(p, self.slice);
+        }
     }
 
     /// apply, after setting a fair task's nice value (set_user_nice).
