@@ -386,3 +386,41 @@ fn slack_timer_hands_returned_runtime_to_throttled_cpus() {
     assert!(g["nr_slack_distributions"].as_u64().unwrap() > 0, "{g}");
     assert!(g["nr_throttled"].as_u64().unwrap() > 0, "{g}");
 }
+
+#[test]
+fn a_group_entity_takes_the_smallest_slice_below_it() {
+    // enqueue_task_fair gives a group entity the smallest slice of the
+    // cfs_rq it owns, so a short-slice task in /a preempts root-level
+    // spinners through its group's entity (PREEMPT_SHORT at the root).
+    let p99 = |slice: &str| {
+        let short = format!("periodic:tasks=1,run=50us,sleep=1ms,cgroup=/a{slice}");
+        let v = json_of(
+            &[
+                "run",
+                "--machine",
+                "smp:cpus=1",
+                "--cgroup",
+                "/a",
+                "-w",
+                "periodic:tasks=2,run=10s,sleep=1ms",
+                "-w",
+                &short,
+                "--duration",
+                "3s",
+            ],
+            &format!("group-slice{}", slice.len()),
+        );
+        let t = v["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["workload"] == 1)
+            .unwrap();
+        t["wakeup_latency_us"]["p99"].as_f64().unwrap()
+    };
+    let (base, short) = (p99(""), p99(",slice=100us"));
+    assert!(
+        base > 1000.0 && short < 100.0,
+        "p99 wakeup latency µs: base slice {base}, 100 µs slice {short}"
+    );
+}

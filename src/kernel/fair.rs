@@ -240,7 +240,7 @@ impl CfsRq {
 
     /// cfs_rq_min_slice: the smallest slice of curr (if queued) and the
     /// queued entities; None when there are none.
-    fn min_slice(&self, s: &impl SeStore, env: &FairEnv) -> Option<u64> {
+    pub fn min_slice(&self, s: &impl SeStore, env: &FairEnv) -> Option<u64> {
         let curr = self.curr_on_rq(s).map(|c| c.slice);
         if !self.has_custom {
             return (curr.is_some() || !self.tree.is_empty()).then_some(env.base_slice);

@@ -285,6 +285,30 @@ impl Kernel {
         });
     }
 
+    /// cfs_rq_min_slice of group cfs_rq `c` on `cpu`.
+    fn cfs_min_slice(&self, cpu: usize, c: usize) -> Option<u64> {
+        let env = self.fair_env(cpu);
+        self.cfs_rq(cpu, c).min_slice(&self.ents(cpu), &env)
+    }
+
+    /// A group entity takes the smallest slice of the cfs_rq it owns
+    /// (enqueue_task_fair, dequeue_entities), so the group serves its
+    /// entities in their time; it counts as custom only when that differs
+    /// from the base slice.
+    fn set_group_slice(&mut self, cpu: usize, se: SeId, slice: Option<u64>) {
+        let (Some(g), Some(slice)) = (se_group(se), slice) else {
+            return;
+        };
+        let custom = slice != self.base_slice;
+        let e = &mut self.rqs[cpu].gse[g];
+        e.slice = slice;
+        e.custom_slice = custom;
+        if custom {
+            let c = self.cfs_of(se);
+            self.cfs_rq_mut(cpu, c).has_custom = true;
+        }
+    }
+
     fn se_on(&self, cpu: usize, se: SeId) -> &super::task::Entity {
         match se_group(se) {
             None => &self.tasks[se].se,
@@ -302,6 +326,7 @@ impl Kernel {
         }
         let mut flags = flags;
         let mut se = Some(p);
+        let mut slice = None;
         while let Some(s) = se {
             if self.se_on(cpu, s).on_rq {
                 if self.se_on(cpu, s).sched_delayed {
@@ -309,7 +334,9 @@ impl Kernel {
                 }
                 break;
             }
+            self.set_group_slice(cpu, s, slice);
             self.enqueue_entity_at(cpu, s, flags);
+            slice = self.cfs_min_slice(cpu, self.cfs_of(s));
             if self.add_h_counts(cpu, self.cfs_of(s), 1, 1) {
                 return false;
             }
@@ -318,6 +345,8 @@ impl Kernel {
         }
         while let Some(s) = se {
             self.update_queued_at(cpu, s, true);
+            self.set_group_slice(cpu, s, slice);
+            slice = self.cfs_min_slice(cpu, self.cfs_of(s));
             if self.add_h_counts(cpu, self.cfs_of(s), 1, 1) {
                 return false;
             }
@@ -359,6 +388,7 @@ impl Kernel {
         };
         let mut flags = flags;
         let mut cur = Some(se);
+        let mut slice = None;
         while let Some(s) = cur {
             if !self.dequeue_entity_at(cpu, s, flags) {
                 if s == se && is_task {
@@ -373,12 +403,15 @@ impl Kernel {
             }
             cur = self.parent_entity(s);
             if self.cfs_rq(cpu, c).load != 0 {
+                slice = self.cfs_min_slice(cpu, c);
                 break;
             }
             flags = (flags | DEQUEUE_SLEEP) & !(DEQUEUE_DELAYED | DEQUEUE_SPECIAL);
         }
         while let Some(s) = cur {
             self.update_queued_at(cpu, s, true);
+            self.set_group_slice(cpu, s, slice);
+            slice = self.cfs_min_slice(cpu, self.cfs_of(s));
             if self.add_h_counts(cpu, self.cfs_of(s), -queued, -runnable) {
                 return Dequeued::Done { counted: false };
             }
