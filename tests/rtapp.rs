@@ -116,9 +116,14 @@ fn unsupported_and_mistyped_input_exit_2_with_file_and_line() {
             "`iorun` is not supported",
         ),
         (
-            "{\"tasks\": {\"t\": {\"run\": 1,\n \"dl-runtime\": 1000}}}",
+            "{\"tasks\": {\"t\": {\"run\": 1, \"policy\": \"SCHED_FIFO\",\n \"dl-runtime\": 1000}}}",
             ":2: `tasks.t.dl-runtime`",
-            "custom slice",
+            "dl-runtime of an RT task is not supported",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"phases\": {\"a\": {\"run\": 1,\n \"dl-runtime\": 1000}}}}}",
+            ":2: `tasks.t.phases.a.dl-runtime`",
+            "a phase's dl-runtime",
         ),
         (
             "{\"tasks\": {\"t\": {\"phases\": {\"a\": {\"run\": 1, \"policy\": \"SCHED_FIFO\"},\n \"b\": {\"run\": 1,\n \"priority\": -5}}}}}",
@@ -543,11 +548,7 @@ const EXAMPLES: &[(&str, &str, Want)] = &[
         "bare-suspend",
         Want::Rejected(7, "malformed JSON: expected `:` after \"suspend\""),
     ),
-    (
-        "custom-slice.json",
-        "custom-slice",
-        Want::Rejected(6, "custom slice"),
-    ),
+    ("custom-slice.json", "custom-slice", Want::Timeline),
     (
         "deadline*.json (deadline, deadline_reclaim-1..5, deadline_no_reclaim-1..3)",
         "deadline",

@@ -93,6 +93,8 @@ struct TaskDef {
     nice: i32,
     policy: Policy,
     rt_prio: u32,
+    /// `dl-runtime` of a fair task: its custom slice, ns (0: none).
+    slice: u64,
     /// The affinity and the line of its key.
     cpus: Option<(Vec<usize>, usize)>,
     /// The cgroup the threads start in.
@@ -279,7 +281,7 @@ impl Ctx<'_> {
         let unsupported = |what: &str| Err(self.err(v, p, format!("{what} is not supported")));
         match k {
             "dl-runtime" | "dl-period" | "dl-deadline" => {
-                unsupported("SCHED_DEADLINE (and a custom slice, dl-runtime on SCHED_OTHER)")
+                unsupported("SCHED_DEADLINE (or a phase's dl-runtime)")
             }
             "util_min" | "util_max" => unsupported("utilization clamping (uclamp)"),
             "membind_nodes" => {
@@ -305,6 +307,7 @@ impl Ctx<'_> {
             "cpus",
             "delay",
             "taskgroup",
+            "dl-runtime",
         ];
         let mut t = TaskDef {
             name: name.to_string(),
@@ -315,12 +318,14 @@ impl Ctx<'_> {
             nice: 0,
             policy: Policy::Normal,
             rt_prio: 0,
+            slice: 0,
             cpus: None,
             taskgroup: None,
             delay: 0,
         };
         let mut policy = self.default_policy.to_string();
         let mut priority = None;
+        let mut runtime = None;
         let mut has_phases = false;
         for (k, v) in self.obj(n, &path)? {
             let p = format!("{path}.{k}");
@@ -332,6 +337,7 @@ impl Ctx<'_> {
                 }
                 "policy" => policy = self.str(v, &p)?.to_string(),
                 "priority" => priority = Some((v, p.clone())),
+                "dl-runtime" => runtime = Some((v, p.clone())),
                 "delay" => t.delay = self.usec(v, &p)?,
                 "cpus" => t.cpus = Some((self.cpus(v, &p)?, v.line)),
                 "taskgroup" => t.taskgroup = self.taskgroup(v, &p)?,
@@ -357,6 +363,14 @@ impl Ctx<'_> {
             (None, true) => t.rt_prio = 10,
             (Some((v, p)), false) => t.nice = self.int(v, &p, -20, 19)? as i32,
             (None, false) => {}
+        }
+        // dl-runtime of a fair task: rt-app's sched_attr.sched_runtime, a
+        // custom slice; of an RT task, nothing the kernel reads.
+        if let Some((v, p)) = runtime {
+            if t.policy.is_rt() {
+                return Err(self.err(v, &p, "dl-runtime of an RT task is not supported"));
+            }
+            t.slice = self.usec(v, &p)?;
         }
         if !has_phases {
             t.phases.push(Phase {
@@ -787,6 +801,9 @@ impl RtApp {
                     },
                 );
                 k.set_scheduler(p, t.policy, t.rt_prio);
+                if t.slice != 0 {
+                    k.set_slice(p, t.slice);
+                }
                 pids.push(p);
             }
             b.cgroup = workload_group;
