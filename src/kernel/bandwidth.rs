@@ -8,13 +8,21 @@
 //! the pool then holds more than a slice and some cfs_rq is throttled, the
 //! slack timer hands it out 5 ms later.
 //!
+//! A task in the kernel when its group runs out is not stopped there: as
+//! with 6.18's task-based throttling it runs on to its return to user
+//! space, where the group is throttled (`check_cfs_rq_runtime`,
+//! `throttle_due`). The rest is v6.15's whole-group model: the group
+//! entity leaves the hierarchy then, rather than each task at its own
+//! return to user space.
+//!
 //! Deviations: remote unthrottles happen at once instead of through an
 //! async CSD, and there is no burst.
 
 use super::fair::{
     se_group, DEQUEUE_DELAYED, DEQUEUE_SLEEP, DEQUEUE_SPECIAL, ENQUEUE_WAKEUP, GROUP_SE,
 };
-use super::preempt::Cause;
+use super::preempt::{Cause, Point};
+use super::task::Pid;
 use super::Kernel;
 use crate::engine::EventKind;
 
@@ -103,7 +111,10 @@ impl Kernel {
         }
     }
 
-    /// check_cfs_rq_runtime: throttle a cfs_rq whose runtime is gone.
+    /// check_cfs_rq_runtime: throttle a cfs_rq whose runtime is gone,
+    /// unless its running task is being preempted inside the kernel: as in
+    /// 6.18's task-based throttling, that task runs on to its return to
+    /// user space, where `throttle_due` has it throttled.
     pub(super) fn check_cfs_rq_runtime(&mut self, cpu: usize, c: usize) -> bool {
         let cfs = &self.rqs[cpu].gcfs[c];
         if !cfs.runtime_enabled || cfs.runtime_remaining > 0 {
@@ -112,7 +123,35 @@ impl Kernel {
         if cfs.throttled {
             return true;
         }
+        if self.preempted_in_kernel(cpu, c) {
+            return false;
+        }
         self.throttle_cfs_rq(cpu, c)
+    }
+
+    /// The running task of group `c`'s hierarchy is still runnable and is
+    /// being preempted at a point inside the kernel.
+    fn preempted_in_kernel(&self, cpu: usize, c: usize) -> bool {
+        let rq = &self.rqs[cpu];
+        let Some(p) = rq.curr else { return false };
+        let t = &self.tasks[p];
+        let in_kernel = !matches!(rq.pre.point, Point::User | Point::IrqUser);
+        t.on_rq && rq.need_resched && in_kernel && self.groups.is_descendant(t.tg, c)
+    }
+
+    /// On `p`'s way back to user space: a group of its hierarchy ran out of
+    /// runtime and is not throttled yet (its throttle was put off while `p`
+    /// was in the kernel). The task_work of 6.18's task-based throttling.
+    pub(super) fn throttle_due(&self, cpu: usize, p: Pid) -> bool {
+        let mut g = self.tasks[p].tg;
+        while g != 0 {
+            let cfs = &self.rqs[cpu].gcfs[g];
+            if cfs.runtime_enabled && cfs.runtime_remaining <= 0 && !cfs.throttled {
+                return true;
+            }
+            g = self.groups.parent(g);
+        }
+        false
     }
 
     /// check_enqueue_throttle: a group waking with no runtime left is

@@ -221,9 +221,6 @@ impl Kernel {
     /// need-resched bits; records the point for the counters.
     pub fn preempt_point(&mut self, cpu: usize, p: Pid) -> bool {
         let switched_in = std::mem::take(&mut self.rqs[cpu].pre.switched_in);
-        if !self.resched_pending(cpu) {
-            return false;
-        }
         let t = &self.tasks[p];
         let m = t.prog.mode;
         let point = if switched_in {
@@ -240,6 +237,12 @@ impl Kernel {
         } else {
             m.at
         };
+        if matches!(point, Point::User | Point::IrqUser) && self.throttle_due(cpu, p) {
+            self.set_need_resched(cpu, Some(cpu), false, Cause::Other);
+        }
+        if !self.resched_pending(cpu) {
+            return false;
+        }
         let rq = &mut self.rqs[cpu];
         let ok = honours(self.cfg.preempt, point, rq.need_resched, rq.pre.lazy);
         if ok {
