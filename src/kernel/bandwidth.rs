@@ -83,6 +83,7 @@ impl Kernel {
             for rq in &mut self.rqs {
                 rq.gcfs[tg].runtime_enabled = true;
             }
+            self.bandwidth_on = true;
         }
     }
 

@@ -240,10 +240,10 @@ impl CfsRq {
 
     /// cfs_rq_min_slice: the smallest slice of curr (if queued) and the
     /// queued entities; None when there are none.
-    pub fn min_slice(&self, s: &impl SeStore, env: &FairEnv) -> Option<u64> {
+    pub fn min_slice(&self, s: &impl SeStore, base_slice: u64) -> Option<u64> {
         let curr = self.curr_on_rq(s).map(|c| c.slice);
         if !self.has_custom {
-            return (curr.is_some() || !self.tree.is_empty()).then_some(env.base_slice);
+            return (curr.is_some() || !self.tree.is_empty()).then_some(base_slice);
         }
         self.tree.iter().map(|q| s.se(q).slice).chain(curr).min()
     }
@@ -807,7 +807,7 @@ impl CfsRq {
         if ents.se(id).on_rq {
             self.tree_remove(ents, id);
             self.update_load_avg(ents, id, g, UPDATE_TG, env);
-            let min_slice = self.min_slice(ents, env);
+            let min_slice = self.min_slice(ents, env.base_slice);
             set_protect_slice(ents.se_mut(id), min_slice, env);
         }
         let se = ents.se_mut(id);
@@ -854,7 +854,7 @@ impl CfsRq {
             return true;
         }
         if short && env.feat.enabled(Feature::RunToParity) {
-            let quantum = self.min_slice(ents, env).unwrap_or(u64::MAX);
+            let quantum = self.min_slice(ents, env.base_slice).unwrap_or(u64::MAX);
             let se = ents.se_mut(c);
             se.vprot = se
                 .vprot

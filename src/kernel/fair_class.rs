@@ -287,8 +287,8 @@ impl Kernel {
 
     /// cfs_rq_min_slice of group cfs_rq `c` on `cpu`.
     fn cfs_min_slice(&self, cpu: usize, c: usize) -> Option<u64> {
-        let env = self.fair_env(cpu);
-        self.cfs_rq(cpu, c).min_slice(&self.ents(cpu), &env)
+        self.cfs_rq(cpu, c)
+            .min_slice(&self.ents(cpu), self.base_slice)
     }
 
     /// A group entity takes the smallest slice of the cfs_rq it owns

@@ -221,6 +221,8 @@ pub struct Kernel {
     /// Task groups (cgroup v2 cpu controller) and their bandwidth pools.
     pub groups: task_group::TaskGroups,
     pub bandwidth: Vec<bandwidth::CfsBandwidth>,
+    /// Some group has a cpu.max quota.
+    pub bandwidth_on: bool,
     /// Sched domains of every CPU, with their balancing state and schedstats.
     pub sd: sched_domain::SchedDomains,
     /// The load balancer's per-CPU state and counters.
@@ -319,6 +321,7 @@ impl Kernel {
             stats: Counters::default(),
             groups: Default::default(),
             bandwidth: vec![Default::default()],
+            bandwidth_on: false,
             alive: 0,
             check: false,
             marks: CheckMarks::default(),

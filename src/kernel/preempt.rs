@@ -237,7 +237,8 @@ impl Kernel {
         } else {
             m.at
         };
-        if matches!(point, Point::User | Point::IrqUser) && self.throttle_due(cpu, p) {
+        let user = matches!(point, Point::User | Point::IrqUser);
+        if self.bandwidth_on && user && self.throttle_due(cpu, p) {
             self.set_need_resched(cpu, Some(cpu), false, Cause::Other);
         }
         if !self.resched_pending(cpu) {
