@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-static long now_ns(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1000000000L+t.tv_nsec;}
+#include "proc_sched.h"
 static void pin(pid_t p,int a,int b){cpu_set_t s;CPU_ZERO(&s);CPU_SET(a,&s);if(b>=0)CPU_SET(b,&s);sched_setaffinity(p,sizeof s,&s);}
 int main(int argc,char**argv){
   double warm=argc>1?atof(argv[1]):3.0;
@@ -28,7 +28,7 @@ int main(int argc,char**argv){
   *widened=0;
   pid_t a=fork(); if(!a){pin(0,1,-1); for(;;){ long w=*widened; if(w && sched_getcpu()==0){printf("%.1f\n",(now_ns()-w)/1e3);fflush(stdout);_exit(0);} } }
   pid_t b=fork(); if(!b){pin(0,1,-1); for(;;); }
-  pid_t c=fork(); if(!c){pin(0,0,-1); struct timespec ts={0,200000}; for(;;){ long e=now_ns()+20000; while(now_ns()<e); nanosleep(&ts,0);} }
+  pid_t c=fork(); if(!c){pin(0,0,-1); struct timespec ts={0,200000}; for(;;){ spin(20000); nanosleep(&ts,0);} }
   usleep((long)(warm*1e6));
   *widened=now_ns(); pin(a,0,1);
   int st; waitpid(a,&st,0);

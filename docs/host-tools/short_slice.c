@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_sched.h"
+
 struct attr {
 	uint32_t size, policy;
 	uint64_t flags;
@@ -28,13 +30,6 @@ struct attr {
 	uint32_t priority;
 	uint64_t runtime, deadline, period;
 };
-
-static long now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000L + t.tv_nsec;
-}
 
 static int cmp(const void *a, const void *b)
 {
@@ -63,9 +58,7 @@ int main(int argc, char **argv)
 	int n = 0;
 	long end = now_ns() + 3000000000L;
 	while (now_ns() < end && n < 4000) {
-		long stop = now_ns() + 50000;
-		while (now_ns() < stop)
-			;
+		spin(50000);
 		long t0 = now_ns();
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, 0);

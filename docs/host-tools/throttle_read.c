@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-static long now_ns(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1000000000L+t.tv_nsec;}
+#include "proc_sched.h"
 int main(int argc,char**argv){
   long sz=(argc>1?atol(argv[1]):32)<<20; char*b=malloc(sz); int fd=open("/dev/zero",O_RDONLY);
   for(long i=0;i<sz;i+=4096)b[i]=1;

@@ -18,38 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static long now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
-static void spin(long ns)
-{
-	long end = now_ns() + ns;
-	while (now_ns() < end)
-		;
-}
-
-static void report(const char *who, long n)
-{
-	FILE *f = fopen("/proc/self/sched", "r");
-	char l[256];
-	long vol = 0, inv = 0;
-	double exec = 0;
-	while (fgets(l, sizeof l, f)) {
-		if (strstr(l, "nr_voluntary_switches"))
-			vol = atol(strchr(l, ':') + 1);
-		if (strstr(l, "nr_involuntary_switches"))
-			inv = atol(strchr(l, ':') + 1);
-		if (strstr(l, "se.sum_exec_runtime"))
-			exec = atof(strchr(l, ':') + 1);
-	}
-	fclose(f);
-	printf("%s ops %ld voluntary %ld involuntary %ld cpu_ms %.1f\n", who, n, vol, inv, exec);
-	fflush(stdout);
-}
+#include "proc_sched.h"
 
 int main(int argc, char **argv)
 {
@@ -77,13 +46,13 @@ int main(int argc, char **argv)
 				n++;
 				spin(y);
 			}
-			report("reader", n);
+			report("reader", "ops", n);
 			_exit(0);
 		}
 	for (int i = 0; i < h; i++)
 		if (!(kids[nk++] = fork())) {
 			spin(t + 200000000L);
-			report("hog", 0);
+			report("hog", "ops", 0);
 			_exit(0);
 		}
 	usleep(100000);
@@ -93,7 +62,7 @@ int main(int argc, char **argv)
 		if (write(fds[i][1], "x", 1) != 1)
 			return 1;
 	}
-	report("waker", w);
+	report("waker", "ops", w);
 	for (int i = 0; i < r; i++)
 		if (write(fds[i][1], "q", 1) != 1)
 			return 1;

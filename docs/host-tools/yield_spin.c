@@ -17,31 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static long now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
-static void report(const char *who, long yields)
-{
-	FILE *f = fopen("/proc/self/sched", "r");
-	char l[256];
-	long vol = 0, inv = 0;
-	double exec = 0;
-	while (fgets(l, sizeof l, f)) {
-		if (strstr(l, "nr_voluntary_switches"))
-			vol = atol(strchr(l, ':') + 1);
-		if (strstr(l, "nr_involuntary_switches"))
-			inv = atol(strchr(l, ':') + 1);
-		if (strstr(l, "se.sum_exec_runtime"))
-			exec = atof(strchr(l, ':') + 1);
-	}
-	fclose(f);
-	printf("%s yields %ld voluntary %ld involuntary %ld cpu_ms %.1f\n", who, yields, vol, inv, exec);
-	fflush(stdout);
-}
+#include "proc_sched.h"
 
 int main(int argc, char **argv)
 {
@@ -54,21 +30,17 @@ int main(int argc, char **argv)
 	sched_setaffinity(0, sizeof s, &s);
 	pid_t kid = fork();
 	if (!kid) {
-		long end = now_ns() + t;
-		while (now_ns() < end)
-			;
-		report("spinner", 0);
+		spin(t);
+		report("spinner", "yields", 0);
 		_exit(0);
 	}
 	long end = now_ns() + t, n = 0;
 	while (now_ns() < end) {
-		long stop = now_ns() + y;
-		while (now_ns() < stop)
-			;
+		spin(y);
 		sched_yield();
 		n++;
 	}
-	report("yielder", n);
+	report("yielder", "yields", n);
 	waitpid(kid, 0, 0);
 	return 0;
 }

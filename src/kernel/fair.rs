@@ -855,10 +855,7 @@ impl CfsRq {
         }
         if short && env.feat.enabled(Feature::RunToParity) {
             let quantum = self.min_slice(ents, env.base_slice).unwrap_or(u64::MAX);
-            let se = ents.se_mut(c);
-            se.vprot = se
-                .vprot
-                .min(se.vruntime + calc_delta_fair(quantum, &se.load) as i64);
+            update_protect_slice(ents.se_mut(c), quantum);
         }
         false
     }
@@ -922,10 +919,15 @@ fn set_protect_slice(se: &mut Entity, min_slice: Option<u64>, env: &FairEnv) {
     .min(se.slice);
     se.vprot = se.deadline;
     if quantum != se.slice {
-        se.vprot = se
-            .vprot
-            .min(se.vruntime + calc_delta_fair(quantum, &se.load) as i64);
+        update_protect_slice(se, quantum);
     }
+}
+
+/// update_protect_slice: protect no further than `quantum` from here.
+fn update_protect_slice(se: &mut Entity, quantum: u64) {
+    se.vprot = se
+        .vprot
+        .min(se.vruntime + calc_delta_fair(quantum, &se.load) as i64);
 }
 
 /// protect_slice: curr is within its protected period.

@@ -9,6 +9,7 @@
 use super::lenient_json::{self, Node, J};
 use super::params::Params;
 use super::program::{Dist, Mark, Op};
+use super::sched_attr::SchedAttr;
 use super::{BenchResult, Builder, TaskSpec, MAX_TASKS};
 use crate::kernel::futex::Barrier;
 use crate::kernel::pthread::PthreadOp;
@@ -800,10 +801,12 @@ impl RtApp {
                         ops: Rc::from(Vec::new()),
                     },
                 );
-                k.set_scheduler(p, t.policy, t.rt_prio);
-                if t.slice != 0 {
-                    k.set_slice(p, t.slice);
-                }
+                let attr = SchedAttr {
+                    policy: t.policy,
+                    prio: t.rt_prio,
+                    slice: t.slice,
+                };
+                attr.apply(k, p);
                 pids.push(p);
             }
             b.cgroup = workload_group;
