@@ -87,8 +87,8 @@ pub struct Rq {
     pub rt: RtRq,
     pub act: Activity,
     pub tick_on: bool,
-    /// When the rq lock is next free (remote wakers queue up behind it).
-    pub lock_free_at: Time,
+    /// rq->__lock, as remote wakers contend for it.
+    pub lock: super::lock::ContendedLock,
     /// The address space currently loaded (switch_mm is skipped when equal).
     pub loaded_mm: u32,
     /// What this CPU's caches and TLB hold of recently run tasks.
@@ -123,7 +123,7 @@ impl Rq {
             rt: RtRq::default(),
             act: Activity::Idle { since: 0 },
             tick_on: false,
-            lock_free_at: 0,
+            lock: Default::default(),
             loaded_mm: u32::MAX,
             footprint: Default::default(),
             busy_since: 0,
@@ -911,12 +911,8 @@ impl Kernel {
     /// long the taker waits behind the holders before it (each hand-off
     /// costs a cache-line transfer more).
     pub fn take_rq_lock(&mut self, cpu: usize, hold: u64) -> u64 {
-        let rq = &mut self.rqs[cpu];
-        let mut wait = rq.lock_free_at.saturating_sub(self.now);
-        if wait > 0 {
-            wait += self.machine.cost.rq_lock_contention_ns;
-        }
-        rq.lock_free_at = self.now + wait + hold;
+        let handoff = self.machine.cost.rq_lock_contention_ns;
+        let wait = self.rqs[cpu].lock.acquire(self.now, hold, handoff);
         self.stats.rq_lock_wait_ns += wait;
         wait
     }

@@ -12,6 +12,7 @@
 
 pub mod balance;
 pub mod bandwidth;
+pub mod cacheline;
 pub mod cfs_legacy;
 pub mod completion;
 pub mod core;
@@ -23,6 +24,7 @@ pub mod futex;
 pub mod idle;
 pub mod irq;
 pub mod kthread;
+pub mod lock;
 pub mod noise;
 pub mod pelt;
 pub mod pelt_rq;
@@ -67,6 +69,11 @@ pub struct Counters {
     pub ipis_sent: u64,
     pub ipis_avoided_polling: u64,
     pub rq_lock_wait_ns: u64,
+    /// Time pipe and socket operations spent pulling the object's cache
+    /// lines from the CPU that touched it last (kernel/cacheline.rs).
+    pub ipc_line_ns: u64,
+    /// Time they waited for pipe->mutex or a socket's lock (kernel/lock.rs).
+    pub ipc_lock_wait_ns: u64,
     pub ttwu_move_affine: u64,
     /// try_to_wake_up onto the waker's own CPU / another CPU (schedstat
     /// ttwu_local and the rest of ttwu_count); every wakeup is one of them.

@@ -2,6 +2,8 @@
 //! into the last page, exclusive waiters, and sync wakeups only on the
 //! empty→non-empty (readers) and full→not-full (writers) transitions.
 
+use super::cacheline::LastTouch;
+use super::lock::ContendedLock;
 use super::task::Pid;
 use super::wait::{WaitQueue, WaitQueueRef};
 use super::Kernel;
@@ -27,6 +29,10 @@ pub struct Pipe {
     pub wr_wait: WaitQueue,
     /// Someone poll()ed this pipe: writers then wake readers on every write.
     pub poll_usage: bool,
+    /// The CPU that touched the pipe's lines last.
+    lines: LastTouch,
+    /// pipe->mutex, held by pipe_read and pipe_write for their whole work.
+    mutex: ContendedLock,
 }
 
 impl Pipe {
@@ -86,6 +92,27 @@ pub enum Io {
 }
 
 impl Kernel {
+    /// What a pipe_read or pipe_write on `cpu` pays for sharing pipe `i`
+    /// with other CPUs, on top of its own `own` ns of kernel work starting
+    /// at `at`: the pipe's lines if another CPU touched it last, then the
+    /// wait for pipe->mutex (__pipe_lock), which the op holds from after
+    /// its syscall entry to before its exit, line transfer included.
+    /// 0 where the machine does not model it (`pipe_xcpu_lines` = 0).
+    pub fn pipe_access(&mut self, i: usize, cpu: usize, at: u64, own: u64) -> u64 {
+        let lines = self.machine.cost.pipe_xcpu_lines;
+        if lines == 0 {
+            return 0;
+        }
+        let syscall = self.machine.cost.syscall_ns;
+        let from = self.pipes[i].lines.touch(cpu);
+        let xfer = self.lines_from(from, cpu, lines);
+        let hold = own.saturating_sub(syscall) + xfer;
+        // The hand-off is in `xfer`: the lock word moves with the lines.
+        let wait = self.pipes[i].mutex.acquire(at + syscall / 2, hold, 0);
+        self.stats.ipc_lock_wait_ns += wait;
+        xfer + wait
+    }
+
     /// pipe_write of `n` ≤ PIPE_BUF bytes.
     pub fn pipe_write(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
         let pipe = &mut self.pipes[i];

@@ -2,6 +2,8 @@
 //! to the sender's send buffer, a reader woken (sync, non-exclusive) for
 //! every skb, and writers woken once the buffer drains below a quarter.
 
+use super::cacheline::LastTouch;
+use super::lock::ContendedLock;
 use super::pipe::Io;
 use super::task::Pid;
 use super::wait::WaitQueue;
@@ -96,9 +98,41 @@ pub struct UnixSock {
     wmem_alloc: u64,
     pub rd_wait: WaitQueue,
     pub wr_wait: WaitQueue,
+    /// The CPU that touched the socket's lines (and its skbs) last.
+    lines: LastTouch,
+    /// unix_state_lock of the receiving socket with its receive queue's
+    /// lock, as the senders take them.
+    lock: ContendedLock,
 }
 
 impl Kernel {
+    /// What a unix_stream_sendmsg (`send`) or recvmsg on `cpu` pays for
+    /// sharing socket `i` with other CPUs, on top of its own `own` ns of
+    /// kernel work starting at `at`: the socket's and the skb's lines if
+    /// another CPU touched them last; a sender then queues its skb under
+    /// the receiver's unix_state_lock and queue lock, after its own work
+    /// (skb allocation and copy happen before), waiting behind other
+    /// senders. The receiver is not made to wait: on the 16-CPU host a
+    /// read slowed by 36 ns per writer added where a write slowed by 233
+    /// (docs/host-measurements.md, xcpu). 0 where the machine does not
+    /// model it (`socket_xcpu_lines` = 0).
+    pub fn unix_access(&mut self, i: usize, cpu: usize, at: u64, own: u64, send: bool) -> u64 {
+        let c = &self.machine.cost;
+        if c.socket_xcpu_lines == 0 {
+            return 0;
+        }
+        let (lines, hold) = (c.socket_xcpu_lines, c.socket_lock_hold_ns);
+        let from = self.socks[i].lines.touch(cpu);
+        let xfer = self.lines_from(from, cpu, lines);
+        if !send {
+            return xfer;
+        }
+        // The hold is measured per sender added, hand-off included.
+        let wait = self.socks[i].lock.acquire(at + own + xfer, hold, 0);
+        self.stats.ipc_lock_wait_ns += wait;
+        xfer + wait
+    }
+
     /// unix_stream_sendmsg of one message of `n` bytes.
     pub fn unix_send(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
         let s = &mut self.socks[i];

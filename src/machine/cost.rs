@@ -54,12 +54,16 @@ const NS_PER_US: u64 = 1000;
 
 /// Cost fields a machine file may omit (0: not measured): machine files
 /// written before `calibrate` measured the cache footprint and the TLB
-/// ASIDs (2026-11-25) do not have them.
-pub const OPTIONAL: [&str; 4] = [
+/// ASIDs (2026-11-25) or the cross-CPU streams (2026-11-27) do not have
+/// them.
+pub const OPTIONAL: [&str; 7] = [
     "switch_cache_warm_ns",
     "switch_cache_cold_ns",
     "tlb_asid_miss_ns",
     "tlb_dyn_asids",
+    "pipe_xcpu_lines",
+    "socket_xcpu_lines",
+    "socket_lock_hold_ns",
 ];
 
 /// One cpuidle state, as in `struct cpuidle_state`.
@@ -217,6 +221,30 @@ pub struct CostModel {
     /// architecture's ASIDs do not run out per CPU (arm64, POWER radix).
     #[serde(default)]
     pub tlb_dyn_asids: u32,
+    /// Cache lines one pipe `read` or `write` pulls over when another CPU
+    /// touched the pipe last (kernel/cacheline.rs): pipe->mutex and the
+    /// head/tail indices, the wait-queue heads, the pipe_buffer slot and
+    /// the data (100 B: two lines). Counted from `struct pipe_inode_info`
+    /// at about 5; calibrate measures it from a writer and a reader on two
+    /// CPUs (`pipe_xcpu_*`). 0: cross-CPU pipe costs are not modelled on
+    /// this machine (not measured), and neither is pipe->mutex contention.
+    #[serde(default)]
+    pub pipe_xcpu_lines: u64,
+    /// The same for one AF_UNIX stream `sendmsg` or `recvmsg`: the peer's
+    /// unix_sock (state lock, receive-queue head and lock), sk_wmem_alloc,
+    /// the skb the writer allocated (sk_buff, shared info, data) and the
+    /// slab object the reader frees back to the writer's CPU.
+    /// calibrate: `unix_xcpu_*`. 0: not modelled on this machine.
+    #[serde(default)]
+    pub socket_xcpu_lines: u64,
+    /// How long an AF_UNIX stream sender holds the receiving socket
+    /// (unix_state_lock(other) and the receive queue's lock around
+    /// skb_queue_tail): the part of a send that other senders to the same
+    /// socket wait for. calibrate: from N writers into one socket
+    /// (`unix_writers_*`). pipe->mutex needs no such field: pipe_read and
+    /// pipe_write hold it for their whole work.
+    #[serde(default)]
+    pub socket_lock_hold_ns: u64,
     /// Fixed cost of one pipe `read` or `write` beyond the syscall entry
     /// (pipe mutex, buffer bookkeeping, wakeup check).
     pub pipe_op_ns: u64,
@@ -385,6 +413,10 @@ pub fn kvm_guest() -> CostModel {
         switch_cache_cold_ns: 0,
         tlb_asid_miss_ns: 0,
         tlb_dyn_asids: 6,
+        // not measured for this machine: cross-CPU pipe and socket costs not modelled
+        pipe_xcpu_lines: 0,
+        socket_xcpu_lines: 0,
+        socket_lock_hold_ns: 0,
         // calibrate: pipe write+read that never sleeps, 337 ns at 1 B: c/2 − syscall
         pipe_op_ns: 93,
         // calibrate: slope of the never-sleeping write+read pairs, 4 KiB to 32 KiB, halved
@@ -480,6 +512,10 @@ pub fn cascade_lake() -> CostModel {
         switch_cache_cold_ns: 0,
         tlb_asid_miss_ns: 0,
         tlb_dyn_asids: 6,
+        // not measured for this machine: cross-CPU pipe and socket costs not modelled
+        pipe_xcpu_lines: 0,
+        socket_xcpu_lines: 0,
+        socket_lock_hold_ns: 0,
         // estimate: pipe_write/pipe_read fixed path (mutex, buffer, wakeup check) ~200 ns
         pipe_op_ns: 200,
         // estimate: copy_user with ERMS rep movsb ~12 GB/s for L1/L2-resident data → ~80 ps/B
@@ -569,6 +605,10 @@ pub fn sandy_bridge_ep() -> CostModel {
         switch_cache_cold_ns: 0,
         tlb_asid_miss_ns: 0,
         tlb_dyn_asids: 6,
+        // not measured for this machine: cross-CPU pipe and socket costs not modelled
+        pipe_xcpu_lines: 0,
+        socket_xcpu_lines: 0,
+        socket_lock_hold_ns: 0,
         // estimate: ~1.2× Cascade Lake's 200 ns
         pipe_op_ns: 240,
         // estimate: no ERMS on Sandy Bridge (rep movsq) ~8 GB/s → ~125 ps/B
@@ -648,6 +688,10 @@ pub fn haswell_ex() -> CostModel {
         switch_cache_cold_ns: 0,
         tlb_asid_miss_ns: 0,
         tlb_dyn_asids: 6,
+        // not measured for this machine: cross-CPU pipe and socket costs not modelled
+        pipe_xcpu_lines: 0,
+        socket_xcpu_lines: 0,
+        socket_lock_hold_ns: 0,
         // estimate: between Sandy Bridge and Cascade Lake
         pipe_op_ns: 220,
         // estimate: ERMS rep movsb ~10 GB/s → 100 ps/B
@@ -728,6 +772,10 @@ pub fn milan() -> CostModel {
         switch_cache_cold_ns: 0,
         tlb_asid_miss_ns: 0,
         tlb_dyn_asids: 6,
+        // not measured for this machine: cross-CPU pipe and socket costs not modelled
+        pipe_xcpu_lines: 0,
+        socket_xcpu_lines: 0,
+        socket_lock_hold_ns: 0,
         // estimate: as Cascade Lake
         pipe_op_ns: 200,
         // estimate: Zen 3 FSRM/ERMS copies ~14 GB/s in cache → ~70 ps/B
@@ -805,6 +853,10 @@ pub fn altra() -> CostModel {
         switch_cache_cold_ns: 0,
         tlb_asid_miss_ns: 0,
         tlb_dyn_asids: 0,
+        // not measured for this machine: cross-CPU pipe and socket costs not modelled
+        pipe_xcpu_lines: 0,
+        socket_xcpu_lines: 0,
+        socket_lock_hold_ns: 0,
         // estimate: as Cascade Lake
         pipe_op_ns: 200,
         // estimate: arm64 copy_to_user ~10 GB/s in cache → 100 ps/B
@@ -890,6 +942,10 @@ pub fn power10() -> CostModel {
         switch_cache_cold_ns: 0,
         tlb_asid_miss_ns: 0,
         tlb_dyn_asids: 0,
+        // not measured for this machine: cross-CPU pipe and socket costs not modelled
+        pipe_xcpu_lines: 0,
+        socket_xcpu_lines: 0,
+        socket_lock_hold_ns: 0,
         // estimate: ~1.25× Cascade Lake's 200 ns
         pipe_op_ns: 250,
         // estimate: POWER copy_tofrom_user ~10 GB/s in cache → 100 ps/B

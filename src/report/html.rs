@@ -238,6 +238,8 @@ fn counters(k: &Kernel) -> Vec<Value> {
             json!(st.ipis_avoided_polling),
         ),
         ("rq lock wait (ns)", json!(st.rq_lock_wait_ns)),
+        ("pipe/socket cache lines moved (ns)", json!(st.ipc_line_ns)),
+        ("pipe/socket lock wait (ns)", json!(st.ipc_lock_wait_ns)),
         ("wake_affine moves", json!(st.ttwu_move_affine)),
         ("wakeups of a task still on CPU", json!(st.ttwu_on_cpu)),
         ("select_idle_sibling CPUs scanned", json!(st.sis_scanned)),

@@ -156,6 +156,8 @@ fn totals_json(out: &RunView) -> Value {
         "ipis_sent": st.ipis_sent,
         "ipis_avoided_polling": st.ipis_avoided_polling,
         "rq_lock_wait_ns": st.rq_lock_wait_ns,
+        "ipc_line_ns": st.ipc_line_ns,
+        "ipc_lock_wait_ns": st.ipc_lock_wait_ns,
         "ttwu_move_affine": st.ttwu_move_affine,
         "ttwu_on_cpu": st.ttwu_on_cpu,
         "sis_cpus_scanned": st.sis_scanned,

@@ -71,6 +71,8 @@ pub fn summary(out: &RunView) -> String {
         ("ipis", st.ipis_sent, true),
         ("ipis-avoided-polling", st.ipis_avoided_polling, false),
         ("rq-lock-wait-ns", st.rq_lock_wait_ns, false),
+        ("ipc-line-ns", st.ipc_line_ns, false),
+        ("ipc-lock-wait-ns", st.ipc_lock_wait_ns, false),
     ];
     for (name, v, show_rate) in rows {
         let r = if show_rate {

@@ -152,6 +152,20 @@ impl Kernel {
         }
     }
 
+    /// What op `op`'s kernel work of `own` ns, starting at `at` on `cpu`,
+    /// pays for the pipe or socket it shares with other CPUs (lines moved,
+    /// lock waited for); 0 for the other ops.
+    fn shared_cost(&mut self, op: &Op, cpu: usize, at: u64, own: u64) -> u64 {
+        match *op {
+            Op::PipeWrite { pipe, .. } | Op::PipeRead { pipe, .. } => {
+                self.pipe_access(pipe, cpu, at, own)
+            }
+            Op::SockSend { sock, .. } => self.unix_access(sock, cpu, at, own, true),
+            Op::SockRecv { sock, .. } => self.unix_access(sock, cpu, at, own, false),
+            _ => 0,
+        }
+    }
+
     /// Execute one op: charge its cost first (phase 0), then its effect
     /// (phase 1, retried after a wakeup if it blocked). None means "go on
     /// with the next op".
@@ -160,12 +174,14 @@ impl Kernel {
             if let Some(ns) = self.op_cost(p, &op) {
                 self.tasks[p].prog.phase = 1;
                 let ns = self.vary(ns);
+                let ns = ns + self.shared_cost(&op, cpu, self.now, ns);
                 return Some(self.charge(p, ns, Point::MightSleep));
             }
         }
         if std::mem::take(&mut self.tasks[p].prog.wait_cycle_due) {
             if let Some(ns) = self.wait_cycle_cost(&op) {
                 let ns = self.vary(ns);
+                let ns = ns + self.shared_cost(&op, cpu, self.now, ns);
                 return Some(self.charge(p, ns, Point::MightSleep));
             }
         }
@@ -181,6 +197,7 @@ impl Kernel {
                 if let Some(cost) = self.op_cost(p, &next) {
                     self.tasks[p].prog.phase = 1;
                     let cost = self.vary(cost);
+                    let cost = cost + self.shared_cost(&next, cpu, self.now + ns, cost);
                     return Some(self.charge_split(p, ns + cost, cost, Point::MightSleep));
                 }
                 Some(self.charge_split(p, ns, 0, Point::User))

@@ -1,0 +1,58 @@
+//! Cache lines of shared kernel objects that move between CPUs.
+//!
+//! A pipe or a socket is written by one CPU and read by another: each
+//! operation from a CPU other than the one that touched the object last
+//! first pulls the object's lines over (its lock word, head/tail indices,
+//! wait-queue heads, the data and, for a socket, the skb the other side
+//! allocated or will free). The model keeps, per object, the CPU that
+//! touched it last; an operation from another CPU pays the object's line
+//! count times one line transfer at that distance
+//! (`Machine::line_transfer_ns`, from calibrate's `line_*` primitive or the
+//! preset's published core-to-core latency).
+
+use super::Kernel;
+
+impl Kernel {
+    /// `lines` cache lines coming to `cpu` from `from` (None: they are
+    /// here already), counted in `ipc_line_ns`.
+    pub fn lines_from(&mut self, from: Option<usize>, cpu: usize, lines: u64) -> u64 {
+        let ns = from.map_or(0, |f| lines * self.machine.line_transfer_ns(f, cpu));
+        self.stats.ipc_line_ns += ns;
+        ns
+    }
+}
+
+/// The CPU that touched a shared object's cache lines last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LastTouch(u32);
+
+impl Default for LastTouch {
+    /// Not touched yet: the first operation pays nothing (the object was
+    /// just created by its first user).
+    fn default() -> Self {
+        LastTouch(u32::MAX)
+    }
+}
+
+impl LastTouch {
+    /// `cpu` touches the object: returns the CPU the lines come from, if
+    /// it is another one.
+    pub fn touch(&mut self, cpu: usize) -> Option<usize> {
+        let prev = std::mem::replace(&mut self.0, cpu as u32);
+        (prev != u32::MAX && prev as usize != cpu).then_some(prev as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_come_from_the_last_other_cpu() {
+        let mut t = LastTouch::default();
+        assert_eq!(t.touch(3), None);
+        assert_eq!(t.touch(3), None);
+        assert_eq!(t.touch(5), Some(3));
+        assert_eq!(t.touch(3), Some(5));
+    }
+}
