@@ -43,9 +43,20 @@
 //! - `fork_ns` = m(fork) − m(clock); `exit_ns` = m(fork_exit_wait) − m(fork)
 //!   − 2·(context_switch + mm_switch) − wakeup_local − 2·syscall.
 //! - `tick_ns` = m(tick_gap): the time a busy loop loses to each timer tick.
+//! - `pipe_xcpu_lines` = ((m(pipe_xcpu_<d>_read) + m(pipe_xcpu_<d>_write) −
+//!   m(pipe_stream_100)) / m(line_<d>) − 2) / 2 at the nearest distance d:
+//!   a 100-byte stream from a writer on another CPU, never sleeping, costs
+//!   that many lines a message more than on one CPU; 2 of them are the
+//!   data, the rest is the pipe's, moved once by each side.
+//!   `socket_xcpu_lines` the same from `unix_*`, less the skb's
+//!   SKB_LINES + 2 data lines.
+//! - `socket_lock_hold_ns` = (m(unix_writers_<N>_write) −
+//!   m(unix_xcpu_<d>_write)) / (N − 1) for the most writers N measured:
+//!   each sender added to one socket makes every send wait this much more.
 //! - `nohz_idle_exit_ns` = m(cycle_<distance>) − m(cycle_same) − irq entry/exit
-//!   − activate (mean of pipe and unix): the reader's CPU time across a read
-//!   that slept, woken from another CPU against from its own.
+//!   − activate − the read's line transfers (mean of pipe and unix): the
+//!   reader's CPU time across a read that slept, woken from another CPU
+//!   against from its own.
 //! - `pipe_wait_cycle_ns` = m(ring_thread_2) − 2·(1-byte pipe op) −
 //!   wakeup_local − context_switch, at least 0; `socket_wait_cycle_ns` the
 //!   same from m(ring_unix_thread_2).
@@ -139,6 +150,9 @@ fn u64_field<'c>(c: &'c mut CostModel, field: &str) -> Option<&'c mut u64> {
         "switch_cache_warm_ns" => &mut c.switch_cache_warm_ns,
         "switch_cache_cold_ns" => &mut c.switch_cache_cold_ns,
         "tlb_asid_miss_ns" => &mut c.tlb_asid_miss_ns,
+        "pipe_xcpu_lines" => &mut c.pipe_xcpu_lines,
+        "socket_xcpu_lines" => &mut c.socket_xcpu_lines,
+        "socket_lock_hold_ns" => &mut c.socket_lock_hold_ns,
         _ => return None,
     })
 }
@@ -184,9 +198,10 @@ pub fn derive(r: &Results, base: &CostModel, base_name: &str, idle: &IdleInfo) -
     let line = derive_lines(&mut x);
     derive_ipi(&mut x, clock, empty, line, syscall);
     derive_timer(&mut x, syscall);
-    derive_nohz(&mut x);
-    derive_idle(&mut x, idle);
     derive_ipc(&mut x, syscall);
+    let read_lines = derive_xcpu(&mut x);
+    derive_nohz(&mut x, read_lines);
+    derive_idle(&mut x, idle);
     derive_wait_cycles(&mut x);
     derive_fork(&mut x, clock, syscall);
     derive_footprint(&mut x);
@@ -412,26 +427,109 @@ fn derive_wait_cycles(x: &mut Ctx) {
     }
 }
 
+/// The cross-CPU stream costs (bench::xcpu): the pipe's and the socket's
+/// own lines, and how long a sender holds the receiving socket. Returns
+/// the ns of line transfers a 100-byte read that slept pays when woken from
+/// the nearest other CPU (pipe and unix), for derive_nohz.
+fn derive_xcpu(x: &mut Ctx) -> Option<[f64; 2]> {
+    use crate::kernel::cacheline::data_lines;
+    use crate::kernel::unix_sock::SKB_LINES;
+    let d = DISTANCES.iter().copied().find(|d| {
+        ["pipe", "unix"]
+            .iter()
+            .any(|i| x.r.get(&format!("{i}_xcpu_{d}_read")).is_some())
+    });
+    let line = d.and_then(|d| x.m(&format!("line_{d}")));
+    let mut read_ns = [0.0; 2];
+    let msg = [data_lines(100), SKB_LINES + data_lines(100)];
+    for (k, (ipc, field)) in [("pipe", "pipe_xcpu_lines"), ("unix", "socket_xcpu_lines")]
+        .into_iter()
+        .enumerate()
+    {
+        let m = |s: &str| d.and_then(|d| x.m(&format!("{ipc}_xcpu_{d}_{s}")));
+        let same = x.m(&format!("{ipc}_stream_100"));
+        let total = match (m("read"), m("write"), same, line) {
+            (Some(r), Some(w), Some(s), Some(l)) if l > 0.0 => Some((r + w - s) / l),
+            _ => None,
+        };
+        let own = total.map(|t| (t - msg[k] as f64) / 2.0);
+        x.set(
+            field,
+            own,
+            format!(
+                "({ipc} read {} + write {} with the writer on another CPU ({}) − same-CPU write+read {}) / line {} ns = {} lines a message, less the message's {}, halved",
+                opt(m("read")), opt(m("write")), d.unwrap_or("-"), opt(same), opt(line), total.map_or("-".into(), |t| format!("{t:.1}")), msg[k]
+            ),
+        );
+        let own = u64_field(&mut x.cost, field).map_or(0, |v| *v);
+        read_ns[k] = ((own + msg[k]) as f64) * line.unwrap_or(0.0);
+    }
+    derive_socket_hold(x, d);
+    line.map(|_| read_ns)
+}
+
+/// socket_lock_hold_ns: what each sender added to one socket adds to a
+/// send, from the most writers measured against one (bench::xcpu).
+fn derive_socket_hold(x: &mut Ctx, d: Option<&str>) {
+    let one = d.and_then(|d| x.m(&format!("unix_xcpu_{d}_write")));
+    let most = (2..=1024)
+        .rev()
+        .find_map(|n| Some((n, x.m(&format!("unix_writers_{n}_write"))?)));
+    let hold = match (one, most) {
+        (Some(w1), Some((n, wn))) => Some((wn - w1) / (n - 1) as f64),
+        _ => None,
+    };
+    let Some(h) = hold else {
+        return x.keep(
+            "socket_lock_hold_ns",
+            "no CPUs here for two writers into one socket",
+        );
+    };
+    let (n, wn) = most.unwrap_or((0, 0.0));
+    x.set(
+        "socket_lock_hold_ns",
+        Some(h),
+        format!(
+            "unix writes into one reader: (write with {n} writers {} − with 1 writer {}) / {} writers added",
+            fmt(wn), opt(one), n - 1
+        ),
+    );
+}
+
 /// nohz_idle_exit_ns: the reader's CPU time across a read that slept,
-/// woken from another CPU against from the same CPU. derive_idle needs it.
-fn derive_nohz(x: &mut Ctx) {
+/// woken from another CPU against from the same CPU, less the line
+/// transfers that read pays (`read_lines`, pipe and unix, when measured).
+/// derive_idle needs it.
+fn derive_nohz(x: &mut Ctx, read_lines: Option<[f64; 2]>) {
     // Woken from another CPU the reader's CPU is idle: the wakee is charged
     // from its activation (rq_clock_skip_update: the idle task counts as
     // queued), through the IPI's exit, the tick restart and the switch.
     let (irq, act) = (x.cost.irq_entry_exit_ns as f64, x.cost.activate_ns as f64);
-    let extra: Vec<f64> = ["pipe", "unix"]
+    let lines = read_lines.unwrap_or([0.0; 2]);
+    let extra: Vec<(f64, f64)> = ["pipe", "unix"]
         .iter()
-        .filter_map(|ipc| {
+        .zip(lines)
+        .filter_map(|(ipc, l)| {
             let d = nearest(x, &format!("{ipc}_cycle"))?;
-            Some(x.m(&format!("{ipc}_cycle_{d}"))? - x.m(&format!("{ipc}_cycle_same"))?)
+            let e = x.m(&format!("{ipc}_cycle_{d}"))? - x.m(&format!("{ipc}_cycle_same"))?;
+            Some((e, l))
         })
         .collect();
-    let mean = (!extra.is_empty()).then(|| extra.iter().sum::<f64>() / extra.len() as f64);
+    let n = extra.len() as f64;
+    let mean = (n > 0.0).then(|| extra.iter().map(|e| e.0).sum::<f64>() / n);
+    let moved = (n > 0.0)
+        .then(|| extra.iter().map(|e| e.1).sum::<f64>() / n)
+        .unwrap_or(0.0);
+    let lines_note = if read_lines.is_some() {
+        format!(" − the read's line transfers {}", fmt(moved))
+    } else {
+        String::new()
+    };
     x.set(
         "nohz_idle_exit_ns",
-        mean.map(|e| e - irq - act),
+        mean.map(|e| e - irq - act - moved),
         format!(
-            "read that slept, woken from another CPU − same CPU (mean of pipe and unix) {} − irq entry/exit {} − activate {}",
+            "read that slept, woken from another CPU − same CPU (mean of pipe and unix) {} − irq entry/exit {} − activate {}{lines_note}, at least 0",
             opt(mean), fmt(irq), fmt(act)
         ),
     );
@@ -699,5 +797,43 @@ mod tests {
         assert_eq!(d.cost.nohz_idle_exit_ns, nohz);
         let exit = 14000 - base.activate_ns - nohz;
         assert_eq!(d.cost.idle_states[0].exit_latency_ns, exit);
+    }
+
+    #[test]
+    fn cross_cpu_streams_set_line_counts_and_the_socket_hold() {
+        // emr-16's medians (scenarios/machines/emr-16.toml).
+        let r = results(&[
+            ("line_llc", 71.0),
+            ("pipe_stream_100", 582.0),
+            ("unix_stream_100", 1142.0),
+            ("pipe_xcpu_llc_read", 639.0),
+            ("pipe_xcpu_llc_write", 616.0),
+            ("unix_xcpu_llc_read", 1045.0),
+            ("unix_xcpu_llc_write", 910.0),
+            ("unix_writers_4_write", 2006.0),
+            ("unix_writers_15_write", 4168.0),
+        ]);
+        let d = derive(&r, &kvm_guest(), "vm-2", &haltpoll(0));
+        // (639 + 616 − 582) / 71 = 9.48 lines, less 2 of data, halved: 3.7.
+        assert_eq!(d.cost.pipe_xcpu_lines, 4);
+        // (1045 + 910 − 1142) / 71 = 11.45, less 5 + 2 for the skb, halved: 2.2.
+        assert_eq!(d.cost.socket_xcpu_lines, 2);
+        // The most writers measured: (4168 − 910) / 14.
+        assert_eq!(d.cost.socket_lock_hold_ns, 233);
+        assert!(d.notes["socket_lock_hold_ns"].contains("15 writers"));
+    }
+
+    #[test]
+    fn without_other_writers_the_socket_hold_is_kept() {
+        let r = results(&[
+            ("line_llc", 57.0),
+            ("unix_stream_100", 700.0),
+            ("unix_xcpu_llc_read", 700.0),
+            ("unix_xcpu_llc_write", 600.0),
+        ]);
+        let d = derive(&r, &kvm_guest(), "vm-2", &haltpoll(0));
+        assert_eq!(d.cost.socket_lock_hold_ns, kvm_guest().socket_lock_hold_ns);
+        assert!(d.notes["socket_lock_hold_ns"].starts_with("kept from vm-2"));
+        assert!(d.notes["pipe_xcpu_lines"].starts_with("kept from vm-2"));
     }
 }

@@ -9,6 +9,12 @@
 //! count times one line transfer at that distance
 //! (`Machine::line_transfer_ns`, from calibrate's `line_*` primitive or the
 //! preset's published core-to-core latency).
+//!
+//! The data itself moves too: a reader pulls each message's lines from
+//! the CPU that wrote it. The model remembers the CPU that wrote an
+//! object's newest data; a read from another CPU pays the message's lines
+//! (its bytes, and for a socket the skb around them) on top of the
+//! object's.
 
 use super::Kernel;
 
@@ -38,9 +44,20 @@ impl LastTouch {
     /// `cpu` touches the object: returns the CPU the lines come from, if
     /// it is another one.
     pub fn touch(&mut self, cpu: usize) -> Option<usize> {
-        let prev = std::mem::replace(&mut self.0, cpu as u32);
-        (prev != u32::MAX && prev as usize != cpu).then_some(prev as usize)
+        let from = self.other_than(cpu);
+        self.0 = cpu as u32;
+        from
     }
+
+    /// The CPU that touched it last, if it is not `cpu`.
+    pub fn other_than(&self, cpu: usize) -> Option<usize> {
+        (self.0 != u32::MAX && self.0 as usize != cpu).then_some(self.0 as usize)
+    }
+}
+
+/// Cache lines of a message of `bytes` bytes of data.
+pub fn data_lines(bytes: u32) -> u64 {
+    (bytes as u64).div_ceil(64)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! into the last page, exclusive waiters, and sync wakeups only on the
 //! empty→non-empty (readers) and full→not-full (writers) transitions.
 
-use super::cacheline::LastTouch;
+use super::cacheline::{data_lines, LastTouch};
 use super::lock::ContendedLock;
 use super::task::Pid;
 use super::wait::{WaitQueue, WaitQueueRef};
@@ -31,6 +31,8 @@ pub struct Pipe {
     pub poll_usage: bool,
     /// The CPU that touched the pipe's lines last.
     lines: LastTouch,
+    /// The CPU that wrote the newest data.
+    data: LastTouch,
     /// pipe->mutex, held by pipe_read and pipe_write for their whole work.
     mutex: ContendedLock,
 }
@@ -92,20 +94,33 @@ pub enum Io {
 }
 
 impl Kernel {
-    /// What a pipe_read or pipe_write on `cpu` pays for sharing pipe `i`
-    /// with other CPUs, on top of its own `own` ns of kernel work starting
-    /// at `at`: the pipe's lines if another CPU touched it last, then the
-    /// wait for pipe->mutex (__pipe_lock), which the op holds from after
-    /// its syscall entry to before its exit, line transfer included.
-    /// 0 where the machine does not model it (`pipe_xcpu_lines` = 0).
-    pub fn pipe_access(&mut self, i: usize, cpu: usize, at: u64, own: u64) -> u64 {
+    /// What a pipe_read or pipe_write of `bytes` on `cpu` pays for
+    /// sharing pipe `i` with other CPUs, on top of its own `own` ns of
+    /// kernel work starting at `at`: the pipe's lines if another CPU
+    /// touched it last, a reader also the data's lines if another CPU
+    /// wrote them, then the wait for pipe->mutex (__pipe_lock), which the
+    /// op holds from after its syscall entry to before its exit, line
+    /// transfers included. 0 where the machine does not model it
+    /// (`pipe_xcpu_lines` = 0).
+    pub fn pipe_access(
+        &mut self,
+        i: usize,
+        cpu: usize,
+        at: u64,
+        own: u64,
+        read: Option<u32>,
+    ) -> u64 {
         let lines = self.machine.cost.pipe_xcpu_lines;
         if lines == 0 {
             return 0;
         }
         let syscall = self.machine.cost.syscall_ns;
-        let from = self.pipes[i].lines.touch(cpu);
-        let xfer = self.lines_from(from, cpu, lines);
+        let pipe = &mut self.pipes[i];
+        let from = pipe.lines.touch(cpu);
+        let data = read
+            .filter(|_| !pipe.is_empty())
+            .map_or((None, 0), |n| (pipe.data.other_than(cpu), data_lines(n)));
+        let xfer = self.lines_from(from, cpu, lines) + self.lines_from(data.0, cpu, data.1);
         let hold = own.saturating_sub(syscall) + xfer;
         // The hand-off is in `xfer`: the lock word moves with the lines.
         let wait = self.pipes[i].mutex.acquire(at + syscall / 2, hold, 0);
@@ -122,6 +137,7 @@ impl Kernel {
         }
         let was_empty = pipe.is_empty();
         pipe.push(n);
+        pipe.data.touch(cpu);
         // wake_next_writer: only a writer that slept passes the baton on.
         let wake_next = self.tasks[p].prog.woken && !pipe.is_full();
         if was_empty || pipe.poll_usage {

@@ -2,7 +2,7 @@
 //! to the sender's send buffer, a reader woken (sync, non-exclusive) for
 //! every skb, and writers woken once the buffer drains below a quarter.
 
-use super::cacheline::LastTouch;
+use super::cacheline::{data_lines, LastTouch};
 use super::lock::ContendedLock;
 use super::pipe::Io;
 use super::task::Pid;
@@ -20,6 +20,11 @@ pub const SK_SNDBUF: u64 = 212_992;
 pub fn skb_truesize(bytes: u32) -> u64 {
     640 + (bytes as u64).next_multiple_of(64)
 }
+
+/// Cache lines of an skb beyond its data, as a reader on another CPU
+/// pulls them: `struct sk_buff` (232 B on x86-64 in v6.x: 4 lines) and the
+/// first line of `struct skb_shared_info` at the end of the data.
+pub const SKB_LINES: u64 = 5;
 
 /// A run of queued skbs of one length: the first has `unread` bytes left,
 /// the other `count - 1` are whole.
@@ -98,39 +103,54 @@ pub struct UnixSock {
     wmem_alloc: u64,
     pub rd_wait: WaitQueue,
     pub wr_wait: WaitQueue,
-    /// The CPU that touched the socket's lines (and its skbs) last.
+    /// The CPU that touched the socket's lines last.
     lines: LastTouch,
+    /// The CPU that allocated and wrote the newest skb.
+    data: LastTouch,
     /// unix_state_lock of the receiving socket with its receive queue's
     /// lock, as the senders take them.
     lock: ContendedLock,
 }
 
 impl Kernel {
-    /// What a unix_stream_sendmsg (`send`) or recvmsg on `cpu` pays for
-    /// sharing socket `i` with other CPUs, on top of its own `own` ns of
-    /// kernel work starting at `at`: the socket's and the skb's lines if
-    /// another CPU touched them last; a sender then queues its skb under
+    /// What a unix_stream_sendmsg, or a recvmsg (`read`: its bytes), on
+    /// `cpu` pays for sharing socket `i` with other CPUs, on top of its own
+    /// `own` ns of kernel work starting at `at`: the socket's lines if
+    /// another CPU touched it last, a reader also the skb's lines (the
+    /// sk_buff, its shared info and the data: [`SKB_LINES`] more than the
+    /// bytes) if another CPU wrote it. A sender then queues its skb under
     /// the receiver's unix_state_lock and queue lock, after its own work
     /// (skb allocation and copy happen before), waiting behind other
     /// senders. The receiver is not made to wait: on the 16-CPU host a
     /// read slowed by 36 ns per writer added where a write slowed by 233
-    /// (docs/host-measurements.md, xcpu). 0 where the machine does not
-    /// model it (`socket_xcpu_lines` = 0).
-    pub fn unix_access(&mut self, i: usize, cpu: usize, at: u64, own: u64, send: bool) -> u64 {
+    /// (scenarios/machines/emr-16.toml, `unix_writers_*`). 0 where the
+    /// machine does not model it (`socket_xcpu_lines` = 0).
+    pub fn unix_access(
+        &mut self,
+        i: usize,
+        cpu: usize,
+        at: u64,
+        own: u64,
+        read: Option<u32>,
+    ) -> u64 {
         let c = &self.machine.cost;
         if c.socket_xcpu_lines == 0 {
             return 0;
         }
         let (lines, hold) = (c.socket_xcpu_lines, c.socket_lock_hold_ns);
-        let from = self.socks[i].lines.touch(cpu);
-        let xfer = self.lines_from(from, cpu, lines);
-        if !send {
-            return xfer;
-        }
-        // The hold is measured per sender added, hand-off included.
-        let wait = self.socks[i].lock.acquire(at + own + xfer, hold, 0);
-        self.stats.ipc_lock_wait_ns += wait;
-        xfer + wait
+        let s = &mut self.socks[i];
+        let from = s.lines.touch(cpu);
+        let Some(n) = read else {
+            let xfer = self.lines_from(from, cpu, lines);
+            // The hold is measured per sender added, hand-off included.
+            let wait = self.socks[i].lock.acquire(at + own + xfer, hold, 0);
+            self.stats.ipc_lock_wait_ns += wait;
+            return xfer + wait;
+        };
+        let skb = (!s.queue.is_empty())
+            .then(|| s.data.other_than(cpu))
+            .flatten();
+        self.lines_from(from, cpu, lines) + self.lines_from(skb, cpu, SKB_LINES + data_lines(n))
     }
 
     /// unix_stream_sendmsg of one message of `n` bytes.
@@ -144,6 +164,7 @@ impl Kernel {
         let ts = skb_truesize(n);
         s.wmem_alloc += ts;
         s.queue.push(n);
+        s.data.touch(cpu);
         // sk_data_ready → sock_def_readable: wake readers if any sleep.
         if !self.socks[i].rd_wait.is_empty() {
             self.wake_up(WaitQueueRef::SockRead(i), 1, true, cpu, p);

@@ -25,6 +25,11 @@ const PRESETS: &[Preset] = &[
         build: vm_2,
     },
     Preset {
+        name: "emr-16",
+        about: "the project's 16-vCPU KVM guest on an Emerald Rapids-class Xeon, calibrated there on 2026-11-27 (scenarios/machines/emr-16.toml)",
+        build: emr_16,
+    },
+    Preset {
         name: "xeon-8269cy",
         about: "Intel Xeon Platinum 8269CY, Cascade Lake (seed 000)",
         build: xeon_8269cy,
@@ -103,6 +108,17 @@ fn about(name: &str) -> &'static str {
         .iter()
         .find(|p| p.name == name)
         .map_or("", |p| p.about)
+}
+
+/// The 16-CPU host of ../shared/host16, from its machine file: topology
+/// from its sysfs, costs from `schedlab calibrate` and `xcpu` run there
+/// (each value's source is in the file).
+fn emr_16() -> Result<Machine, String> {
+    const FILE: &str = "scenarios/machines/emr-16.toml";
+    let text = include_str!("../../scenarios/machines/emr-16.toml");
+    let mut m = super::file::parse(FILE, "emr-16", text)?;
+    m.description = format!("{}: {}", about("emr-16"), m.summary());
+    Ok(m)
 }
 
 /// 2 vCPUs, one socket, one shared L3 (sysfs: cache/index3 shared_cpu_list

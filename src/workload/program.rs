@@ -157,11 +157,10 @@ impl Kernel {
     /// lock waited for); 0 for the other ops.
     fn shared_cost(&mut self, op: &Op, cpu: usize, at: u64, own: u64) -> u64 {
         match *op {
-            Op::PipeWrite { pipe, .. } | Op::PipeRead { pipe, .. } => {
-                self.pipe_access(pipe, cpu, at, own)
-            }
-            Op::SockSend { sock, .. } => self.unix_access(sock, cpu, at, own, true),
-            Op::SockRecv { sock, .. } => self.unix_access(sock, cpu, at, own, false),
+            Op::PipeWrite { pipe, .. } => self.pipe_access(pipe, cpu, at, own, None),
+            Op::PipeRead { pipe, bytes } => self.pipe_access(pipe, cpu, at, own, Some(bytes)),
+            Op::SockSend { sock, .. } => self.unix_access(sock, cpu, at, own, None),
+            Op::SockRecv { sock, bytes } => self.unix_access(sock, cpu, at, own, Some(bytes)),
             _ => 0,
         }
     }
