@@ -155,6 +155,18 @@ pub const CASES: &[Case] = &[
             None,
         )
     },
+    // The cross-CPU line and lock bookkeeping at work (issue 32): the
+    // 16-CPU host's own machine, messaging over sockets as measured there.
+    Case {
+        extra: "[kernel]\nhz = 250\npreempt = \"none\"\n",
+        ..case(
+            "messaging-emr-16",
+            "messaging g4 l750 sockets on emr-16",
+            "emr-16",
+            "hackbench:groups=4,fds=20,loops=750,output=perf",
+            None,
+        )
+    },
 ];
 
 /// The index of the traced case in CASES.
