@@ -14,6 +14,7 @@ pub mod duty;
 pub mod pelt;
 pub mod perf;
 pub mod procfs;
+pub mod recorded;
 pub mod report;
 pub mod sample;
 pub mod stats;

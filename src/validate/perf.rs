@@ -43,6 +43,11 @@ pub struct RealRun {
 /// the benchmark's own messages may also be). Fields: value, unit, event,
 /// run time, percentage, …; a value may be `<not counted>`.
 pub fn parse_stat_csv(what: &str, text: &str) -> Result<Counters, String> {
+    parse_stat_csv_at(what, text, 1)
+}
+
+/// parse_stat_csv of a text that is line `first` onwards of a file.
+pub fn parse_stat_csv_at(what: &str, text: &str, first: usize) -> Result<Counters, String> {
     let mut found: [Option<u64>; 3] = [None; 3];
     let names = ["context-switches", "cpu-migrations", "task-clock"];
     for (n, line) in text.lines().enumerate() {
@@ -53,7 +58,7 @@ pub fn parse_stat_csv(what: &str, text: &str) -> Result<Counters, String> {
         let Some(i) = names.iter().position(|&e| e == event) else {
             continue;
         };
-        let at = format!("{what}, line {}: {event}", n + 1);
+        let at = format!("{what}, line {}: {event}", n + first);
         let raw = f[0].trim();
         if raw.starts_with('<') {
             return Err(format!("{at} is {raw}: perf cannot count it here"));
@@ -90,6 +95,11 @@ fn ns_per(unit: &str) -> Option<f64> {
 
 /// Read `perf bench sched pipe|messaging` output (default format).
 pub fn parse_bench(what: &str, text: &str) -> Result<BenchOut, String> {
+    parse_bench_at(what, text, 1)
+}
+
+/// parse_bench of a text that is line `first` onwards of a file.
+pub fn parse_bench_at(what: &str, text: &str, first: usize) -> Result<BenchOut, String> {
     let mut total_s = None;
     let mut usecs_per_op = None;
     for (n, line) in text.lines().enumerate() {
@@ -101,7 +111,7 @@ pub fn parse_bench(what: &str, text: &str) -> Result<BenchOut, String> {
                 .ok_or_else(|| {
                     format!(
                         "{what}, line {}: cannot read {field} in `{}`",
-                        n + 1,
+                        n + first,
                         line.trim()
                     )
                 })
