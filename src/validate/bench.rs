@@ -426,10 +426,12 @@ fn from_recording(
     benches: &[Bench],
 ) -> Result<(Header, Vec<Measured>), String> {
     if a.machine == "host" {
-        return Err("--real-from: give --machine a preset or a machine file of the host \
+        return Err(
+            "--real-from: give --machine a preset or a machine file of the host \
                     that recorded the runs (`host` is this host, and it is not calibrated \
                     in this mode)"
-            .into());
+                .into(),
+        );
     }
     let recordings = benches
         .iter()
@@ -444,7 +446,10 @@ fn from_recording(
     let real = recordings.iter().map(|r| r.runs.clone()).collect();
     let measured = simulate(a, &scenarios, &plan, real)?;
     let title = recorded::readme_title(dir);
-    let runs: Vec<String> = recordings.iter().map(|r| r.runs.len().to_string()).collect();
+    let runs: Vec<String> = recordings
+        .iter()
+        .map(|r| r.runs.len().to_string())
+        .collect();
     let header = Header {
         real: format!(
             "real runs recorded in {}{}; {} run(s) each",

@@ -95,7 +95,9 @@ pub fn parse_runs(name: &str, text: &str, b: &Bench) -> Result<Vec<RealRun>, Str
         .filter(|&i| lines[i].starts_with(RUN_START))
         .collect();
     let Some(&first) = starts.first() else {
-        return Err(format!("{name}: no `{RUN_START}…` line: not perf bench output"));
+        return Err(format!(
+            "{name}: no `{RUN_START}…` line: not perf bench output"
+        ));
     };
     if let Some(i) = (0..first).find(|&i| !lines[i].trim().is_empty()) {
         return Err(format!(
