@@ -243,18 +243,32 @@ pub struct CpuStat {
 
 impl CpuStat {
     pub fn read() -> Result<CpuStat, String> {
+        CpuStat::read_line("cpu")
+    }
+
+    /// The `cpuN` line of one CPU.
+    pub fn read_cpu(cpu: usize) -> Result<CpuStat, String> {
+        CpuStat::read_line(&format!("cpu{cpu}"))
+    }
+
+    fn read_line(name: &str) -> Result<CpuStat, String> {
         let path = PathBuf::from("/proc/stat");
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("{}: {e} (needs a Linux host)", path.display()))?;
-        CpuStat::parse(&text, clock_ticks())
+        CpuStat::parse_line(&text, name, clock_ticks())
     }
 
     /// The aggregate `cpu` line; `hz` is USER_HZ, its unit.
     pub fn parse(text: &str, hz: f64) -> Result<CpuStat, String> {
+        CpuStat::parse_line(text, "cpu", hz)
+    }
+
+    /// The line named `name` (`cpu`, `cpu3`).
+    pub fn parse_line(text: &str, name: &str, hz: f64) -> Result<CpuStat, String> {
         let line = text
             .lines()
-            .find(|l| l.starts_with("cpu "))
-            .ok_or("/proc/stat: no `cpu` line")?;
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .ok_or_else(|| format!("/proc/stat: no `{name}` line"))?;
         let v: Vec<f64> = line
             .split_whitespace()
             .skip(1)
@@ -293,6 +307,18 @@ mod tests {
         assert_eq!(s.busy_s, 1.37);
         assert_eq!(s.steal_s, 0.07);
         assert!(CpuStat::parse("cpu0 1 2\n", 100.0).is_err());
+        let s = CpuStat::parse_line(
+            "cpu  1 1 1 1 1 1 1 1\ncpu1 0 0 50 0 0 0 0 3\n",
+            "cpu1",
+            100.0,
+        );
+        assert_eq!(
+            s.unwrap(),
+            CpuStat {
+                busy_s: 0.5,
+                steal_s: 0.03
+            }
+        );
         assert!(CpuStat::parse("cpu  1 x 3 4 5 6 7 8\n", 100.0)
             .unwrap_err()
             .contains("cannot read"));
