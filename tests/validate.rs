@@ -121,7 +121,8 @@ fn proc_without_pelt_fields_or_bad_duration_exits_2() {
     assert!(err.contains("/nonexistent-dir"), "{err}");
 }
 
-/// Runs real tasks for ~5 s on this host and needs 2 CPUs:
+/// Runs real tasks for ~5 s on this host and needs 2 CPUs (a busy host
+/// cannot be judged: exit 2, skipped):
 /// `cargo test --test validate -- --ignored`.
 #[test]
 #[ignore]
@@ -129,6 +130,10 @@ fn real_run_passes_on_this_host() {
     let path = tmp("pelt.json");
     let p = path.display().to_string();
     let (rc, out, err) = schedlab(&["validate", "pelt", "--quick", "--json", &p]);
+    if rc == 2 && out.contains("CANNOT JUDGE") {
+        println!("skipped: the host was busy: {err}");
+        return;
+    }
     assert_eq!(rc, 0, "{out}{err}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();

@@ -1,10 +1,11 @@
 //! `schedlab validate bench`: reading perf 6.1's real output, the targets
 //! and the table, the exit code 2 when perf is missing, fails or prints
-//! something unreadable, and a short real run where perf works.
+//! something unreadable, the 16-CPU host's recorded runs (`--real-from`),
+//! and a short real run where perf works.
 
 mod common;
 use common::{schedlab, tmp};
-use schedlab::validate::bench::{all, real_sample, Bench};
+use schedlab::validate::bench::{all, parse_groups, real_sample, Bench};
 use schedlab::validate::bench_report::{metric_rows, ratio_row, score, table, Row, Sample, Target};
 use schedlab::validate::perf::{parse_bench, parse_stat_csv, BenchOut, Counters, RealRun};
 use std::process::Command;
@@ -96,12 +97,19 @@ fn real_numbers_per_operation() {
     // pipe's own usecs/op has more digits than its total time.
     let s = real_sample(&Bench::Pipe { pinned: false }, 1000, &run(0.004, Some(4.2)));
     assert_eq!((s.usecs, s.switches), (4.2, 8.0));
-    let names: Vec<String> = all().iter().map(Bench::name).collect();
+    let names: Vec<String> = all(&[1, 4]).iter().map(Bench::name).collect();
     assert_eq!(names.len(), 10);
     assert!(
         names.contains(&"messaging -p -t -g 4".to_string()),
         "{names:?}"
     );
+    let names: Vec<String> = all(&[1, 4, 16]).iter().map(Bench::name).collect();
+    assert_eq!(names.len(), 14);
+    assert_eq!(names[13], "messaging -p -t -g 16");
+    assert_eq!(parse_groups(" 1,4,16").unwrap(), [1, 4, 16]);
+    for bad in ["1,1", "4,1", "0,4", "1,x", ""] {
+        assert!(parse_groups(bad).is_err(), "{bad}");
+    }
 }
 
 fn row(target: Target, real: f64, sim: f64) -> Row {
@@ -127,6 +135,13 @@ fn targets_pass_and_miss() {
         (Target::Trend(2.0), 0.5, 0.2, false),
         (Target::Trend(2.0), 0.5, 1.2, false),
         (Target::Trend(2.0), 1.5, 2.9, true),
+        // A flat real curve must stay flat; a moving one move the same way.
+        (Target::Shape(10.0), 0.93, 1.08, true),
+        (Target::Shape(10.0), 0.93, 1.96, false),
+        (Target::Shape(10.0), 1.27, 3.0, true),
+        (Target::Shape(10.0), 1.27, 1.0, false),
+        (Target::Shape(10.0), 0.85, 0.3, true),
+        (Target::Shape(10.0), 0.85, 1.05, false),
     ];
     for (t, real, sim, want) in cases {
         assert_eq!(
@@ -266,6 +281,10 @@ fn bad_flags_exit_2_before_any_real_run() {
         (&["--set", "kernel.nosuch=1"][..], "kernel.nosuch"),
         (&["--set", "kernel.hz"][..], "expected KEY=VALUE"),
         (
+            &["--groups", "4,1"][..],
+            "--groups `4,1`: give the counts increasing",
+        ),
+        (
             &["--json", "/nonexistent/dir/x.json"][..],
             "directory /nonexistent/dir does not exist",
         ),
@@ -332,4 +351,144 @@ fn quick_real_run_where_perf_works() {
         .as_str()
         .unwrap()
         .starts_with("host-calibrated"));
+}
+
+/// The recorded runs of the 16-CPU host (tests/data/host16/raw).
+fn host16() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/host16/raw")
+}
+
+/// The `Total time: X [sec]` values of a recording, read plainly.
+fn total_times(text: &str) -> Vec<f64> {
+    text.lines()
+        .filter_map(|l| l.split_once("Total time:"))
+        .map(|(_, r)| r.trim().trim_end_matches("[sec]").trim().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn real_from_the_16_cpu_host_compares_every_group_count() {
+    let dir = host16();
+    let json = tmp("validate-bench-host16.json");
+    let (rc, out, err) = schedlab(&[
+        "validate",
+        "bench",
+        "--real-from",
+        dir.to_str().unwrap(),
+        "--machine",
+        "vm-2",
+        "--groups",
+        "1,4,16",
+        "--runs",
+        "1",
+        "--quick",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(rc == 0 || rc == 1, "rc {rc}: {err}");
+    assert!(
+        out.starts_with(&format!(
+            "schedlab validate bench: real runs recorded in {} (16-vCPU KVM guest",
+            dir.display()
+        )),
+        "{out}"
+    );
+    for bench in [
+        "messaging -g 16 ",
+        "messaging -p -t -g 16 ",
+        "messaging -t -g 4→16 ",
+    ] {
+        assert!(out.lines().any(|l| l.starts_with(bench)), "{bench}: {out}");
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // 2 pipes + 4 variants × 3 group counts, 4 metrics each; 4 × 2 ratios.
+    assert_eq!(v["benchmarks"].as_array().unwrap().len(), 14);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 14 * 4 + 8);
+    // The real mean is the files' own: 5 runs of 4 × 400 × 750 messages.
+    let text = std::fs::read_to_string(dir.join("s_g4_l750.txt")).unwrap();
+    let t = total_times(&text);
+    assert_eq!(t.len(), 5);
+    let want = t.iter().sum::<f64>() / 5.0 * 1e6 / (4.0 * 400.0 * 750.0);
+    let row = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["benchmark"] == "messaging -g 4" && r["metric"] == "usecs/msg")
+        .unwrap();
+    let got = row["real_mean"].as_f64().unwrap();
+    assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    let b = v["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "messaging -g 16")
+        .unwrap();
+    // Loops from the file name; --quick simulates a fifth of them.
+    assert_eq!(
+        (b["loops"].as_u64(), b["sim_loops"].as_u64()),
+        (Some(187), Some(37))
+    );
+    assert_eq!(b["real"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn bad_recordings_exit_2_naming_the_file_and_line() {
+    let dir = tmp("host16-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(host16()).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    let d = dir.to_str().unwrap().to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "validate",
+            "bench",
+            "--real-from",
+            &d,
+            "--runs",
+            "1",
+            "--quick",
+        ];
+        args.extend(extra);
+        schedlab(&args)
+    };
+    let (rc, _, err) = run(&[]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("--real-from: give --machine a preset"),
+        "{err}"
+    );
+    let (rc, _, err) = run(&["--machine", "vm-2", "--groups", "1,8"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains(&format!("{d}/s_g8_lL.txt: no such file")),
+        "{err}"
+    );
+    // The third run's migrations of a file spoilt (line 23 of 40).
+    let path = dir.join("sp_g4_l750.txt");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert!(lines[22].contains(",cpu-migrations,"), "{}", lines[22]);
+    let spoilt = lines[22].replacen(|c: char| c.is_ascii_digit(), "x", 1);
+    lines[22] = &spoilt;
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let (rc, _, err) = run(&["--machine", "vm-2"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}, the run at line 17, line 23: cpu-migrations: cannot read the value",
+            path.display()
+        )),
+        "{err}"
+    );
+    std::fs::write(&path, text.replace("4 groups ==", "2 groups ==")).unwrap();
+    let (rc, _, err) = run(&["--machine", "vm-2"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("line 3: `# 2 groups == 160 processes run` where the file name says 4"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,18 +1,20 @@
 //! `schedlab validate bench`: the installed `perf bench sched pipe` (across
 //! CPUs and pinned) and `perf bench sched messaging` (pipe/socket ×
-//! thread/process × 1 and 4 groups) for real under `perf stat`, then the
-//! same benchmarks simulated over several seeds, compared per operation
-//! against the targets of issue 20.
+//! thread/process × `--groups`, default 1 and 4) for real under `perf
+//! stat`, or read from runs recorded earlier (`--real-from`), then the same
+//! benchmarks simulated over several seeds, compared per operation against
+//! the targets of issue 20 (or issue 32's for the 16-CPU host).
 
 use super::bench_report::{self as report, Row, Sample, Target};
 use super::perf::{self, RealRun};
+use super::recorded;
 use crate::compare::{run_side, Metrics};
 use crate::machine::hostkernel::{self, HostSetting};
 use crate::scenario::{parse_set_value, set_key, workload_table, Scenario, Source};
 use crate::util::fs::write_atomic;
 use clap::Args;
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Args)]
@@ -48,6 +50,37 @@ pub struct BenchArgs {
     /// Write every run's numbers and the table as JSON to this file, atomically
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+    /// Messaging's group counts, increasing, comma-separated (`1,4,16` for
+    /// a host with many CPUs)
+    #[arg(long, value_name = "LIST", default_value = "1,4")]
+    groups: String,
+    /// The targets: `vm` (issue 20's, for the 2-vCPU VM) or `host16`
+    /// (issue 32's, stricter, for the 16-CPU host)
+    #[arg(long, value_enum, default_value_t = TargetSet::Vm)]
+    targets: TargetSet,
+    /// Read the real runs recorded in DIR (`{s,sp,st,spt}_g{G}_l{L}.txt`,
+    /// `{unpinned,pinned}_l{L}.txt`) instead of running perf; needs a
+    /// preset or machine file as --machine
+    #[arg(long, value_name = "DIR")]
+    real_from: Option<PathBuf>,
+}
+
+/// Which targets the rows are judged by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetSet {
+    /// Issue 20's, for the 2-vCPU VM under this project.
+    Vm,
+    /// Issue 32's, for the 16-CPU host of tests/data/host16.
+    Host16,
+}
+
+impl TargetSet {
+    pub fn name(&self) -> &'static str {
+        match self {
+            TargetSet::Vm => "vm (issue 20)",
+            TargetSet::Host16 => "host16 (issue 32)",
+        }
+    }
 }
 
 /// A compared benchmark.
@@ -63,11 +96,11 @@ pub enum Bench {
     },
 }
 
-/// Every benchmark, in table order.
-pub fn all() -> Vec<Bench> {
+/// Every benchmark, in table order, messaging at each of `groups`.
+pub fn all(groups: &[u64]) -> Vec<Bench> {
     let mut v = vec![Bench::Pipe { pinned: false }, Bench::Pipe { pinned: true }];
     for (pipe, threads) in [(false, false), (true, false), (false, true), (true, true)] {
-        for groups in [1, 4] {
+        for &groups in groups {
             v.push(Bench::Messaging {
                 pipe,
                 threads,
@@ -86,6 +119,25 @@ const PIN_CPU: usize = 0;
 /// of its wall time, and more than BUSY_MIN_S (/proc/stat counts in ticks).
 const BUSY_SHARE: f64 = 0.10;
 const BUSY_MIN_S: f64 = 0.03;
+/// Under `--targets host16`, a ratio of switches per message between two
+/// group counts within this many % of 1 is a flat curve: the spread of
+/// time per message between runs on that host is 1–5 % for sockets and
+/// 4–10 % for pipes (tests/data/host16/raw/README.md).
+const FLAT_PCT: f64 = 10.0;
+
+/// `--groups`: positive group counts, increasing (the ratio rows compare
+/// each with the next).
+pub fn parse_groups(list: &str) -> Result<Vec<u64>, String> {
+    let groups = list
+        .split(',')
+        .map(|g| g.trim().parse::<u64>().ok().filter(|&g| g > 0))
+        .collect::<Option<Vec<u64>>>()
+        .ok_or_else(|| format!("--groups `{list}`: give positive integers, e.g. 1,4,16"))?;
+    if groups.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(format!("--groups `{list}`: give the counts increasing"));
+    }
+    Ok(groups)
+}
 
 impl Bench {
     pub fn name(&self) -> String {
@@ -105,18 +157,16 @@ impl Bench {
     }
 
     /// Loops per run: about 0.5 s of real time on the 2-vCPU VM of
-    /// docs/validate-bench.md, a fifth with `quick`.
+    /// docs/validate-bench.md, a fifth with `quick`. Messaging's fall as
+    /// 1/groups, so that every group count sends about as many messages
+    /// (as the 16-CPU host's recording did, with L = 3000/G).
     pub fn loops(&self, quick: bool) -> u64 {
         let full = match *self {
             Bench::Pipe { pinned: false } => 60_000,
             Bench::Pipe { pinned: true } => 200_000,
             Bench::Messaging { pipe, groups, .. } => (if pipe { 2000 } else { 1000 }) / groups,
         };
-        if quick {
-            full / 5
-        } else {
-            full
-        }
+        quicker(full, quick)
     }
 
     /// Operations per run: round trips, or messages (each of a group's
@@ -183,21 +233,44 @@ impl Bench {
     }
 
     /// Targets of usecs, switches, migrations and CPU time per operation.
-    pub fn targets(&self) -> [Target; 4] {
-        match self {
-            Bench::Pipe { .. } => [
+    pub fn targets(&self, set: TargetSet) -> [Target; 4] {
+        match (self, set) {
+            (Bench::Pipe { .. }, _) => [
                 Target::Within(25.0),
                 Target::Within(5.0),
                 Target::Info,
                 Target::Info,
             ],
-            Bench::Messaging { .. } => [
+            (Bench::Messaging { .. }, TargetSet::Vm) => [
                 Target::Within(35.0),
                 Target::Within(50.0),
                 Target::Factor(3.0),
                 Target::Info,
             ],
+            (Bench::Messaging { .. }, TargetSet::Host16) => [
+                Target::Within(25.0),
+                Target::Within(35.0),
+                Target::Factor(3.0),
+                Target::Within(25.0),
+            ],
         }
+    }
+}
+
+/// A fifth of the loops with `quick` (at least one).
+fn quicker(loops: u64, quick: bool) -> u64 {
+    if quick {
+        (loops / 5).max(1)
+    } else {
+        loops.max(1)
+    }
+}
+
+/// The target of the switches-per-message ratio between two group counts.
+pub fn trend_target(set: TargetSet) -> Target {
+    match set {
+        TargetSet::Vm => Target::Trend(2.0),
+        TargetSet::Host16 => Target::Shape(FLAT_PCT),
     }
 }
 
@@ -270,7 +343,10 @@ fn scenario(
 /// Everything measured for one benchmark.
 struct Measured {
     bench: Bench,
+    /// Loops of the real runs and of the simulated ones (fewer with
+    /// `--real-from … --quick`; the rows compare per operation).
     loops: u64,
+    sim_loops: u64,
     real: Vec<RealRun>,
     sim: Vec<Sample>,
 }
@@ -290,46 +366,12 @@ pub fn main(a: &BenchArgs) -> Result<i32, String> {
     if let Some(d) = json_dir.filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
         return Err(format!("--json: directory {} does not exist", d.display()));
     }
-    let host = hostkernel::detect();
-    let benches = all();
-    let scenarios_on = |machine: &str| {
-        benches
-            .iter()
-            .map(|b| scenario(a, machine, &host, &b.workload(b.loops(a.quick))))
-            .collect::<Result<Vec<_>, _>>()
+    let benches = all(&parse_groups(&a.groups)?);
+    let (header, measured) = match &a.real_from {
+        Some(dir) => from_recording(a, dir, &benches)?,
+        None => live(a, &benches)?,
     };
-    let mut scenarios = scenarios_on(&a.machine)?;
-    let version = perf::version(&a.perf)?;
-    let calibrated = calibrate_host(a)?;
-    if let Some(c) = &calibrated {
-        scenarios = scenarios_on(&c.path.display().to_string())?;
-    }
-    let real = measure_real(a, &benches)?;
-    eprintln!("simulating {} benchmarks × {} seeds", benches.len(), a.runs);
-    let mut measured = Vec::new();
-    for ((b, side), real) in benches.iter().zip(&scenarios).zip(real) {
-        let loops = b.loops(a.quick);
-        let sim = run_side(side, a.runs)
-            .map_err(|e| format!("simulating {}: {e}", b.name()))?
-            .iter()
-            .map(|m| sim_sample(b, loops, m))
-            .collect::<Result<Vec<_>, _>>()?;
-        measured.push(Measured {
-            bench: *b,
-            loops,
-            real,
-            sim,
-        });
-    }
-    let rows = rows(&measured);
-    let machine = crate::machine::from_spec(&scenarios[0].1.machine)
-        .map_or_else(|e| e, |m| format!("{} ({})", m.name, m.description));
-    let header = Header {
-        perf: version,
-        host,
-        machine,
-        calibration: calibrated.as_ref().map(|c| c.text.clone()),
-    };
+    let rows = rows(&measured, a.targets);
     print!("{}", text(a, &header, &measured, &rows));
     if let Some(path) = &a.json {
         let v = to_json(a, &header, &measured, &rows);
@@ -340,6 +382,145 @@ pub fn main(a: &BenchArgs) -> Result<i32, String> {
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(if report::score(&rows).1 == 0 { 0 } else { 1 })
+}
+
+/// perf run here (after this host is calibrated, with `--machine host`).
+fn live(a: &BenchArgs, benches: &[Bench]) -> Result<(Header, Vec<Measured>), String> {
+    let host = hostkernel::detect();
+    let plan: Vec<Planned> = benches
+        .iter()
+        .map(|b| (*b, b.loops(a.quick), b.loops(a.quick)))
+        .collect();
+    // Every scenario is checked before perf runs, so bad flags cost nothing.
+    let mut scenarios = scenarios(a, &a.machine, &host, &plan)?;
+    let version = perf::version(&a.perf)?;
+    let calibrated = calibrate_host(a)?;
+    if let Some(c) = &calibrated {
+        scenarios = self::scenarios(a, &c.path.display().to_string(), &host, &plan)?;
+    }
+    let real = measure_real(a, benches)?;
+    let measured = simulate(a, &scenarios, &plan, real)?;
+    let header = Header {
+        real: format!(
+            "{}, kernel {}, idle driver {}; {} run(s) each",
+            version,
+            read_line("/proc/sys/kernel/osrelease"),
+            read_line("/sys/devices/system/cpu/cpuidle/current_driver"),
+            a.runs
+        ),
+        perf: Some(version),
+        host,
+        machine: machine_text(&scenarios[0].1),
+        calibration: calibrated.as_ref().map(|c| c.text.clone()),
+        recorded: None,
+    };
+    Ok((header, measured))
+}
+
+/// The real runs read from `dir`, simulated with their loops (a fifth with
+/// --quick) on a preset or machine file: this host's costs and kernel
+/// settings are not the recorded host's.
+fn from_recording(
+    a: &BenchArgs,
+    dir: &Path,
+    benches: &[Bench],
+) -> Result<(Header, Vec<Measured>), String> {
+    if a.machine == "host" {
+        return Err(
+            "--real-from: give --machine a preset or a machine file of the host \
+                    that recorded the runs (`host` is this host, and it is not calibrated \
+                    in this mode)"
+                .into(),
+        );
+    }
+    let recordings = benches
+        .iter()
+        .map(|b| recorded::read(dir, b))
+        .collect::<Result<Vec<_>, _>>()?;
+    let plan: Vec<Planned> = benches
+        .iter()
+        .zip(&recordings)
+        .map(|(b, r)| (*b, r.loops, quicker(r.loops, a.quick)))
+        .collect();
+    let scenarios = scenarios(a, &a.machine, &[], &plan)?;
+    let real = recordings.iter().map(|r| r.runs.clone()).collect();
+    let measured = simulate(a, &scenarios, &plan, real)?;
+    let title = recorded::readme_title(dir);
+    let runs: Vec<String> = recordings
+        .iter()
+        .map(|r| r.runs.len().to_string())
+        .collect();
+    let header = Header {
+        real: format!(
+            "real runs recorded in {}{}; {} run(s) each",
+            dir.display(),
+            title.as_ref().map_or(String::new(), |t| format!(" ({t})")),
+            dedup_join(&runs)
+        ),
+        perf: None,
+        host: Vec::new(),
+        machine: machine_text(&scenarios[0].1),
+        calibration: None,
+        recorded: Some((dir.to_path_buf(), title)),
+    };
+    Ok((header, measured))
+}
+
+/// The distinct values in order, joined by `/`.
+fn dedup_join(v: &[String]) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for s in v {
+        if !out.contains(&s.as_str()) {
+            out.push(s);
+        }
+    }
+    out.join("/")
+}
+
+/// A benchmark with the loops of its real and of its simulated runs.
+type Planned = (Bench, u64, u64);
+
+/// The scenario of every planned benchmark on `machine`.
+fn scenarios(
+    a: &BenchArgs,
+    machine: &str,
+    host: &[HostSetting],
+    plan: &[Planned],
+) -> Result<Vec<(Source, Scenario)>, String> {
+    plan.iter()
+        .map(|(b, _, loops)| scenario(a, machine, host, &b.workload(*loops)))
+        .collect()
+}
+
+fn machine_text(sc: &Scenario) -> String {
+    crate::machine::from_spec(&sc.machine)
+        .map_or_else(|e| e, |m| format!("{} ({})", m.name, m.description))
+}
+
+/// Simulate every benchmark over `--runs` seeds beside its real runs.
+fn simulate(
+    a: &BenchArgs,
+    scenarios: &[(Source, Scenario)],
+    plan: &[Planned],
+    real: Vec<Vec<RealRun>>,
+) -> Result<Vec<Measured>, String> {
+    eprintln!("simulating {} benchmarks × {} seeds", plan.len(), a.runs);
+    let mut measured = Vec::new();
+    for ((&(b, loops, sim_loops), side), real) in plan.iter().zip(scenarios).zip(real) {
+        let sim = run_side(side, a.runs)
+            .map_err(|e| format!("simulating {}: {e}", b.name()))?
+            .iter()
+            .map(|m| sim_sample(&b, sim_loops, m))
+            .collect::<Result<Vec<_>, _>>()?;
+        measured.push(Measured {
+            bench: b,
+            loops,
+            sim_loops,
+            real,
+            sim,
+        });
+    }
+    Ok(measured)
 }
 
 /// The real runs, round by round (each benchmark once per round, so a busy
@@ -363,8 +544,9 @@ fn measure_real(a: &BenchArgs, benches: &[Bench]) -> Result<Vec<Vec<RealRun>>, S
     Ok(out)
 }
 
-/// The metric rows of every benchmark, then the g1 → g4 switch ratios.
-fn rows(measured: &[Measured]) -> Vec<Row> {
+/// The metric rows of every benchmark, then the switch ratios between
+/// consecutive group counts of each messaging variant.
+fn rows(measured: &[Measured], set: TargetSet) -> Vec<Row> {
     let mut rows = Vec::new();
     for m in measured {
         let real: Vec<Sample> = m
@@ -375,7 +557,7 @@ fn rows(measured: &[Measured]) -> Vec<Row> {
         rows.extend(report::metric_rows(
             &m.bench.name(),
             m.bench.unit(),
-            m.bench.targets(),
+            m.bench.targets(set),
             &real,
             &m.sim,
         ));
@@ -386,23 +568,19 @@ fn rows(measured: &[Measured]) -> Vec<Row> {
             .cloned()
     };
     let mut trends = Vec::new();
-    for m in measured {
-        let Bench::Messaging {
-            pipe,
-            threads,
-            groups: 1,
-        } = m.bench
+    for pair in measured.windows(2) {
+        let (from, to) = (pair[0].bench, pair[1].bench);
+        let (Bench::Messaging { groups: g, .. }, Bench::Messaging { groups: h, .. }) = (from, to)
         else {
             continue;
         };
-        let g4 = Bench::Messaging {
-            pipe,
-            threads,
-            groups: 4,
-        };
-        if let (Some(from), Some(to)) = (switches(&m.bench), switches(&g4)) {
-            let name = m.bench.name().replace("-g 1", "-g 1→4");
-            trends.push(report::ratio_row(&name, &from, &to, Target::Trend(2.0)));
+        // Benchmarks are ordered variant by variant, groups increasing.
+        if h <= g {
+            continue;
+        }
+        if let (Some(a), Some(b)) = (switches(&from), switches(&to)) {
+            let name = format!("{}→{h}", from.name());
+            trends.push(report::ratio_row(&name, &a, &b, trend_target(set)));
         }
     }
     rows.extend(trends);
@@ -411,11 +589,16 @@ fn rows(measured: &[Measured]) -> Vec<Row> {
 
 /// What the run was compared against.
 struct Header {
-    perf: String,
+    /// Where the real numbers came from, for the first line.
+    real: String,
+    /// perf's version, when perf ran.
+    perf: Option<String>,
     host: Vec<HostSetting>,
     machine: String,
     /// The machine file of this run's calibration, if it made one.
     calibration: Option<String>,
+    /// --real-from's directory and its README's first line.
+    recorded: Option<(PathBuf, Option<String>)>,
 }
 
 /// This run's calibration of the host, as a machine file the simulated
@@ -464,7 +647,9 @@ fn kernel_line(h: &Header, sets: &[String]) -> String {
         .iter()
         .map(|s| format!("{}={} ({})", s.key, s.value, s.source))
         .collect();
-    if parts.is_empty() {
+    if parts.is_empty() && h.recorded.is_some() {
+        parts.push("schedlab's default kernel.preempt and kernel.hz".into());
+    } else if parts.is_empty() {
         parts.push("the host's kernel.preempt and kernel.hz unreadable".into());
     }
     parts.extend(sets.iter().map(|kv| format!("--set {kv}")));
@@ -473,17 +658,15 @@ fn kernel_line(h: &Header, sets: &[String]) -> String {
 
 fn text(a: &BenchArgs, h: &Header, measured: &[Measured], rows: &[Row]) -> String {
     let mut s = format!(
-        "schedlab validate bench: {}, kernel {}, idle driver {}; {} run(s) each\n\
+        "schedlab validate bench: {}\n\
          simulated: machine {}, {}; seeds {}..{}\n\
-         per op: pipe round trip, messaging message; targets from issue 20\n\n",
-        h.perf,
-        read_line("/proc/sys/kernel/osrelease"),
-        read_line("/sys/devices/system/cpu/cpuidle/current_driver"),
-        a.runs,
+         per op: pipe round trip, messaging message; targets {}\n\n",
+        h.real,
         h.machine,
         kernel_line(h, &a.sets),
         a.seed,
         a.seed + a.runs - 1,
+        a.targets.name(),
     );
     s += &report::table(rows);
     s += &busy_text(measured);
@@ -575,8 +758,9 @@ fn to_json(a: &BenchArgs, h: &Header, measured: &[Measured], rows: &[Row]) -> Va
                     &m.bench.perf_args(m.loops),
                     m.bench.pin()
                 )),
-                "workload": m.bench.workload(m.loops),
+                "workload": m.bench.workload(m.sim_loops),
                 "loops": m.loops,
+                "sim_loops": m.sim_loops,
                 "ops": m.bench.ops(m.loops),
                 "unit": m.bench.unit(),
                 "real": real,
@@ -587,8 +771,12 @@ fn to_json(a: &BenchArgs, h: &Header, measured: &[Measured], rows: &[Row]) -> Va
     let (judged, missed) = report::score(rows);
     json!({
         "perf_version": h.perf,
-        "kernel": read_line("/proc/sys/kernel/osrelease"),
-        "idle_driver": read_line("/sys/devices/system/cpu/cpuidle/current_driver"),
+        "kernel": h.perf.as_ref().map(|_| read_line("/proc/sys/kernel/osrelease")),
+        "idle_driver": h.perf.as_ref().map(|_| read_line("/sys/devices/system/cpu/cpuidle/current_driver")),
+        "real_from": h.recorded.as_ref().map(|(d, _)| d.display().to_string()),
+        "real_from_readme": h.recorded.as_ref().and_then(|(_, t)| t.clone()),
+        "groups": parse_groups(&a.groups).unwrap_or_default(),
+        "targets": a.targets.name(),
         "runs": a.runs,
         "quick": a.quick,
         "wait_idle_s": a.wait_idle,

@@ -34,6 +34,9 @@ pub enum Target {
     /// A ratio that moves from 1 the same way as the real one, within
     /// this factor of it.
     Trend(f64),
+    /// A ratio that stays within this many % of 1 where the real one does
+    /// (a flat curve stays flat), else moves from 1 the same way.
+    Shape(f64),
     /// Shown, not judged.
     Info,
 }
@@ -44,6 +47,7 @@ impl Target {
             Target::Within(p) => format!("±{p}%"),
             Target::Factor(f) => format!("{f}×"),
             Target::Trend(f) => format!("same way, {f}×"),
+            Target::Shape(p) => format!("shape ±{p}%"),
             Target::Info => "-".into(),
         }
     }
@@ -61,6 +65,14 @@ impl Target {
             Target::Trend(f) => {
                 let same_way = (real - 1.0).signum() == (sim - 1.0).signum();
                 Some(same_way && real > 0.0 && sim > 0.0 && within_factor(f))
+            }
+            Target::Shape(p) => {
+                let flat = |x: f64| (x - 1.0).abs() <= p / 100.0;
+                Some(if flat(real) {
+                    flat(sim)
+                } else {
+                    (real - 1.0) * (sim - 1.0) > 0.0
+                })
             }
             Target::Info => None,
         }
@@ -134,7 +146,7 @@ pub fn metric_rows(
         .collect()
 }
 
-/// The g1 → g4 row: the ratio of two rows' means, its sd propagated to
+/// A g1 → g4 row (or any two group counts): the ratio of two rows' means, its sd propagated to
 /// first order from theirs.
 pub fn ratio_row(bench: &str, from: &Row, to: &Row, target: Target) -> Row {
     let ratio = |a: (f64, f64), b: (f64, f64)| {

@@ -122,7 +122,7 @@ fn involuntary_switches() -> i64 {
 /// CPU time the kernel has charged to the calling thread: its
 /// se.sum_exec_runtime plus the running delta, on rq_clock_task, so without
 /// the steal the host reports.
-fn thread_cpu_ns() -> u64 {
+pub fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -3,7 +3,8 @@
 //! signals from /proc, replays the same recorded intervals through the
 //! simulator's PELT code and compares. `validate bench` runs perf's
 //! scheduler benchmarks for real and simulated. Exit 0 pass, 1 fail, 2
-//! cannot run.
+//! cannot run (or, for `validate pelt`, cannot judge: the host disturbed
+//! the measurement).
 //!
 //! Layer: experiments, beside `compare`, `repro` and `bench`. Uses the
 //! layers below (kernel, workload, report, scenario, run); never `cli`.
@@ -14,6 +15,8 @@ pub mod duty;
 pub mod pelt;
 pub mod perf;
 pub mod procfs;
+pub mod quiet;
+pub mod recorded;
 pub mod report;
 pub mod sample;
 pub mod stats;
@@ -21,6 +24,8 @@ pub mod timeline;
 
 use crate::util::fs::write_atomic;
 use clap::{Args, Subcommand};
+use perf::CpuStat;
+use quiet::Quiet;
 use sample::Sample;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,8 +109,8 @@ fn pelt_main(a: &PeltArgs) -> Result<i32, String> {
         _ => return Err(format!("needs 2 CPUs, this process may use {cpus:?}")),
     };
     let program = duty::program(len_ns);
-    let (tl, samples) = measure(&a.proc_root, worker_cpu, sampler_cpu, &program)?;
-    let outcome = compare(&tl, &samples, worker_cpu, sampler_cpu)?;
+    let (tl, samples, quiet) = measure(&a.proc_root, worker_cpu, sampler_cpu, &program)?;
+    let outcome = compare(&tl, &samples, worker_cpu, sampler_cpu, quiet)?;
     print!("{}", report::text(&outcome));
     if let Some(path) = &a.json {
         let text = serde_json::to_string_pretty(&crate::report::meta::with_meta(report::to_json(
@@ -114,6 +119,14 @@ fn pelt_main(a: &PeltArgs) -> Result<i32, String> {
         .unwrap_or_default();
         write_atomic(path, (text + "\n").as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if !outcome.disturbed.is_empty() {
+        eprintln!(
+            "schedlab validate pelt: cannot judge: the measurement was disturbed: {}; \
+             re-run on a quiet host",
+            outcome.disturbed.join("; ")
+        );
+        return Ok(2);
     }
     Ok(if outcome.pass() { 0 } else { 1 })
 }
@@ -132,38 +145,56 @@ fn preflight(proc_root: &Path) -> Result<(), String> {
 }
 
 /// Run the program on a thread pinned to `worker_cpu` while this thread,
-/// pinned to `sampler_cpu`, samples it.
+/// pinned to `sampler_cpu`, samples it; and what the rest of the host did
+/// meanwhile (the stolen time is filled in by `compare`).
 fn measure(
     proc_root: &Path,
     worker_cpu: usize,
     sampler_cpu: usize,
     program: &[duty::Phase],
-) -> Result<(Timeline, Vec<Sample>), String> {
+) -> Result<(Timeline, Vec<Sample>, Quiet), String> {
     duty::pin(sampler_cpu)?;
     let done = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel();
+    let cpu_before = CpuStat::read_cpu(worker_cpu).ok();
     let worker = {
         let (done, program) = (done.clone(), program.to_vec());
+        let schedstat = proc_root.join("thread-self/schedstat");
         std::thread::spawn(move || {
             let pinned = duty::pin(worker_cpu);
             let ok = pinned.is_ok();
             let _ = tx.send(pinned.map(|_| duty::gettid()));
+            let run_delay = || quiet::run_delay(&std::fs::read_to_string(&schedstat).ok()?);
+            let (t0, cpu0, wait0) = (duty::now_ns(), duty::thread_cpu_ns(), run_delay());
             let tl = if ok {
                 duty::run(&program)
             } else {
                 Timeline::default()
             };
+            let (t1, cpu1, wait1) = (duty::now_ns(), duty::thread_cpu_ns(), run_delay());
             done.store(true, Ordering::Release);
-            tl
+            let waited = wait0.zip(wait1).map(|(a, b)| b.saturating_sub(a));
+            (tl, t1 - t0, cpu1 - cpu0, waited)
         })
     };
     let tid = rx.recv().map_err(|e| e.to_string())??;
     let samples = sample::collect(&procfs::task_path(proc_root, tid), &done);
     done.store(true, Ordering::Release);
-    let tl = worker
+    let (tl, wall_ns, task_cpu_ns, run_delay_ns) = worker
         .join()
         .map_err(|_| "the duty-cycle thread panicked".to_string())?;
-    Ok((tl, samples?))
+    let others_ns = cpu_before
+        .zip(CpuStat::read_cpu(worker_cpu).ok())
+        .map(|(a, b)| ((b.busy_s - a.busy_s) * 1e9) as u64)
+        .map(|busy| busy.saturating_sub(task_cpu_ns));
+    let quiet = Quiet {
+        wall_ns,
+        run_delay_ns,
+        others_ns,
+        stolen_recorded_ns: 0,
+        stolen_kernel_ns: 0,
+    };
+    Ok((tl, samples?, quiet))
 }
 
 /// Simulate the recorded timeline, pair each sample with its simulated
@@ -173,8 +204,14 @@ fn compare(
     samples: &[Sample],
     worker_cpu: usize,
     sampler_cpu: usize,
+    quiet: Quiet,
 ) -> Result<report::Outcome, String> {
     let clock = sample::KernelClock::new(tl, samples)?;
+    let quiet = Quiet {
+        stolen_recorded_ns: tl.totals()[timeline::Kind::Stolen as usize],
+        stolen_kernel_ns: clock.unseen_ns(),
+        ..quiet
+    };
     // A sample shows the value of the kernel's last update, at its
     // last_update_time, which cannot be later than the read.
     let at: Vec<u64> = samples
@@ -207,6 +244,8 @@ fn compare(
         totals: tl.totals(),
         on_cpu_ns: on_cpu(tl, samples),
         unseen_steal_ns: clock.unseen_ns(),
+        disturbed: quiet.reasons(),
+        quiet,
         points,
     })
 }

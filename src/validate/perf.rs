@@ -43,6 +43,11 @@ pub struct RealRun {
 /// the benchmark's own messages may also be). Fields: value, unit, event,
 /// run time, percentage, …; a value may be `<not counted>`.
 pub fn parse_stat_csv(what: &str, text: &str) -> Result<Counters, String> {
+    parse_stat_csv_at(what, text, 1)
+}
+
+/// parse_stat_csv of a text that is line `first` onwards of a file.
+pub fn parse_stat_csv_at(what: &str, text: &str, first: usize) -> Result<Counters, String> {
     let mut found: [Option<u64>; 3] = [None; 3];
     let names = ["context-switches", "cpu-migrations", "task-clock"];
     for (n, line) in text.lines().enumerate() {
@@ -53,7 +58,7 @@ pub fn parse_stat_csv(what: &str, text: &str) -> Result<Counters, String> {
         let Some(i) = names.iter().position(|&e| e == event) else {
             continue;
         };
-        let at = format!("{what}, line {}: {event}", n + 1);
+        let at = format!("{what}, line {}: {event}", n + first);
         let raw = f[0].trim();
         if raw.starts_with('<') {
             return Err(format!("{at} is {raw}: perf cannot count it here"));
@@ -90,6 +95,11 @@ fn ns_per(unit: &str) -> Option<f64> {
 
 /// Read `perf bench sched pipe|messaging` output (default format).
 pub fn parse_bench(what: &str, text: &str) -> Result<BenchOut, String> {
+    parse_bench_at(what, text, 1)
+}
+
+/// parse_bench of a text that is line `first` onwards of a file.
+pub fn parse_bench_at(what: &str, text: &str, first: usize) -> Result<BenchOut, String> {
     let mut total_s = None;
     let mut usecs_per_op = None;
     for (n, line) in text.lines().enumerate() {
@@ -101,7 +111,7 @@ pub fn parse_bench(what: &str, text: &str) -> Result<BenchOut, String> {
                 .ok_or_else(|| {
                     format!(
                         "{what}, line {}: cannot read {field} in `{}`",
-                        n + 1,
+                        n + first,
                         line.trim()
                     )
                 })
@@ -233,18 +243,32 @@ pub struct CpuStat {
 
 impl CpuStat {
     pub fn read() -> Result<CpuStat, String> {
+        CpuStat::read_line("cpu")
+    }
+
+    /// The `cpuN` line of one CPU.
+    pub fn read_cpu(cpu: usize) -> Result<CpuStat, String> {
+        CpuStat::read_line(&format!("cpu{cpu}"))
+    }
+
+    fn read_line(name: &str) -> Result<CpuStat, String> {
         let path = PathBuf::from("/proc/stat");
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("{}: {e} (needs a Linux host)", path.display()))?;
-        CpuStat::parse(&text, clock_ticks())
+        CpuStat::parse_line(&text, name, clock_ticks())
     }
 
     /// The aggregate `cpu` line; `hz` is USER_HZ, its unit.
     pub fn parse(text: &str, hz: f64) -> Result<CpuStat, String> {
+        CpuStat::parse_line(text, "cpu", hz)
+    }
+
+    /// The line named `name` (`cpu`, `cpu3`).
+    pub fn parse_line(text: &str, name: &str, hz: f64) -> Result<CpuStat, String> {
         let line = text
             .lines()
-            .find(|l| l.starts_with("cpu "))
-            .ok_or("/proc/stat: no `cpu` line")?;
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .ok_or_else(|| format!("/proc/stat: no `{name}` line"))?;
         let v: Vec<f64> = line
             .split_whitespace()
             .skip(1)
@@ -283,6 +307,18 @@ mod tests {
         assert_eq!(s.busy_s, 1.37);
         assert_eq!(s.steal_s, 0.07);
         assert!(CpuStat::parse("cpu0 1 2\n", 100.0).is_err());
+        let s = CpuStat::parse_line(
+            "cpu  1 1 1 1 1 1 1 1\ncpu1 0 0 50 0 0 0 0 3\n",
+            "cpu1",
+            100.0,
+        );
+        assert_eq!(
+            s.unwrap(),
+            CpuStat {
+                busy_s: 0.5,
+                steal_s: 0.03
+            }
+        );
         assert!(CpuStat::parse("cpu  1 x 3 4 5 6 7 8\n", 100.0)
             .unwrap_err()
             .contains("cannot read"));

@@ -1,5 +1,6 @@
 //! The printed table and the `--json` file of `schedlab validate pelt`.
 
+use super::quiet::Quiet;
 use super::stats::{PhaseStats, Point, Range, RANGE_TOL_PCT, SAMPLE_TOL_PCT, SHARE_MIN_PCT};
 use serde_json::{json, Value};
 
@@ -16,6 +17,10 @@ pub struct Outcome {
     pub on_cpu_ns: (u64, u64),
     /// PELT time the kernel lost that the task did not see as a stall, ns.
     pub unseen_steal_ns: i64,
+    /// What the rest of the host did meanwhile.
+    pub quiet: Quiet,
+    /// Why the run cannot be judged (empty: it can).
+    pub disturbed: Vec<String>,
     /// All compared samples, t relative to the start.
     pub points: Vec<Point>,
 }
@@ -81,8 +86,30 @@ pub fn text(o: &Outcome) -> String {
         ms(o.on_cpu_ns.0),
         ms(o.on_cpu_ns.1),
     );
-    s += if o.pass() { "PASS\n" } else { "FAIL\n" };
+    s += &quiet_text(&o.quiet);
+    if !o.disturbed.is_empty() {
+        s += "CANNOT JUDGE: the measurement was disturbed:\n";
+        s += &o
+            .disturbed
+            .iter()
+            .map(|r| format!("  {r}\n"))
+            .collect::<String>();
+    } else {
+        s += if o.pass() { "PASS\n" } else { "FAIL\n" };
+    }
     s
+}
+
+/// The host around the task: its waits for its CPU and others' use of it.
+fn quiet_text(q: &Quiet) -> String {
+    let ms =
+        |ns: Option<u64>| ns.map_or("unknown".into(), |ns| format!("{:.1} ms", ns as f64 / 1e6));
+    format!(
+        "the task's CPU meanwhile: the task waited for it {} (schedstat run_delay), \
+         other tasks used {} (/proc/stat)\n",
+        ms(q.run_delay_ns),
+        ms(q.others_ns)
+    )
 }
 
 fn range_json(r: &Range) -> Value {
@@ -125,6 +152,10 @@ pub fn to_json(o: &Outcome) -> Value {
         "task_ns": { "run": run, "preempted": pre, "stolen": stolen, "sleep": sleep },
         "unseen_steal_ns": o.unseen_steal_ns,
         "on_cpu_ns": { "kernel": o.on_cpu_ns.0, "task": o.on_cpu_ns.1 },
+        "run_delay_ns": o.quiet.run_delay_ns,
+        "others_on_cpu_ns": o.quiet.others_ns,
+        "disturbed": o.disturbed,
+        "judged": o.disturbed.is_empty(),
         "pass": o.pass(),
         "samples": o.points.iter().map(|p| json!([(p.t - t0) / 1000, p.real, p.sim])).collect::<Vec<_>>(),
     })
