@@ -82,8 +82,8 @@ pub struct Rq {
     /// RQCF_REQ_SKIP: the next __schedule keeps the rq clock as of this
     /// time (the last update since the request).
     pub clock_skip: Option<Time>,
-    /// This CPU's own code asked it to reschedule while it was idle (a
-    /// timer's or a tick's wakeup, modelled at the interrupt's arrival):
+    /// This CPU's own code asked it to reschedule while it was idle (its
+    /// timer's wakeup, say, modelled at the interrupt's arrival):
     /// that code really runs once the CPU is out of its idle state, so the
     /// rq clock it read dates from the exit (leave_idle).
     pub woke_itself: bool,
