@@ -87,3 +87,66 @@ fn without_a_governor_the_tick_stops_at_its_first_idle_wakeup() {
     );
     assert!(total(&v, "nohz_tick_stopped") >= ticks);
 }
+
+/// The costs of the machine file the CPU-time test runs on: one deep idle
+/// state whose exit latency dwarfs everything else.
+const EXIT_NS: u64 = 200_000;
+const HRTIMER_IRQ_NS: u64 = 3_000;
+const NOHZ_IDLE_EXIT_NS: u64 = 2_000;
+const CONTEXT_SWITCH_NS: u64 = 1_000;
+/// smp:'s (Cascade Lake's) mm_switch_ns: the most a switch adds beyond
+/// context_switch_ns for this one-task workload (its mm is still loaded).
+const MM_SWITCH_NS: u64 = 150;
+
+fn deep_idle_machine() -> std::path::PathBuf {
+    let path = common::tmp("idle-deep.toml");
+    let file = format!(
+        "base = \"smp:cpus=2\"\n[cost]\nhrtimer_irq_ns = {HRTIMER_IRQ_NS}\n\
+         nohz_idle_exit_ns = {NOHZ_IDLE_EXIT_NS}\ncontext_switch_ns = {CONTEXT_SWITCH_NS}\n\
+         [[cost.idle_states]]\nname = \"C6\"\nexit_latency_ns = {EXIT_NS}\n\
+         target_residency_ns = 600000\npolling = false\n"
+    );
+    std::fs::write(&path, file).unwrap();
+    path
+}
+
+/// Issue 32, part 6: a task woken by its own timer on an idle CPU is
+/// charged, beyond its time on the CPU, what rq_clock_skip_update charges
+/// it from the enqueue in the timer interrupt: the rest of that interrupt,
+/// the tick restart and the switch. The idle state's exit latency comes
+/// before the handler runs: it delays the wakee but is idle time, in no
+/// task's sum_exec_runtime.
+#[test]
+fn a_timer_wakeup_from_idle_charges_the_wakee_no_exit_latency() {
+    let m = deep_idle_machine().display().to_string();
+    let v = json_of(
+        &[
+            "run",
+            "--machine",
+            &m,
+            "-w",
+            "periodic:tasks=1,run=1ms,sleep=9ms",
+            "--set",
+            "sim.duration=2s",
+            "--set",
+            "noise.enabled=false",
+        ],
+        "idle-cputime.json",
+    );
+    let t = &v["tasks"][0];
+    let field = |k: &str| t[k].as_u64().unwrap_or_else(|| panic!("tasks[0].{k}"));
+    let (exec, oncpu, wakeups) = (field("sum_exec_ns"), field("oncpu_ns"), field("nr_wakeups"));
+    assert!(wakeups > 150, "{wakeups} wakeups in 2 s");
+    let charged = HRTIMER_IRQ_NS + NOHZ_IDLE_EXIT_NS + CONTEXT_SWITCH_NS;
+    let per_wakeup = (exec - oncpu) / wakeups;
+    assert!(
+        (charged..=charged + MM_SWITCH_NS).contains(&per_wakeup),
+        "{per_wakeup} ns of CPU time per wakeup off the CPU, want {charged} (+ {MM_SWITCH_NS})"
+    );
+    // The exit still delays the wakee: it runs after it, and after the rest.
+    let p50_ns = t["wakeup_latency_us"]["p50"].as_f64().unwrap() * 1000.0;
+    assert!(
+        p50_ns >= (EXIT_NS + charged) as f64,
+        "wakeup latency p50 {p50_ns} ns, exit latency {EXIT_NS}"
+    );
+}

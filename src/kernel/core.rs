@@ -82,6 +82,11 @@ pub struct Rq {
     /// RQCF_REQ_SKIP: the next __schedule keeps the rq clock as of this
     /// time (the last update since the request).
     pub clock_skip: Option<Time>,
+    /// This CPU's own code asked it to reschedule while it was idle (its
+    /// timer's wakeup, say, modelled at the interrupt's arrival):
+    /// that code really runs once the CPU is out of its idle state, so the
+    /// rq clock it read dates from the exit (leave_idle).
+    pub woke_itself: bool,
     /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
     pub pre: RqPreempt,
     pub rt: RtRq,
@@ -119,6 +124,7 @@ impl Rq {
             gse: vec![Entity::new(0)],
             need_resched: false,
             clock_skip: None,
+            woke_itself: false,
             pre: RqPreempt::default(),
             rt: RtRq::default(),
             act: Activity::Idle { since: 0 },
@@ -234,11 +240,18 @@ impl Kernel {
     }
 
     /// Leaving the idle loop: restart the tick (tick_nohz_idle_exit), which
-    /// costs the CPU `nohz_idle_exit_ns` before it runs anything.
+    /// costs the CPU `nohz_idle_exit_ns` before it runs anything. A wakeup
+    /// this CPU did while idle really ran now, after the idle state's exit
+    /// latency (cpuidle_enter_state returns before the handler runs): the
+    /// rq clock its enqueue read is now's, and the exit latency stays the
+    /// idle task's time, in no task's sum_exec_runtime.
     pub(crate) fn leave_idle(&mut self, cpu: usize) {
         let Activity::Idle { since } = self.rqs[cpu].act else {
             return;
         };
+        if std::mem::take(&mut self.rqs[cpu].woke_itself) {
+            self.rq_clock(cpu);
+        }
         self.pelt_leave_idle(cpu);
         self.cpuidle_exit(cpu);
         if !self.rqs[cpu].tick_on {
@@ -307,6 +320,7 @@ impl Kernel {
                 return;
             };
             let exit = self.idle_state_at(self.now - since).exit_latency_ns;
+            self.rqs[cpu].woke_itself = true;
             return self.resched_at(cpu, self.resched_after, exit);
         }
         self.kick_cpu(cpu, from, self.resched_after);
