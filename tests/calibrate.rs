@@ -168,6 +168,17 @@ fn unpinned_measurement_degrades() {
     assert!(r.median("pingpong_thread").is_none());
 }
 
+/// A cache directory that cannot be made is an error (exit 2) naming it.
+#[test]
+fn an_unwritable_cache_exits_2() {
+    let plan = Plan {
+        scale: 0.02,
+        runs: 1,
+    };
+    let cache = std::path::Path::new("/proc/schedlab-cache");
+    assert_eq!(calibrate::run(&plan, None, Some(cache)), 2);
+}
+
 #[test]
 fn bad_arguments_exit_2() {
     let (rc, _, err) = schedlab(&["calibrate", "--output", "/nonexistent/dir/x.toml"]);

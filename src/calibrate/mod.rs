@@ -610,7 +610,7 @@ pub fn store(c: &Calibration, dir: &Path) -> Result<PathBuf, String> {
         .and_then(|()| crate::util::fs::write_atomic(&path, machine_file(c).as_bytes()))
         .map_err(|e| {
             format!(
-                "cannot write {} ({} names another directory): {e}",
+                "cannot write {} (set {} to another directory): {e}",
                 path.display(),
                 host::CACHE_DIR_VAR
             )

@@ -197,7 +197,7 @@ impl MachineFile<'_> {
         if let Some(m) = self.table(t, "measured") {
             self.measured(m?)?;
         }
-        string("date")?;
+        string("date")?; // informational here; `host` prints it (host::read_cache)
         let name = string("name")?.unwrap_or_else(|| stem.to_string());
         let mut m = Machine::new(name, "", cpus, distance, cost)
             .map_err(|e| format!("{}:{}: {e}", self.file, self.line_of("topology", "")))?;
