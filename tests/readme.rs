@@ -219,6 +219,7 @@ fn every_readme_command_runs_as_pasted() {
             .args(["-o", "pipefail", "-c", &short])
             .current_dir(&dir)
             .env("PATH", &path)
+            .env(schedlab::machine::host::CACHE_DIR_VAR, dir.join("no-cache"))
             .output()
             .unwrap();
         if !out.status.success() {

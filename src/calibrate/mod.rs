@@ -1,6 +1,7 @@
 //! `schedlab calibrate`: measure this host's kernel primitives with small
 //! microbenchmarks of its own and write a machine file (topology + cost
-//! model) that `--machine FILE.toml` accepts.
+//! model) that `--machine FILE.toml` accepts, and keep it in the cache
+//! where `--machine host` finds it ([`store`], `machine::host::load`).
 //!
 //! Primitives (each: median, p10–p90, samples; pooled over `--runs`):
 //! null syscall; same-CPU context switch (futex ping-pong of two
@@ -545,8 +546,8 @@ pub fn machine_file(c: &Calibration) -> String {
         out += &format!("# Note: {n}\n");
     }
     out += &format!(
-        "name = \"{}\"\ndescription = \"calibrated on {} ({}, kernel {})\"\n\n",
-        m.name, c.info.date, c.info.idle.driver, c.info.kernel
+        "name = \"{}\"\ndescription = \"calibrated on {} ({}, kernel {})\"\ndate = \"{}\"\n\n",
+        m.name, c.info.date, c.info.idle.driver, c.info.kernel, c.info.date
     );
     out += &format!(
         "# topology: read from /sys/devices/system/cpu\n{}\n",
@@ -598,11 +599,28 @@ pub fn main(a: &CalibrateArgs) -> i32 {
             return 2;
         }
     }
-    run(&plan, a.output.as_deref())
+    run(&plan, a.output.as_deref(), host::cache_dir().as_deref())
 }
 
-/// Measure, print the tables, write the file if asked. Exit code.
-pub fn run(plan: &Plan, output: Option<&Path>) -> i32 {
+/// Keep a calibration where `--machine host` finds it: `dir`'s file for
+/// this host ([`host::cache_path`]), written atomically. Its path.
+pub fn store(c: &Calibration, dir: &Path) -> Result<PathBuf, String> {
+    let path = host::cache_path(dir, c.machine.nr_cpus());
+    std::fs::create_dir_all(dir)
+        .and_then(|()| crate::util::fs::write_atomic(&path, machine_file(c).as_bytes()))
+        .map_err(|e| {
+            format!(
+                "cannot write {} (set {} to another directory): {e}",
+                path.display(),
+                host::CACHE_DIR_VAR
+            )
+        })?;
+    Ok(path)
+}
+
+/// Measure, print the tables, write the file if asked and keep the result
+/// in the cache directory `cache` for `--machine host`. Exit code.
+pub fn run(plan: &Plan, output: Option<&Path>, cache: Option<&Path>) -> i32 {
     eprintln!("schedlab calibrate: measuring ({} run(s))...", plan.runs);
     let mut c = match measure(plan) {
         Ok(c) => c,
@@ -654,6 +672,17 @@ pub fn run(plan: &Plan, output: Option<&Path>) -> i32 {
             }
         },
         None => println!("(--output FILE writes these as a machine file)"),
+    }
+    match cache.map(|d| store(&c, d)) {
+        Some(Ok(p)) => println!("kept for --machine host in {}", p.display()),
+        Some(Err(e)) => {
+            eprintln!("schedlab calibrate: {e}");
+            return 2;
+        }
+        None => println!(
+            "not kept for --machine host: no ${}, $XDG_CACHE_HOME or $HOME",
+            host::CACHE_DIR_VAR
+        ),
     }
     0
 }

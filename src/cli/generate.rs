@@ -83,6 +83,7 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
     ("sim", "the simulation itself: simulated and wall-clock time, events, seed, noise settings"),
     ("sim.wall_ns", "wall-clock time the simulation took (the only field that differs between identical runs, with meta)"),
     ("machine", "the simulated machine: preset name and CPU count"),
+    ("machine.costs_from", "where the cost model came from: a preset (with its fit date), a machine file, or for `host` the cached `schedlab calibrate` of this host with its date and path"),
     ("totals", "machine-wide counters over the run"),
     ("totals.context_switches", "switches from one task to another (perf's context-switches)"),
     ("totals.voluntary_switches", "switches because the task blocked (nvcsw)"),

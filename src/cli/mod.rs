@@ -94,7 +94,7 @@ enum Cmd {
         after_help = "Examples:\n  schedlab validate pelt --quick\n  schedlab validate bench --quick"
     )]
     Validate(crate::validate::ValidateArgs),
-    /// Measure this host's kernel primitives and write a machine file for --machine FILE.toml
+    /// Measure this host's kernel primitives: a machine file for --machine FILE.toml, kept for --machine host
     #[command(
         after_help = "Examples:\n  schedlab calibrate --output my-host.toml\n  schedlab calibrate --quick"
     )]
@@ -255,6 +255,11 @@ fn run_and_report(src: &Source, sc: &Scenario, allow_unfinished: bool) -> i32 {
         }
     };
     if let Some(note) = crate::run::run_time_note(&result).filter(|_| !sc.output.quiet) {
+        eprintln!("schedlab: {note}");
+    }
+    if sc.machine.trim() == "host" && !sc.output.quiet {
+        use crate::machine::host;
+        let note = host::costs_note(&result.kernel.machine, host::cache_dir().as_deref());
         eprintln!("schedlab: {note}");
     }
     let json_text =

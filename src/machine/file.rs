@@ -5,6 +5,7 @@
 //! ```toml
 //! name = "my-vm"          # optional; default: the file's stem
 //! description = "..."     # optional
+//! date = "2026-11-27"     # optional: when it was measured (calibrate writes it)
 //! base = "vm-2"           # optional: a preset, smp:... or host, supplying
 //!                         # the topology and every cost the file leaves out
 //! [topology]              # replaces the base's; required without a base
@@ -32,9 +33,10 @@ use super::topology::{uniform_distance, CpuTopo, Enumeration, Machine, Shape};
 use std::path::Path;
 use toml::{Table, Value};
 
-const TOP_KEYS: [&str; 6] = [
+const TOP_KEYS: [&str; 7] = [
     "name",
     "description",
+    "date",
     "base",
     "topology",
     "cost",
@@ -195,11 +197,17 @@ impl MachineFile<'_> {
         if let Some(m) = self.table(t, "measured") {
             self.measured(m?)?;
         }
+        string("date")?; // informational here; `host` prints it (host::read_cache)
         let name = string("name")?.unwrap_or_else(|| stem.to_string());
         let mut m = Machine::new(name, "", cpus, distance, cost)
             .map_err(|e| format!("{}:{}: {e}", self.file, self.line_of("topology", "")))?;
         let about = string("description")?.unwrap_or_else(|| format!("machine file {}", self.file));
         m.description = format!("{about}: {}", m.summary());
+        m.costs_from = match (&base, t.contains_key("cost")) {
+            (Some(b), false) => format!("machine file {} (base: {})", self.file, b.costs_from),
+            (Some(b), true) => format!("machine file {} over {}", self.file, b.costs_from),
+            (None, _) => format!("machine file {}", self.file),
+        };
         Ok(m)
     }
 

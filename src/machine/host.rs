@@ -396,24 +396,145 @@ pub fn host_cost(cpu0_dir: &Path, virtual_machine: bool) -> CostModel {
     c
 }
 
-/// The machine we are running on (`--machine host`).
+/// This host's topology from sysfs with the cost model it has before any
+/// calibration ([`host_cost`]); `calibrate` measures against it.
 pub fn detect() -> Result<Machine, String> {
     let root = Path::new("/sys/devices/system/cpu");
     let mut m = from_sysfs(root)?;
     let vm = is_virtual_machine();
     m.cost = host_cost(&root.join(format!("cpu{}", m.os_cpu_id(0))), vm);
     m.name = "host".into();
+    let (base, base_cost) = if vm {
+        let fitted = super::presets::VM_2_FITTED;
+        (format!("preset vm-2 (fitted {fitted})"), cost::kvm_guest())
+    } else {
+        ("the generic x86 model".into(), cost::generic_x86())
+    };
+    let sysfs = if m.cost.idle_states == base_cost.idle_states {
+        "governor"
+    } else {
+        "governor and states"
+    };
+    m.costs_from = format!("{base}, cpuidle {sysfs} from sysfs");
+    describe(&mut m, vm);
+    Ok(m)
+}
+
+fn describe(m: &mut Machine, vm: bool) {
     m.description = format!(
-        "this host, {} ({}): {}",
+        "this host, {} ({}), costs: {}: {}",
         model_name().unwrap_or_else(|| "unknown CPU".into()),
-        if vm {
-            "virtual machine, vm-2 cost model"
-        } else {
-            "bare metal, generic x86 cost model"
-        },
+        if vm { "virtual machine" } else { "bare metal" },
+        m.costs_from,
         m.summary()
     );
+}
+
+/// The environment variable that names the calibration cache's directory
+/// (tests point it at an empty one).
+pub const CACHE_DIR_VAR: &str = "SCHEDLAB_CACHE_DIR";
+
+/// How [`Machine::costs_from`] starts when the costs are a cached calibration.
+const FROM_CACHE: &str = "calibrate of ";
+
+/// Where `schedlab calibrate` keeps its results for `--machine host`:
+/// `$SCHEDLAB_CACHE_DIR`, else `$XDG_CACHE_HOME/schedlab` (the XDG Base
+/// Directory spec: a relative `XDG_CACHE_HOME` is ignored), else
+/// `$HOME/.cache/schedlab`; None without any of them.
+pub fn cache_dir() -> Option<PathBuf> {
+    cache_dir_from(|k| std::env::var_os(k))
+}
+
+fn cache_dir_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let var = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var(CACHE_DIR_VAR)
+        .or_else(|| {
+            var("XDG_CACHE_HOME")
+                .filter(|p| p.is_absolute())
+                .map(|p| p.join("schedlab"))
+        })
+        .or_else(|| var("HOME").map(|h| h.join(".cache/schedlab")))
+}
+
+/// The cache file's name: `host-<CPU model>-<kernel release>-<CPUs>.toml`,
+/// every run of characters other than letters, digits, `.` and `_` made
+/// one `-`. A calibration holds for one CPU model, kernel and CPU count.
+pub fn cache_file_name(model: &str, kernel: &str, nr_cpus: usize) -> String {
+    let clean = |s: &str| {
+        let words: Vec<&str> = s
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        if words.is_empty() {
+            "unknown".to_string()
+        } else {
+            words.join("-")
+        }
+    };
+    format!("host-{}-{}-{nr_cpus}.toml", clean(model), clean(kernel))
+}
+
+/// This host's cache file in `dir`: its CPU model, kernel release
+/// (`uname -r`) and `nr_cpus` online CPUs.
+pub fn cache_path(dir: &Path, nr_cpus: usize) -> PathBuf {
+    let model = model_name().unwrap_or_default();
+    let kernel = read(Path::new("/proc/sys/kernel/osrelease")).unwrap_or_default();
+    dir.join(cache_file_name(&model, &kernel, nr_cpus))
+}
+
+thread_local! {
+    /// Set while a cache file is read: its `base = "host"` then means the
+    /// uncalibrated host rather than the cache again.
+    static READING_CACHE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `--machine host`: [`detect`]'s topology, with the costs of this host's
+/// calibration cached in `dir` ([`cache_path`]) when there is one, else
+/// [`detect`]'s costs. The file's own topology is checked, not used: sysfs
+/// holds the OS CPU numbers.
+pub fn load(dir: Option<&Path>) -> Result<Machine, String> {
+    let mut m = detect()?;
+    let Some(path) = dir.map(|d| cache_path(d, m.nr_cpus())) else {
+        return Ok(m);
+    };
+    if !path.exists() || READING_CACHE.get() {
+        return Ok(m);
+    }
+    READING_CACHE.set(true);
+    let cached = read_cache(&path);
+    READING_CACHE.set(false);
+    let (cost, date) = cached?;
+    m.cost = cost;
+    m.costs_from = format!("{FROM_CACHE}{date} ({})", path.display());
+    describe(&mut m, is_virtual_machine());
     Ok(m)
+}
+
+/// A cache file's cost model and its `date` (a machine file; errors name
+/// the file and line).
+fn read_cache(path: &Path) -> Result<(CostModel, String), String> {
+    let m = super::file::load(path)?;
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let date = text
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|t| t.get("date")?.as_str().map(str::to_string))
+        .unwrap_or_else(|| "an unknown date".into());
+    Ok((m.cost, date))
+}
+
+/// The line a run on `host` prints: where its costs came from, and, when
+/// not from a calibration of this host, how to make one (kept in `dir`).
+pub fn costs_note(m: &Machine, dir: Option<&Path>) -> String {
+    let mut note = format!("machine host: costs from {}", m.costs_from);
+    if !m.costs_from.starts_with(FROM_CACHE) {
+        let kept = match dir {
+            Some(d) => format!("keeps it in {}", cache_path(d, m.nr_cpus()).display()),
+            None => format!("needs ${CACHE_DIR_VAR}, $XDG_CACHE_HOME or $HOME to keep it"),
+        };
+        note += &format!("; `schedlab calibrate` measures this host and {kept}");
+    }
+    note
 }
 
 #[cfg(test)]
@@ -647,6 +768,84 @@ mod tests {
         );
         s.write("cpu/cpuidle/current_driver", "none");
         assert_eq!(sysfs_governor(&s.cpu_root(), &params).0, Governor::None);
+    }
+
+    #[test]
+    fn cache_file_names() {
+        assert_eq!(
+            cache_file_name(
+                "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz",
+                "6.18.44-fc-v669",
+                2
+            ),
+            "host-Intel-R-Xeon-R-Platinum-8481C-CPU-2.70GHz-6.18.44-fc-v669-2.toml"
+        );
+        assert_eq!(
+            cache_file_name("AMD EPYC 9R14 96-Core Processor", "", 16),
+            "host-AMD-EPYC-9R14-96-Core-Processor-unknown-16.toml"
+        );
+        assert_eq!(cache_file_name("../x/", "a b", 1), "host-..-x-a-b-1.toml");
+    }
+
+    #[test]
+    fn cache_dir_follows_xdg() {
+        fn env(vars: &[(&str, &str)]) -> Option<PathBuf> {
+            cache_dir_from(|k| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            })
+        }
+        let all = [
+            (CACHE_DIR_VAR, "/t/c"),
+            ("XDG_CACHE_HOME", "/x"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(env(&all), Some(PathBuf::from("/t/c")));
+        assert_eq!(env(&all[1..]), Some(PathBuf::from("/x/schedlab")));
+        assert_eq!(env(&all[2..]), Some(PathBuf::from("/h/.cache/schedlab")));
+        // empty and relative values do not count
+        let odd = [
+            (CACHE_DIR_VAR, ""),
+            ("XDG_CACHE_HOME", "rel"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(env(&odd), Some(PathBuf::from("/h/.cache/schedlab")));
+        assert_eq!(env(&[]), None);
+    }
+
+    /// A cached calibration gives `host` its costs and says so; a file
+    /// whose base is `host` does not read itself again; a bad one is an
+    /// error naming the file and line.
+    #[test]
+    fn host_takes_the_cached_calibration() {
+        if !Path::new("/sys/devices/system/cpu/online").exists() {
+            return;
+        }
+        let dir = FakeSys::new("cache");
+        let plain = load(Some(&dir.root)).unwrap();
+        assert_eq!(plain.costs_from, detect().unwrap().costs_from);
+        assert!(costs_note(&plain, Some(&dir.root)).contains(&dir.root.display().to_string()));
+        let path = cache_path(&dir.root, plain.nr_cpus());
+        let cached = "base = \"host\"\ndate = \"2026-11-27\"\n[cost]\ncontext_switch_ns = 7777\n";
+        fs::write(&path, cached).unwrap();
+        let m = load(Some(&dir.root)).unwrap();
+        assert_eq!(m.cost.context_switch_ns, 7777);
+        assert_eq!(m.cost.syscall_ns, plain.cost.syscall_ns);
+        let from = format!("calibrate of 2026-11-27 ({})", path.display());
+        assert_eq!(m.costs_from, from);
+        assert_eq!(
+            costs_note(&m, Some(&dir.root)),
+            format!("machine host: costs from {from}")
+        );
+        assert!(m.description.contains(&from));
+        let bad = "base = \"vm-2\"\ndate = \"2026-11-27\"\n[cost]\nsyscall_ns = -1\n";
+        fs::write(&path, bad).unwrap();
+        let e = load(Some(&dir.root)).unwrap_err();
+        assert!(
+            e.starts_with(&format!("{}:4: cost.syscall_ns", path.display())),
+            "{e}"
+        );
     }
 
     /// The real host: works wherever /sys is mounted (2 CPUs on the project VM).

@@ -5,7 +5,8 @@
 //! A machine comes from a spec string (`--machine`):
 //! - a preset name (`schedlab machines` lists them: [`presets`]),
 //! - `smp:cpus=N[,smt=S,llc=L,sockets=K]` — a regular x86-style machine,
-//! - `host` — this computer, read from /sys,
+//! - `host` — this computer, read from /sys, with the costs `schedlab
+//!   calibrate` cached for it ([`host::load`]),
 //! - `FILE.toml` — a machine file ([`file`]), e.g. written by `schedlab calibrate`.
 //!
 //! Modules: [`topology`] (CPU records, masks, distances), [`presets`]
@@ -38,7 +39,7 @@ pub fn from_spec(spec: &str) -> Result<Machine, String> {
         return file::load(std::path::Path::new(spec));
     }
     if spec == "host" {
-        return host::detect();
+        return host::load(host::cache_dir().as_deref());
     }
     if let Some(args) = spec.strip_prefix("smp:") {
         return smp(spec, args);
@@ -134,6 +135,7 @@ fn smp(spec: &str, args: &str) -> Result<Machine, String> {
     for c in &mut m.cpus[cpus - little..] {
         c.capacity = little_cap as u32;
     }
+    m.costs_from = "the generic x86 model".into();
     m.description = format!("generic x86 SMP, generic cost model: {}", m.summary());
     Ok(m)
 }

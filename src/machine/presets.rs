@@ -8,6 +8,10 @@
 use super::cost;
 use super::topology::{uniform_distance, Enumeration, Machine, Shape};
 
+/// The day `vm-2`'s costs ([`cost::kvm_guest`]) were fitted; its
+/// description says it too.
+pub const VM_2_FITTED: &str = "2026-11-23";
+
 /// SLIT local distance (LOCAL_DISTANCE).
 const LOCAL: u32 = 10;
 
@@ -21,7 +25,7 @@ struct Preset {
 const PRESETS: &[Preset] = &[
     Preset {
         name: "vm-2",
-        about: "this project's KVM guest (Firecracker, Sapphire Rapids-class host), no cpuidle driver",
+        about: "this project's KVM guest as fitted on 2026-11-23 (Firecracker on a Sapphire Rapids-class host, cpuidle haltpoll); the VM has moved since: `schedlab calibrate` measures today's",
         build: vm_2,
     },
     Preset {
@@ -99,6 +103,7 @@ fn make(
     cost: cost::CostModel,
 ) -> Result<Machine, String> {
     let mut m = Machine::from_shape(name, "", shape, distance, cost)?;
+    m.costs_from = format!("preset {name}");
     m.description = format!("{about}: {}", m.summary());
     Ok(m)
 }
@@ -125,13 +130,15 @@ fn emr_16() -> Result<Machine, String> {
 /// 0-1), no SMT, one node — what /sys shows on the project's VM.
 fn vm_2() -> Result<Machine, String> {
     let shape = Shape::new(1, 2, 1);
-    make(
+    let mut m = make(
         "vm-2",
         about("vm-2"),
         &shape,
         uniform_distance(1, LOCAL, LOCAL),
         cost::kvm_guest(),
-    )
+    )?;
+    m.costs_from = format!("preset vm-2 (fitted {VM_2_FITTED})");
+    Ok(m)
 }
 
 /// 2 sockets × 26 cores × 2 threads, 35.75 MB L3 per socket, one node per
@@ -326,6 +333,9 @@ mod tests {
         );
         assert!(m.shares_llc(0, 1));
         assert!(!m.cost.has_polling_idle());
+        // a named, dated preset: `machines` and `--json` say the day of its fit
+        assert!(m.description.contains(VM_2_FITTED), "{}", m.description);
+        assert_eq!(m.costs_from, format!("preset vm-2 (fitted {VM_2_FITTED})"));
     }
 
     #[test]

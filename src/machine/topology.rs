@@ -221,6 +221,9 @@ pub struct Machine {
     /// SLIT distances between nodes (10 = local).
     pub numa_distance: Vec<Vec<u32>>,
     pub cost: CostModel,
+    /// Where `cost` came from, in words ("preset vm-2", "calibrate of
+    /// 2026-11-27 (PATH)", ...): `--json`'s `machine.costs_from`.
+    pub costs_from: String,
     #[serde(skip)]
     core_cpus: Vec<Vec<usize>>,
     #[serde(skip)]
@@ -366,6 +369,7 @@ impl Machine {
             cpus,
             numa_distance,
             cost,
+            costs_from: String::new(),
             core_cpus,
             cluster_cpus,
             llc_cpus,

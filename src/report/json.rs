@@ -96,6 +96,7 @@ pub fn to_json(out: &RunView) -> Value {
         "machine": {
             "name": k.machine.name,
             "cpus": k.machine.nr_cpus(),
+            "costs_from": k.machine.costs_from,
         },
         "totals": totals,
         "resched_latency_us": latency_us(&pr.resched_latency),

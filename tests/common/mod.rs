@@ -2,10 +2,19 @@
 
 use std::process::Command;
 
-/// Run the schedlab binary: (exit code, stdout, stderr).
+/// Run the schedlab binary: (exit code, stdout, stderr). `--machine host`
+/// finds no calibration cache: results do not depend on this machine's.
 pub fn schedlab(args: &[&str]) -> (i32, String, String) {
+    let empty = tmp("empty-cache");
+    std::fs::create_dir_all(&empty).unwrap();
+    schedlab_with_cache(args, &empty)
+}
+
+/// [`schedlab`] with `--machine host`'s calibration cache in `cache`.
+pub fn schedlab_with_cache(args: &[&str], cache: &std::path::Path) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
         .args(args)
+        .env(::schedlab::machine::host::CACHE_DIR_VAR, cache)
         .output()
         .expect("run schedlab");
     (
