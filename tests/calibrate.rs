@@ -155,6 +155,7 @@ fn unpinned_measurement_degrades() {
     let none = Cpus {
         home: None,
         peers: vec![],
+        others: vec![],
     };
     calibrate::measure_once(
         &none,

@@ -388,6 +388,229 @@ pub fn line_transfer(a: usize, b: usize, batches: usize) -> Result<Vec<f64>, Str
     })
 }
 
+/// A cross-CPU stream's samples: ns per successful read() (the reader's)
+/// and per successful write() (all writers' pooled), one batch's mean each.
+pub struct Xcpu {
+    pub read: Vec<f64>,
+    pub write: Vec<f64>,
+}
+
+/// Bytes per message: xcpu.c's, and `perf bench sched messaging`'s
+/// (its DATASIZE).
+const XCPU_MSG: usize = 100;
+/// Successful calls per sample.
+const XCPU_PER: usize = 25;
+
+/// Phases of a stream, in one word every thread reads: the first quarter
+/// of the reads (the buffer filling) is not timed, nor anything after the
+/// first writer is done (less contention, then the reader drains).
+const PH_WARM: u32 = 0;
+const PH_TIMED: u32 = 1;
+const PH_DONE: u32 = 2;
+
+/// The error of a thread stopped because another one failed.
+const STOPPED: &str = "stopped: another thread of the stream failed";
+
+/// Samples of successful calls: each full batch of `per` gives its mean.
+struct Batches {
+    per: usize,
+    sum: u64,
+    n: usize,
+    out: Vec<f64>,
+}
+
+impl Batches {
+    fn new(per: usize) -> Batches {
+        Batches {
+            per,
+            sum: 0,
+            n: 0,
+            out: Vec::new(),
+        }
+    }
+
+    fn ok(&mut self, ns: u64) {
+        self.sum += ns;
+        self.n += 1;
+        if self.n == self.per {
+            self.out.push(self.sum as f64 / self.per as f64);
+            (self.sum, self.n) = (0, 0);
+        }
+    }
+}
+
+/// Successful writes per sample for a writer that sends `msgs` messages:
+/// [`XCPU_PER`], fewer when there are many writers, each sending few, so
+/// that each still gives several samples.
+fn writer_batch(msgs: usize) -> usize {
+    (msgs / 8).clamp(1, XCPU_PER)
+}
+
+/// What the threads of a stream share (each word on its own cache line):
+/// how many have pinned themselves, whether one failed, the phase.
+#[derive(Clone, Copy)]
+struct Gate<'a> {
+    ready: &'a AtomicU32,
+    abort: &'a AtomicU32,
+    phase: &'a AtomicU32,
+    threads: u32,
+}
+
+impl Gate<'_> {
+    /// Pin to `cpu`, then wait until every thread has; Err if this one or
+    /// another could not, so that no one spins forever on a missing peer.
+    fn enter(&self, cpu: usize) -> Result<(), String> {
+        sys::pin(cpu).map_err(|e| self.fail(e))?;
+        self.ready.fetch_add(1, SeqCst);
+        while self.ready.load(SeqCst) < self.threads {
+            self.check()?;
+            spin_loop();
+        }
+        Ok(())
+    }
+
+    fn fail(&self, e: String) -> String {
+        self.abort.store(1, SeqCst);
+        e
+    }
+
+    fn check(&self) -> Result<(), String> {
+        match self.abort.load(Relaxed) {
+            0 => Ok(()),
+            _ => Err(STOPPED.into()),
+        }
+    }
+
+    fn timed(&self) -> bool {
+        self.phase.load(Relaxed) == PH_TIMED
+    }
+}
+
+/// One writer: `bytes` in 100-byte non-blocking writes, retried at once
+/// on EAGAIN; each successful write timed on its own.
+fn xcpu_writer(
+    ch: &Channel,
+    cpu: usize,
+    bytes: usize,
+    per: usize,
+    g: Gate,
+) -> Result<Vec<f64>, String> {
+    g.enter(cpu)?;
+    let buf = [1u8; XCPU_MSG];
+    let mut b = Batches::new(per);
+    let mut sent = 0;
+    while sent < bytes {
+        g.check()?;
+        let t0 = sys::now_ns();
+        let n = ch.try_send(&buf[..XCPU_MSG.min(bytes - sent)]);
+        let t1 = sys::now_ns();
+        let n = n.map_err(|e| g.fail(e))?;
+        if n > 0 && g.timed() {
+            b.ok(t1 - t0);
+        }
+        sent += n;
+    }
+    g.phase.store(PH_DONE, SeqCst);
+    Ok(b.out)
+}
+
+/// The reader: non-blocking reads of up to 100 bytes until `bytes` came;
+/// each successful read timed on its own.
+fn xcpu_reader(ch: &Channel, cpu: usize, bytes: usize, g: Gate) -> Result<Vec<f64>, String> {
+    g.enter(cpu)?;
+    let mut buf = [0u8; XCPU_MSG];
+    let mut b = Batches::new(XCPU_PER);
+    let mut got = 0;
+    while got < bytes {
+        g.check()?;
+        let t0 = sys::now_ns();
+        let n = ch.try_recv(&mut buf);
+        let t1 = sys::now_ns();
+        let n = n.map_err(|e| g.fail(e))?;
+        got += n;
+        if n > 0 && g.timed() {
+            b.ok(t1 - t0);
+        } else if got >= bytes / 4 {
+            let _ = g.phase.compare_exchange(PH_WARM, PH_TIMED, SeqCst, Relaxed);
+        }
+    }
+    Ok(b.out)
+}
+
+/// A cross-CPU stream, as issue 32's `xcpu.c` measures it: writers
+/// pinned to `writers` send `msgs` 100-byte messages in all (an equal share
+/// each) through one pipe or AF_UNIX stream socket to a reader pinned to
+/// `reader`; every end O_NONBLOCK and every thread busy-polling, so no one
+/// ever sleeps (no wakeup or switch is in these numbers).
+pub fn xcpu_stream(
+    reader: usize,
+    writers: &[usize],
+    ipc: Ipc,
+    msgs: usize,
+) -> Result<Xcpu, String> {
+    let ch = ipc.open()?;
+    ch.set_nonblocking()?;
+    let mem = SharedMem::new(4096)?;
+    let g = Gate {
+        ready: mem.word(0),
+        abort: mem.word(1),
+        phase: mem.word(2),
+        threads: writers.len() as u32 + 1,
+    };
+    let each = msgs.div_ceil(writers.len().max(1));
+    let (ch, quota, per) = (&ch, each * XCPU_MSG, writer_batch(each));
+    let all = thread::scope(|s| {
+        // A thread that cannot be spawned aborts the others at once: they
+        // wait in `Gate::enter` for it.
+        let spawn = |f| {
+            thread::Builder::new()
+                .spawn_scoped(s, f)
+                .map_err(|e| g.fail(format!("spawn: {e}")))
+        };
+        let mut threads: Vec<_> = writers
+            .iter()
+            .map(|&cpu| spawn(Box::new(move || xcpu_writer(ch, cpu, quota, per, g)) as Job))
+            .collect();
+        let total = quota * writers.len();
+        threads.push(spawn(Box::new(move || xcpu_reader(ch, reader, total, g))));
+        threads
+            .into_iter()
+            .map(|t| {
+                t?.join()
+                    .unwrap_or_else(|_| Err(g.fail("stream thread panicked".into())))
+            })
+            .collect()
+    });
+    xcpu_collect(all)
+}
+
+/// One thread of a stream.
+type Job<'a> = Box<dyn FnOnce() -> Result<Vec<f64>, String> + Send + 'a>;
+
+/// A finished stream's samples from its threads' results (the reader's
+/// last), or the first error that is a cause rather than a thread stopped
+/// by another's failure.
+fn xcpu_collect(all: Vec<Result<Vec<f64>, String>>) -> Result<Xcpu, String> {
+    let mut oks = Vec::new();
+    let mut err: Option<String> = None;
+    for r in all {
+        match r {
+            Ok(v) => oks.push(v),
+            Err(e) if err.as_deref().is_none_or(|x| x == STOPPED) => err = Some(e),
+            Err(_) => {}
+        }
+    }
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let read = oks.pop().unwrap_or_default();
+    let write = oks.concat();
+    if read.is_empty() || write.is_empty() {
+        return Err("no call was timed in the steady state".into());
+    }
+    Ok(Xcpu { read, write })
+}
+
 /// A token passed around a ring of `k` SCHED_BATCH tasks on `cpu` through
 /// one pipe or socket pair per task (each reads its own, writes the
 /// next's; 1 byte, the lmbench lat_ctx loop): ns per hop,
@@ -563,6 +786,61 @@ mod tests {
         assert!(ticks.len() >= 100 && strays <= 10, "{ticks:?}");
         // Too few aligned gaps: no tick.
         assert!(tick_gaps(&gaps[100..], ran).is_none());
+    }
+
+    #[test]
+    fn only_full_batches_are_samples() {
+        let mut b = Batches::new(3);
+        [10, 20, 30, 40].into_iter().for_each(|ns| b.ok(ns));
+        assert_eq!(b.out, vec![20.0]);
+        assert_eq!(
+            (writer_batch(3000), writer_batch(80), writer_batch(3)),
+            (25, 10, 1)
+        );
+    }
+
+    /// The cause of a failure is reported, not the threads it stopped;
+    /// a stream with nothing timed is an error too.
+    #[test]
+    fn stream_results_collected() {
+        let stopped = || Err(STOPPED.to_string());
+        let cause = || Err("sched_setaffinity(CPU 7): Invalid argument".to_string());
+        for all in [
+            vec![stopped(), cause(), stopped()],
+            vec![cause(), stopped()],
+        ] {
+            assert_eq!(xcpu_collect(all).err().unwrap(), cause().unwrap_err());
+        }
+        assert_eq!(xcpu_collect(vec![stopped()]).err().unwrap(), STOPPED);
+        let x = xcpu_collect(vec![Ok(vec![1.0]), Ok(vec![2.0, 3.0]), Ok(vec![4.0])]).unwrap();
+        assert_eq!((x.read, x.write), (vec![4.0], vec![1.0, 2.0, 3.0]));
+        assert!(xcpu_collect(vec![Ok(vec![1.0]), Ok(vec![])]).is_err());
+    }
+
+    /// A writer that cannot be pinned stops the stream at once (no thread
+    /// waits for it forever) and names the CPU.
+    #[test]
+    fn unpinnable_writer_fails_the_stream() {
+        let cpu = crate::util::affinity::allowed_cpus()[0];
+        let bad = libc::CPU_SETSIZE as usize - 1;
+        for ipc in [Ipc::Pipe, Ipc::Unix] {
+            let e = xcpu_stream(cpu, &[cpu, bad], ipc, 2000).err().unwrap();
+            assert!(e.contains(&format!("CPU {bad}")), "{e}");
+        }
+    }
+
+    /// Reader and one or two writers on one CPU (always pinnable here):
+    /// every sample is a positive time per successful call, and there are
+    /// at most three quarters of the messages' worth of them.
+    #[test]
+    fn stream_on_one_cpu_gives_samples() {
+        let cpu = crate::util::affinity::allowed_cpus()[0];
+        for (ipc, writers) in [(Ipc::Pipe, 1), (Ipc::Unix, 1), (Ipc::Pipe, 2)] {
+            let x = xcpu_stream(cpu, &vec![cpu; writers], ipc, 2000).unwrap();
+            assert!(x.read.len() >= 5 && x.read.len() <= 60, "{}", x.read.len());
+            assert!(!x.write.is_empty() && x.write.len() <= 60 * writers);
+            assert!(x.read.iter().chain(&x.write).all(|&s| s > 0.0));
+        }
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! streaming (write+read by one thread, nobody sleeps) at several sizes;
 //! the CPU time a reader woken for each 100-byte message is charged for
 //! its read, same CPU and cross-CPU; one-way cache-line transfer by
-//! distance; fork + exit + waitpid; the timer tick as a busy loop sees it;
+//! distance; cross-CPU streams of 100-byte messages, nobody sleeping
+//! (issue 32's `xcpu.c`): one writer per distance, and 2, 4, 8 and
+//! all other CPUs writing into one reader, ns per successful read and write; fork + exit + waitpid; the timer tick as a busy loop sees it;
 //! a token passed around rings of 2–8 threads or processes on one CPU
 //! (the wait cycles; cache footprint and TLB ASIDs, kernel/footprint.rs).
 //! [`derive`] turns them into cost-model fields.
@@ -65,6 +67,9 @@ pub struct Cpus {
     pub home: Option<usize>,
     /// (distance name, OS CPU) for each distance this machine has.
     pub peers: Vec<(&'static str, usize)>,
+    /// Every other usable OS CPU, nearest to home first: the writers of
+    /// the many-writer streams.
+    pub others: Vec<usize>,
 }
 
 /// Does pinning a thread to `cpu` work (containers may forbid it)?
@@ -86,6 +91,7 @@ pub fn pick_cpus(m: &Machine, notes: &mut Vec<String>) -> Cpus {
         return Cpus {
             home: None,
             peers: vec![],
+            others: vec![],
         };
     };
     if let Err(e) = can_pin(os[home]) {
@@ -95,6 +101,7 @@ pub fn pick_cpus(m: &Machine, notes: &mut Vec<String>) -> Cpus {
         return Cpus {
             home: None,
             peers: vec![],
+            others: vec![],
         };
     }
     let mut peers = Vec::new();
@@ -118,10 +125,24 @@ pub fn pick_cpus(m: &Machine, notes: &mut Vec<String>) -> Cpus {
             )),
         }
     }
+    let others = nearest_first(m, home, &usable)
+        .into_iter()
+        .map(|c| os[c])
+        .filter(|&c| can_pin(c).is_ok())
+        .collect();
     Cpus {
         home: Some(os[home]),
         peers,
+        others,
     }
+}
+
+/// The CPUs of `cands` other than `home`, nearest to it first (by
+/// distance, then in topology order): the first N take the writers.
+pub fn nearest_first(m: &Machine, home: usize, cands: &[usize]) -> Vec<usize> {
+    let mut v: Vec<usize> = cands.iter().copied().filter(|&c| c != home).collect();
+    v.sort_by_key(|&c| (m.distance(home, c), c));
+    v
 }
 
 /// Run every benchmark once, adding to `r`.
@@ -181,6 +202,92 @@ pub fn measure_once(cpus: &Cpus, plan: &Plan, r: &mut Results) {
     same_cpu(home, plan, r);
     for &(d, peer) in &cpus.peers {
         cross_cpu(home, d, peer, plan, r);
+    }
+    many_writers(home, &cpus.others, plan, r);
+}
+
+/// Messages per cross-CPU stream at scale 1 (`Plan::n`).
+const XCPU_MSGS: usize = 6000;
+
+/// A cross-CPU stream of 100-byte messages from `writers` to a reader on
+/// `home` (bench::xcpu_stream): primitives `{id}_read`, `{id}_write`. At
+/// least 2000 messages: three full pipe buffers (16 pages of 40 messages),
+/// so that the timed three quarters are the steady state.
+fn xcpu(
+    home: usize,
+    writers: &[usize],
+    ipc: Ipc,
+    id: &str,
+    what: &str,
+    plan: &Plan,
+    r: &mut Results,
+) {
+    match bench::xcpu_stream(home, writers, ipc, plan.n(XCPU_MSGS).max(2000)) {
+        Ok(x) => {
+            r.add(
+                &format!("{id}_read"),
+                &format!("{what}: per successful read"),
+                "ns",
+                x.read,
+            );
+            r.add(
+                &format!("{id}_write"),
+                "  the same: per successful write",
+                "ns",
+                x.write,
+            );
+        }
+        Err(e) => r.skip(what, &e),
+    }
+}
+
+/// The writer counts of the many-writer streams, given `avail` CPUs
+/// besides the reader's: 2, 4, 8 and all, those that fit (all once, if it
+/// is one of the others), and the labels of those that do not.
+pub fn writer_counts(avail: usize) -> (Vec<usize>, Vec<&'static str>) {
+    let (mut run, mut skipped) = (Vec::new(), Vec::new());
+    for (label, n) in [("2", 2), ("4", 4), ("8", 8), ("all", avail)] {
+        if n < 2 || n > avail {
+            skipped.push(label);
+        } else if !run.contains(&n) {
+            run.push(n);
+        }
+    }
+    (run, skipped)
+}
+
+/// N writers into one reader on `home` (`xcpu.c` with a CPU list): the
+/// first N of `others`, the nearest CPUs.
+fn many_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
+    let (counts, skipped) = writer_counts(others.len());
+    if !skipped.is_empty() {
+        r.skip(
+            &format!(
+                "streams with {} writers into one reader",
+                skipped.join(", ")
+            ),
+            &format!("{} usable CPU(s) besides the reader's", others.len()),
+        );
+    }
+    for n in counts {
+        let mut w = others[..n].to_vec();
+        w.sort_unstable();
+        for ipc in [Ipc::Pipe, Ipc::Unix] {
+            let name = ipc.name();
+            let what = format!(
+                "{name} stream, {n} writers on CPUs {} into one reader on {home}, non-blocking",
+                crate::report::ranges(&w)
+            );
+            xcpu(
+                home,
+                &others[..n],
+                ipc,
+                &format!("{name}_writers_{n}"),
+                &what,
+                plan,
+                r,
+            );
+        }
     }
 }
 
@@ -332,6 +439,17 @@ fn cross_cpu(home: usize, d: &str, peer: usize, plan: &Plan, r: &mut Results) {
             ),
             Err(e) => r.skip("wake cycle", &e),
         }
+        let what =
+            format!("{name} stream, writer on CPU {peer} ({d}) to reader on {home}, non-blocking");
+        xcpu(
+            home,
+            &[peer],
+            ipc,
+            &format!("{name}_xcpu_{d}"),
+            &what,
+            plan,
+            r,
+        );
     }
 }
 
@@ -690,6 +808,33 @@ pub fn run(plan: &Plan, output: Option<&Path>, cache: Option<&Path>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writer_counts_fit_the_cpus() {
+        assert_eq!(writer_counts(15), (vec![2, 4, 8, 15], vec![]));
+        // "all" is 8 here: measured once, not skipped.
+        assert_eq!(writer_counts(8), (vec![2, 4, 8], vec![]));
+        assert_eq!(writer_counts(3), (vec![2, 3], vec!["4", "8"]));
+        assert_eq!(writer_counts(1), (vec![], vec!["2", "4", "8", "all"]));
+    }
+
+    /// Writers come nearest first: the SMT sibling, then the LLC, then
+    /// the other socket; never the reader's own CPU.
+    #[test]
+    fn writers_nearest_first() {
+        let m = crate::machine::presets::build("snb-32").unwrap().unwrap();
+        let all: Vec<usize> = (0..m.nr_cpus()).collect();
+        for home in [0, 9, 31] {
+            let v = nearest_first(&m, home, &all);
+            assert_eq!(v.len(), m.nr_cpus() - 1);
+            assert!(!v.contains(&home));
+            let d: Vec<_> = v.iter().map(|&c| m.distance(home, c)).collect();
+            assert!(d.is_sorted(), "{home}: {d:?}");
+            assert_eq!(d[0], machine::Distance::Smt);
+            assert!(d.contains(&machine::Distance::Llc) && d.contains(&machine::Distance::Numa));
+        }
+        assert_eq!(nearest_first(&m, 4, &[4, 3]), vec![3]);
+    }
 
     #[test]
     fn civil_dates() {

@@ -259,6 +259,40 @@ impl Channel {
         write_all(self.tx, buf);
     }
 
+    /// Both ends O_NONBLOCK: a read or write that cannot proceed returns
+    /// EAGAIN at once instead of sleeping.
+    pub fn set_nonblocking(&self) -> Result<(), String> {
+        for fd in [self.rx, self.tx] {
+            // SAFETY: our own descriptor; F_GETFL/F_SETFL take plain ints.
+            let rc = unsafe {
+                let fl = libc::fcntl(fd, libc::F_GETFL);
+                libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK)
+            };
+            if rc != 0 {
+                return Err(format!(
+                    "fcntl(O_NONBLOCK): {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// One read() of up to `buf.len()` bytes: the bytes read, 0 if it
+    /// would block (EAGAIN on a non-blocking channel).
+    pub fn try_recv(&self, buf: &mut [u8]) -> Result<usize, String> {
+        // SAFETY: buf is a valid out-buffer.
+        let n = unsafe { libc::read(self.rx, buf.as_mut_ptr().cast(), buf.len()) };
+        again_is_zero(n, "read")
+    }
+
+    /// One write() of `buf`: the bytes written, 0 if it would block.
+    pub fn try_send(&self, buf: &[u8]) -> Result<usize, String> {
+        // SAFETY: buf is valid for reads.
+        let n = unsafe { libc::write(self.tx, buf.as_ptr().cast(), buf.len()) };
+        again_is_zero(n, "write")
+    }
+
     /// Read exactly `buf.len()` bytes.
     pub fn recv(&self, buf: &mut [u8]) {
         let mut got = 0;
@@ -270,6 +304,18 @@ impl Channel {
             }
             got += n as usize;
         }
+    }
+}
+
+/// A non-blocking call's result: EAGAIN is 0 bytes, other errors are errors.
+fn again_is_zero(n: isize, call: &str) -> Result<usize, String> {
+    if n >= 0 {
+        return Ok(n as usize);
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => Ok(0),
+        _ => Err(format!("{call}: {e}")),
     }
 }
 
