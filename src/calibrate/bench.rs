@@ -537,7 +537,7 @@ fn xcpu_reader(ch: &Channel, cpu: usize, bytes: usize, g: Gate) -> Result<Vec<f6
     Ok(b.out)
 }
 
-/// A cross-CPU stream, as issue 32's `xcpu.c` measures it: writers
+/// A cross-CPU stream, as `docs/host-tools/xcpu.c` measures it: writers
 /// pinned to `writers` send `msgs` 100-byte messages in all (an equal share
 /// each) through one pipe or AF_UNIX stream socket to a reader pinned to
 /// `reader`; every end O_NONBLOCK and every thread busy-polling, so no one

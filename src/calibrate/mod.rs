@@ -13,7 +13,7 @@
 //! the CPU time a reader woken for each 100-byte message is charged for
 //! its read, same CPU and cross-CPU; one-way cache-line transfer by
 //! distance; cross-CPU streams of 100-byte messages, nobody sleeping
-//! (issue 32's `xcpu.c`): one writer per distance, and 2, 4, 8 and
+//! (`docs/host-tools/xcpu.c`, the tool the 16-CPU host was measured with): one writer per distance, and 2, 4, 8 and
 //! all other CPUs writing into one reader, ns per successful read and write; fork + exit + waitpid; the timer tick as a busy loop sees it;
 //! a token passed around rings of 2–8 threads or processes on one CPU
 //! (the wait cycles; cache footprint and TLB ASIDs, kernel/footprint.rs).
