@@ -517,9 +517,11 @@ fn derive_nohz(x: &mut Ctx, read_lines: Option<[f64; 2]>) {
         .collect();
     let n = extra.len() as f64;
     let mean = (n > 0.0).then(|| extra.iter().map(|e| e.0).sum::<f64>() / n);
-    let moved = (n > 0.0)
-        .then(|| extra.iter().map(|e| e.1).sum::<f64>() / n)
-        .unwrap_or(0.0);
+    let moved = if n > 0.0 {
+        extra.iter().map(|e| e.1).sum::<f64>() / n
+    } else {
+        0.0
+    };
     let lines_note = if read_lines.is_some() {
         format!(" − the read's line transfers {}", fmt(moved))
     } else {

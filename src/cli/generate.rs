@@ -94,6 +94,8 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
     ("totals.ttwu_wakelist", "remote wakeups queued on the target's wakelist (IPI) instead of taking its rq lock"),
     ("totals.ipis_sent", "reschedule and wakelist IPIs sent"),
     ("totals.task_clock_ns", "CPU time of all tasks (perf's task-clock)"),
+    ("totals.ipc_line_ns", "time pipe and socket operations spent pulling the object's and the message's cache lines from the CPU that touched or wrote them last (machines with the cross-CPU costs: calibrated ones, emr-16)"),
+    ("totals.ipc_lock_wait_ns", "time pipe and socket operations spun on pipe->mutex or the receiving socket's locks behind other CPUs"),
     ("totals.wakeup_latency_us", "from sched_waking to the task running, over all wakeups, in µs"),
     ("resched_latency_us", "from need_resched set to the switch, in µs"),
     ("balance", "load balancing: per sched-domain level counters (schedstat), should_we_balance cost, wasted-cores episodes"),
