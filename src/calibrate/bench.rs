@@ -302,6 +302,45 @@ pub fn stream(cpu: usize, ipc: Ipc, size: usize, batches: usize) -> Result<Vec<f
     })
 }
 
+/// The same-CPU stream of `stream` (100 bytes) on every CPU of `cpus` at
+/// once, each CPU with its own pipe or socket pair, started together:
+/// the samples of all of them pooled. Nothing is shared, so what it adds
+/// to the lone stream is what a fully busy machine costs every CPU (the
+/// all-core clock, the shared cache and memory traffic).
+pub fn stream_everywhere(cpus: &[usize], ipc: Ipc, batches: usize) -> Result<Vec<f64>, String> {
+    let chans = cpus
+        .iter()
+        .map(|_| ipc.open())
+        .collect::<Result<Vec<_>, _>>()?;
+    let start = std::sync::Barrier::new(cpus.len());
+    thread::scope(|s| {
+        let runs: Vec<_> = cpus
+            .iter()
+            .zip(&chans)
+            .map(|(&cpu, ch)| {
+                let start = &start;
+                s.spawn(move || {
+                    pin(cpu);
+                    let mut buf = [7u8; 100];
+                    start.wait();
+                    batched(batches, 100, || {
+                        ch.send(&buf);
+                        ch.recv(&mut buf);
+                    })
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for run in runs {
+            all.extend(
+                run.join()
+                    .map_err(|_| "stream thread panicked".to_string())?,
+            );
+        }
+        Ok(all)
+    })
+}
+
 /// The sleep/wake cycle as the woken reader pays it: a reader on `to`
 /// blocks in read(); a writer on `from` (the same CPU or another) sends a
 /// `size`-byte message after a short sleep, then waits for a 1-byte reply.

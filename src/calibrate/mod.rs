@@ -14,7 +14,8 @@
 //! its read, same CPU and cross-CPU; one-way cache-line transfer by
 //! distance; cross-CPU streams of 100-byte messages, nobody sleeping
 //! (`docs/host-tools/xcpu.c`, the tool the 16-CPU host was measured with): one writer per distance, and 2, 4, 8 and
-//! all other CPUs writing into one reader, ns per successful read and write; fork + exit + waitpid; the timer tick as a busy loop sees it;
+//! all other CPUs writing into one reader, ns per successful read and write;
+//! the 100-byte same-CPU stream on every CPU at once (reported only); fork + exit + waitpid; the timer tick as a busy loop sees it;
 //! a token passed around rings of 2–8 threads or processes on one CPU
 //! (the wait cycles; cache footprint and TLB ASIDs, kernel/footprint.rs).
 //! [`derive`] turns them into cost-model fields.
@@ -204,6 +205,30 @@ pub fn measure_once(cpus: &Cpus, plan: &Plan, r: &mut Results) {
         cross_cpu(home, d, peer, plan, r);
     }
     many_writers(home, &cpus.others, plan, r);
+    all_busy(home, &cpus.others, plan, r);
+}
+
+/// The 100-byte same-CPU streams on every usable CPU at once
+/// (`{ipc}_stream_100_all`): against `{ipc}_stream_100`, what a machine
+/// whose every CPU is busy costs each of them. Reported, not derived: the
+/// model has no all-core speed yet (docs/model.md, issue 32's gaps).
+fn all_busy(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
+    if others.is_empty() {
+        return;
+    }
+    let mut cpus = vec![home];
+    cpus.extend(others);
+    for ipc in [Ipc::Pipe, Ipc::Unix] {
+        let name = ipc.name();
+        let what = format!(
+            "{name} write+read 100 B, never sleeps, on all {} CPUs at once",
+            cpus.len()
+        );
+        match bench::stream_everywhere(&cpus, ipc, plan.n(60)) {
+            Ok(s) => r.add(&format!("{name}_stream_100_all"), &what, "ns", s),
+            Err(e) => r.skip(&what, &e),
+        }
+    }
 }
 
 /// Messages per cross-CPU stream at scale 1 (`Plan::n`).
