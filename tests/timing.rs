@@ -224,3 +224,52 @@ fn a_calibrated_pipe_hop_takes_what_its_ring_measured() {
         "{hop} ns per hop, ring {ring}"
     );
 }
+
+/// `perf bench sched pipe` free on emr-16 (the 16-CPU host's machine
+/// file), with its cross-CPU pipe costs or with them set to 0.
+fn free_pipe_on_emr16(lines: bool, name: &str) -> serde_json::Value {
+    let mut text = std::fs::read_to_string("scenarios/machines/emr-16.toml").unwrap();
+    if !lines {
+        text = text.replace("pipe_xcpu_lines = 4", "pipe_xcpu_lines = 0");
+    }
+    let file = tmp(&format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    let f = file.display().to_string();
+    let args = [
+        "run",
+        "--machine",
+        &f,
+        "--set",
+        "noise.enabled=false",
+        "--workload",
+        "pipe:loops=2000,variant=pingpong",
+    ];
+    json_of(&args, &format!("{name}.json"))
+}
+
+#[test]
+fn a_pipe_op_from_another_cpu_pulls_the_pipes_lines_and_the_readers_data() {
+    let on = free_pipe_on_emr16(true, "xcpu-on");
+    let off = free_pipe_on_emr16(false, "xcpu-off");
+    let u = |j: &serde_json::Value, k: &str| j["totals"][k].as_u64().unwrap();
+    // The two tasks stay on two CPUs of one LLC: each round trip is two
+    // writes and two reads, each from the other CPU than the pipe's last
+    // one (4 lines, emr-16's pipe_xcpu_lines), and each read pulls the
+    // 4-byte message's line: 4 × 4 + 2 = 18 lines of 71 ns (emr-16's
+    // line_llc, cache_refill_llc_ns 2272 = 71 × 32).
+    assert_eq!(u(&on, "cpu_migrations"), 0);
+    let per_op = u(&on, "ipc_line_ns") as f64 / 2000.0;
+    assert!(
+        (per_op - 18.0 * 71.0).abs() < 0.01 * 18.0 * 71.0,
+        "{per_op}"
+    );
+    assert_eq!(u(&off, "ipc_line_ns"), 0);
+    // The lines are CPU time on the critical path: the round trip is
+    // longer by about them (a reader woken to another's lines waits them).
+    let time = |j: &serde_json::Value| j["benchmark"]["time_s"].as_f64().unwrap() * 1e9 / 2000.0;
+    let slower = time(&on) - time(&off);
+    assert!(
+        slower > 0.8 * per_op && slower < 1.2 * per_op,
+        "{slower} ns vs {per_op}"
+    );
+}
