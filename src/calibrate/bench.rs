@@ -341,6 +341,28 @@ pub fn stream_everywhere(cpus: &[usize], ipc: Ipc, batches: usize) -> Result<Vec
     })
 }
 
+/// A task's own 1 ms timer sleeps on `cpu`, nothing else running there:
+/// the CPU time the kernel charges it across each sleep (arming the timer,
+/// the switch to idle, and after the CPU's idle exit the timer interrupt,
+/// the wakeup, the tick restart and the switch back), `n` sleeps.
+pub fn timer_sleep_cpu(cpu: usize, n: usize) -> Result<Vec<f64>, String> {
+    thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpu);
+            sys::tight_timer_slack();
+            (0..n)
+                .map(|_| {
+                    let c0 = sys::thread_cpu_ns();
+                    sys::sleep_ns(1_000_000);
+                    (sys::thread_cpu_ns() - c0) as f64
+                })
+                .collect()
+        })
+        .join()
+        .map_err(|_| "timer thread panicked".to_string())
+    })
+}
+
 /// The sleep/wake cycle as the woken reader pays it: a reader on `to`
 /// blocks in read(); a writer on `from` (the same CPU or another) sends a
 /// `size`-byte message after a short sleep, then waits for a 1-byte reply.
