@@ -19,18 +19,57 @@
 use super::Kernel;
 
 impl Kernel {
-    /// `lines` cache lines coming to `cpu` from `from` (None: they are
-    /// here already), counted in `ipc_line_ns`.
-    pub fn lines_from(&mut self, from: Option<usize>, cpu: usize, lines: u64) -> u64 {
-        let ns = from.map_or(0, |f| lines * self.machine.line_transfer_ns(f, cpu));
-        self.stats.ipc_line_ns += ns;
-        ns
+    /// The time `moved`'s lines take to come to `cpu`: `lines` of the
+    /// object's, and `msg_lines` of the message's, each from the CPU it
+    /// comes from (none from `cpu` itself), counted in `ipc_line_ns`.
+    pub fn lines_moved(&mut self, moved: Moved, cpu: usize, lines: u64, msg_lines: u64) -> u64 {
+        let m = &self.machine;
+        let ns = |from: Option<usize>, n: u64| from.map_or(0, |f| n * m.line_transfer_ns(f, cpu));
+        let total = ns(moved.object, lines) + ns(moved.message, msg_lines);
+        self.stats.ipc_line_ns += total;
+        total
+    }
+}
+
+/// A shared object's lines and its newest message's, as CPUs use them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SharedLines {
+    /// The CPU that touched the object's lines last.
+    object: LastTouch,
+    /// The CPU that wrote its newest message.
+    message: LastTouch,
+}
+
+/// Where the lines an operation needs come from (None: from nowhere, they
+/// are on its CPU already).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Moved {
+    pub object: Option<usize>,
+    pub message: Option<usize>,
+}
+
+impl SharedLines {
+    /// `cpu` operates on the object, reading a queued message if
+    /// `reads_message`: where the object's and the message's lines come
+    /// from.
+    pub fn access(&mut self, cpu: usize, reads_message: bool) -> Moved {
+        Moved {
+            object: self.object.touch(cpu),
+            message: reads_message
+                .then(|| self.message.other_than(cpu))
+                .flatten(),
+        }
+    }
+
+    /// `cpu` wrote a message into the object.
+    pub fn wrote(&mut self, cpu: usize) {
+        self.message.touch(cpu);
     }
 }
 
 /// The CPU that touched a shared object's cache lines last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LastTouch(u32);
+struct LastTouch(u32);
 
 impl Default for LastTouch {
     /// Not touched yet: the first operation pays nothing (the object was
@@ -43,14 +82,14 @@ impl Default for LastTouch {
 impl LastTouch {
     /// `cpu` touches the object: returns the CPU the lines come from, if
     /// it is another one.
-    pub fn touch(&mut self, cpu: usize) -> Option<usize> {
+    fn touch(&mut self, cpu: usize) -> Option<usize> {
         let from = self.other_than(cpu);
         self.0 = cpu as u32;
         from
     }
 
     /// The CPU that touched it last, if it is not `cpu`.
-    pub fn other_than(&self, cpu: usize) -> Option<usize> {
+    fn other_than(&self, cpu: usize) -> Option<usize> {
         (self.0 != u32::MAX && self.0 as usize != cpu).then_some(self.0 as usize)
     }
 }
@@ -71,5 +110,19 @@ mod tests {
         assert_eq!(t.touch(3), None);
         assert_eq!(t.touch(5), Some(3));
         assert_eq!(t.touch(3), Some(5));
+    }
+
+    #[test]
+    fn a_reader_pulls_the_message_from_its_writer() {
+        let mut s = SharedLines::default();
+        s.access(1, false);
+        s.wrote(1);
+        let read = s.access(2, true);
+        assert_eq!((read.object, read.message), (Some(1), Some(1)));
+        // The reader's next look at the object finds its lines at home;
+        // a message it reads again still comes from the writer.
+        let again = s.access(2, true);
+        assert_eq!((again.object, again.message), (None, Some(1)));
+        assert_eq!(s.access(1, false).message, None);
     }
 }

@@ -2,7 +2,7 @@
 //! into the last page, exclusive waiters, and sync wakeups only on the
 //! empty→non-empty (readers) and full→not-full (writers) transitions.
 
-use super::cacheline::{data_lines, LastTouch};
+use super::cacheline::{data_lines, SharedLines};
 use super::lock::ContendedLock;
 use super::task::Pid;
 use super::wait::{WaitQueue, WaitQueueRef};
@@ -29,10 +29,8 @@ pub struct Pipe {
     pub wr_wait: WaitQueue,
     /// Someone poll()ed this pipe: writers then wake readers on every write.
     pub poll_usage: bool,
-    /// The CPU that touched the pipe's lines last.
-    lines: LastTouch,
-    /// The CPU that wrote the newest data.
-    data: LastTouch,
+    /// The pipe's lines and its newest data's, as CPUs use them.
+    lines: SharedLines,
     /// pipe->mutex, held by pipe_read and pipe_write for their whole work.
     mutex: ContendedLock,
 }
@@ -116,11 +114,9 @@ impl Kernel {
         }
         let syscall = self.machine.cost.syscall_ns;
         let pipe = &mut self.pipes[i];
-        let from = pipe.lines.touch(cpu);
-        let data = read
-            .filter(|_| !pipe.is_empty())
-            .map_or((None, 0), |n| (pipe.data.other_than(cpu), data_lines(n)));
-        let xfer = self.lines_from(from, cpu, lines) + self.lines_from(data.0, cpu, data.1);
+        let reads = read.filter(|_| !pipe.is_empty());
+        let moved = pipe.lines.access(cpu, reads.is_some());
+        let xfer = self.lines_moved(moved, cpu, lines, reads.map_or(0, data_lines));
         let hold = own.saturating_sub(syscall) + xfer;
         // The hand-off is in `xfer`: the lock word moves with the lines.
         let wait = self.pipes[i].mutex.acquire(at + syscall / 2, hold, 0);
@@ -137,7 +133,7 @@ impl Kernel {
         }
         let was_empty = pipe.is_empty();
         pipe.push(n);
-        pipe.data.touch(cpu);
+        pipe.lines.wrote(cpu);
         // wake_next_writer: only a writer that slept passes the baton on.
         let wake_next = self.tasks[p].prog.woken && !pipe.is_full();
         if was_empty || pipe.poll_usage {

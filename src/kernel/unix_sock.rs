@@ -2,7 +2,7 @@
 //! to the sender's send buffer, a reader woken (sync, non-exclusive) for
 //! every skb, and writers woken once the buffer drains below a quarter.
 
-use super::cacheline::{data_lines, LastTouch};
+use super::cacheline::{data_lines, SharedLines};
 use super::lock::ContendedLock;
 use super::pipe::Io;
 use super::task::Pid;
@@ -103,10 +103,9 @@ pub struct UnixSock {
     wmem_alloc: u64,
     pub rd_wait: WaitQueue,
     pub wr_wait: WaitQueue,
-    /// The CPU that touched the socket's lines last.
-    lines: LastTouch,
-    /// The CPU that allocated and wrote the newest skb.
-    data: LastTouch,
+    /// The socket's lines and its newest skb's (the CPU that allocated
+    /// and wrote it), as CPUs use them.
+    lines: SharedLines,
     /// unix_state_lock of the receiving socket with its receive queue's
     /// lock, as the senders take them.
     lock: ContendedLock,
@@ -139,18 +138,17 @@ impl Kernel {
         }
         let (lines, hold) = (c.socket_xcpu_lines, c.socket_lock_hold_ns);
         let s = &mut self.socks[i];
-        let from = s.lines.touch(cpu);
-        let Some(n) = read else {
-            let xfer = self.lines_from(from, cpu, lines);
-            // The hold is measured per sender added, hand-off included.
-            let wait = self.socks[i].lock.acquire(at + own + xfer, hold, 0);
-            self.stats.ipc_lock_wait_ns += wait;
-            return xfer + wait;
-        };
-        let skb = (!s.queue.is_empty())
-            .then(|| s.data.other_than(cpu))
-            .flatten();
-        self.lines_from(from, cpu, lines) + self.lines_from(skb, cpu, SKB_LINES + data_lines(n))
+        let reads = read.filter(|_| !s.queue.is_empty());
+        let moved = s.lines.access(cpu, reads.is_some());
+        let skb_lines = reads.map_or(0, |n| SKB_LINES + data_lines(n));
+        let xfer = self.lines_moved(moved, cpu, lines, skb_lines);
+        if read.is_some() {
+            return xfer;
+        }
+        // The hold is measured per sender added, hand-off included.
+        let wait = self.socks[i].lock.acquire(at + own + xfer, hold, 0);
+        self.stats.ipc_lock_wait_ns += wait;
+        xfer + wait
     }
 
     /// unix_stream_sendmsg of one message of `n` bytes.
@@ -164,7 +162,7 @@ impl Kernel {
         let ts = skb_truesize(n);
         s.wmem_alloc += ts;
         s.queue.push(n);
-        s.data.touch(cpu);
+        s.lines.wrote(cpu);
         // sk_data_ready → sock_def_readable: wake readers if any sleep.
         if !self.socks[i].rd_wait.is_empty() {
             self.wake_up(WaitQueueRef::SockRead(i), 1, true, cpu, p);

@@ -117,7 +117,7 @@ const FDS: u64 = 20;
 const PIN_CPU: usize = 0;
 /// A real run is disturbed when other tasks used more CPU than this share
 /// of its wall time, and more than BUSY_MIN_S (/proc/stat counts in ticks).
-const BUSY_SHARE: f64 = 0.10;
+pub(super) const BUSY_SHARE: f64 = 0.10;
 const BUSY_MIN_S: f64 = 0.03;
 /// Under `--targets host16`, a ratio of switches per message between two
 /// group counts within this many % of 1 is a flat curve: the spread of

@@ -31,10 +31,10 @@ pub struct Quiet {
 /// failed (docs/validate-pelt.md).
 const WAIT_SHARE: f64 = 0.05;
 const WAIT_MIN_NS: u64 = 20_000_000;
-/// Others used the task's CPU more than this share of the run (as
-/// `validate bench` judges a disturbed run) and OTHERS_MIN_NS (/proc/stat
+/// Others used the task's CPU more than `validate bench`'s share of the
+/// run for a disturbed run (BUSY_SHARE) and OTHERS_MIN_NS (/proc/stat
 /// counts in 10 ms ticks).
-const OTHERS_SHARE: f64 = 0.10;
+const OTHERS_SHARE: f64 = super::bench::BUSY_SHARE;
 const OTHERS_MIN_NS: u64 = 50_000_000;
 /// The task classed as stolen more than STOLEN_FACTOR × what the kernel
 /// reported, and more than STOLEN_MIN_NS beyond it.
