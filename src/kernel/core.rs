@@ -65,6 +65,16 @@ pub struct RqStats {
     pub ipis_received: u64,
 }
 
+/// What the last update_blocked_averages of an idle CPU left.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockedClean {
+    pub at: Time,
+    /// TaskGroups::load_epoch then.
+    pub epoch: u64,
+    /// Every signal at zero: later calls only move zero-sum windows.
+    pub gone: bool,
+}
+
 /// struct rq
 pub struct Rq {
     pub cpu: usize,
@@ -110,6 +120,10 @@ pub struct Rq {
     pub irq_ns: u64,
     /// rq_clock_pelt and the rt/dl/irq signals (pelt_rq.rs).
     pub pelt: super::pelt_rq::RqPelt,
+    /// Set by update_blocked_averages, cleared by anything that changes
+    /// this CPU's PELT signals after it: when it ran, and whether it found
+    /// them all at zero (rq->has_blocked_load false).
+    pub blocked_clean: Option<BlockedClean>,
     pub stats: RqStats,
 }
 
@@ -137,6 +151,7 @@ impl Rq {
             ttwu_pending: false,
             irq_ns: 0,
             pelt: Default::default(),
+            blocked_clean: None,
             stats: RqStats::default(),
         }
     }
@@ -225,6 +240,7 @@ impl Kernel {
         self.take_irq_ns(cpu);
         self.pelt_enter_idle(cpu);
         let rq = &mut self.rqs[cpu];
+        rq.blocked_clean = None;
         rq.stats.busy_ns += self.now - rq.busy_since;
         rq.act = Activity::Idle { since: self.now };
         rq.stats.sched_goidle += 1;

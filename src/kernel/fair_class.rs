@@ -5,6 +5,7 @@
 //! task_h_load. A task in the root group is one level deep and these walks
 //! reduce to one call on the root cfs_rq.
 
+use super::core::BlockedClean;
 use super::fair::{
     cancel_protect_slice, se_group, CfsRq, Ents, EntsRef, FairEnv, GroupCtx, SeId, DEQUEUE_DELAYED,
     DEQUEUE_SLEEP, DEQUEUE_SPECIAL, ENQUEUE_WAKEUP, GROUP_SE,
@@ -97,6 +98,7 @@ impl Kernel {
     /// Mutable cfs_rq `c` of `cpu`.
     pub fn cfs_rq_mut(&mut self, cpu: usize, c: usize) -> &mut CfsRq {
         let rq = &mut self.rqs[cpu];
+        rq.blocked_clean = None;
         cfs_mut(&mut rq.cfs, &mut rq.gcfs, c)
     }
 
@@ -142,6 +144,7 @@ impl Kernel {
             legacy: self.legacy_cfs,
         };
         let rq = &mut self.rqs[cpu];
+        rq.blocked_clean = None;
         let mut ents = Ents {
             tasks: &mut self.tasks,
             groups: &mut rq.gse,
@@ -210,6 +213,7 @@ impl Kernel {
         let line = self.machine.line_transfer_ns(from, cpu);
         let t = &mut self.groups.tgs[tg];
         t.load_avg += delta;
+        self.groups.load_epoch += 1;
         let wait = t.line_free_at.saturating_sub(self.now);
         let cost = wait + line;
         t.line_free_at = self.now + cost;
@@ -630,7 +634,80 @@ impl Kernel {
     /// the NOHZ stats kick (the idle load balancer updates idle CPUs; a busy
     /// CPU updates itself in its own balance softirq), so no task pays the
     /// levels' costs here: the scan's own cost is the balancer's.
+    ///
+    /// An idle CPU that nothing changed since an earlier call is skipped
+    /// (what update_nohz_stats does with rq->has_blocked_load and its once
+    /// a jiffy limit, kept here to the calls that change nothing) when that
+    /// call found every signal at zero (this one would only move zero-sum
+    /// windows forward, which the next update does the same in one step),
+    /// or was at this same instant with no group's load_avg (which group
+    /// entities' shares read) changed since: no time has passed to decay.
     pub(super) fn update_blocked_averages(&mut self, cpu: usize) {
+        if let Some(c) = self.rqs[cpu].blocked_clean.filter(|_| self.idle_cpu(cpu)) {
+            if c.gone {
+                debug_assert!(self.blocked_load_gone(cpu), "cpu {cpu}");
+                return;
+            }
+            if c.at == self.now && c.epoch == self.groups.load_epoch {
+                return self.count_blocked_entity_updates(cpu);
+            }
+        }
+        self.update_blocked_signals(cpu);
+        let gone = self.idle_cpu(cpu) && self.blocked_load_gone(cpu);
+        self.rqs[cpu].blocked_clean = Some(BlockedClean {
+            at: self.now,
+            epoch: self.groups.load_epoch,
+            gone,
+        });
+    }
+
+    /// What a skipped update_blocked_averages would have counted, as
+    /// update_blocked_signals walks: a group-level op per cfs_rq it ages
+    /// and per group entity it updates, and that entity's update_load_avg
+    /// call (the counters report the model's calls, and stay as they were).
+    fn count_blocked_entity_updates(&mut self, cpu: usize) {
+        let now_pelt = self.clock_pelt(cpu);
+        for g in 1..self.groups.count() {
+            let rq = &self.rqs[cpu];
+            let a = &rq.gse[g].avg;
+            let aged = !rq.gcfs[g].is_decayed_at(now_pelt);
+            let updated = a.load_avg != 0 || a.util_avg != 0 || rq.gcfs[g].propagate;
+            self.stats.group_level_ops += aged as u64 + updated as u64;
+            if updated {
+                let c = self.cfs_of(GROUP_SE + g);
+                let rq = &mut self.rqs[cpu];
+                cfs_mut(&mut rq.cfs, &mut rq.gcfs, c)
+                    .pelt_stats
+                    .update_load_avg_calls += 1;
+            }
+        }
+    }
+
+    /// Whether update_blocked_averages on `cpu` would only move zero-sum
+    /// windows forward: every cfs_rq and group entity it would skip, the
+    /// root cfs_rq decayed, the rt, dl and irq signals at zero.
+    fn blocked_load_gone(&self, cpu: usize) -> bool {
+        let now_pelt = self.clock_pelt(cpu);
+        let rq = &self.rqs[cpu];
+        let zero = |a: &pelt::SchedAvg| {
+            a.load_sum | a.util_sum | a.runnable_sum | a.load_avg | a.util_avg | a.runnable_avg == 0
+        };
+        let groups = (1..self.groups.count()).all(|g| {
+            let se = &rq.gse[g];
+            rq.gcfs[g].is_decayed_at(now_pelt)
+                && se.avg.load_avg == 0
+                && se.avg.util_avg == 0
+                && !rq.gcfs[g].propagate
+        });
+        let cfs = &rq.cfs.avg;
+        let root = cfs.load_sum | cfs.util_sum | cfs.runnable_sum == 0 && rq.cfs.removed.nr == 0;
+        let p = &rq.pelt;
+        groups && root && zero(&p.avg_rt) && zero(&p.avg_dl) && zero(&p.avg_irq)
+    }
+
+    /// The body of update_blocked_averages: __update_blocked_fair, then
+    /// __update_blocked_others.
+    fn update_blocked_signals(&mut self, cpu: usize) {
         let now_pelt = self.clock_pelt(cpu);
         for g in (1..self.groups.count()).rev() {
             if !self.rqs[cpu].gcfs[g].is_decayed_at(now_pelt) {

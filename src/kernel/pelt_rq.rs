@@ -98,6 +98,9 @@ impl Kernel {
         if !self.cfg.irq_time_accounting {
             return;
         }
+        if running > 0 {
+            self.rqs[cpu].blocked_clean = None;
+        }
         let running = (running * self.arch_capacity(cpu)) >> SCHED_CAPACITY_SHIFT;
         let now = self.now;
         let sa = &mut self.rqs[cpu].pelt.avg_irq;

@@ -69,6 +69,9 @@ pub struct TaskGroup {
 #[derive(Clone, Debug)]
 pub struct TaskGroups {
     pub tgs: Vec<TaskGroup>,
+    /// Bumped whenever a group's load_avg changes: a group entity's share
+    /// computed before is stale after it.
+    pub load_epoch: u64,
 }
 
 impl Default for TaskGroups {
@@ -86,6 +89,7 @@ impl Default for TaskGroups {
                 line_free_at: 0,
                 usage_moved: 0,
             }],
+            load_epoch: 0,
         }
     }
 }
