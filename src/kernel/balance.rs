@@ -655,6 +655,7 @@ impl Kernel {
             ..SdLbStats::default()
         };
         let mut cache = std::mem::take(&mut env.sg_cache);
+        cache.reserve(ngroups.saturating_sub(cache.len()));
         for i in 0..ngroups {
             let g = self.sd(env.dst, env.lvl).group(i);
             let local = i == 0;

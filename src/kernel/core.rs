@@ -73,6 +73,17 @@ pub struct BlockedClean {
     pub epoch: u64,
     /// Every signal at zero: later calls only move zero-sum windows.
     pub gone: bool,
+    /// What a call at the same instant would count.
+    pub calls: Option<BlockedCalls>,
+}
+
+/// The counted work of an update_blocked_averages call that changes nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlockedCalls {
+    /// Group-level ops (cfs_rqs aged, group entities updated).
+    pub group_ops: u64,
+    /// Bit g: group g's entity is updated (one update_load_avg call).
+    pub entities: u64,
 }
 
 /// struct rq

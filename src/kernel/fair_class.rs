@@ -5,7 +5,7 @@
 //! task_h_load. A task in the root group is one level deep and these walks
 //! reduce to one call on the root cfs_rq.
 
-use super::core::BlockedClean;
+use super::core::{BlockedCalls, BlockedClean};
 use super::fair::{
     cancel_protect_slice, se_group, CfsRq, Ents, EntsRef, FairEnv, GroupCtx, SeId, DEQUEUE_DELAYED,
     DEQUEUE_SLEEP, DEQUEUE_SPECIAL, ENQUEUE_WAKEUP, GROUP_SE,
@@ -648,8 +648,10 @@ impl Kernel {
                 debug_assert!(self.blocked_load_gone(cpu), "cpu {cpu}");
                 return;
             }
-            if c.at == self.now && c.epoch == self.groups.load_epoch {
-                return self.count_blocked_entity_updates(cpu);
+            if let Some(calls) = c.calls.filter(|_| c.at == self.now) {
+                if c.epoch == self.groups.load_epoch {
+                    return self.count_blocked_calls(cpu, calls);
+                }
             }
         }
         self.update_blocked_signals(cpu);
@@ -658,28 +660,45 @@ impl Kernel {
             at: self.now,
             epoch: self.groups.load_epoch,
             gone,
+            calls: self.blocked_calls(cpu),
         });
     }
 
-    /// What a skipped update_blocked_averages would have counted, as
+    /// What another update_blocked_averages of `cpu` now would count, as
     /// update_blocked_signals walks: a group-level op per cfs_rq it ages
     /// and per group entity it updates, and that entity's update_load_avg
-    /// call (the counters report the model's calls, and stay as they were).
-    fn count_blocked_entity_updates(&mut self, cpu: usize) {
+    /// call. None with more groups than the mask holds.
+    fn blocked_calls(&self, cpu: usize) -> Option<BlockedCalls> {
+        let n = self.groups.count();
+        if n > u64::BITS as usize {
+            return None;
+        }
         let now_pelt = self.clock_pelt(cpu);
-        for g in 1..self.groups.count() {
-            let rq = &self.rqs[cpu];
+        let rq = &self.rqs[cpu];
+        let mut calls = BlockedCalls::default();
+        for g in 1..n {
             let a = &rq.gse[g].avg;
             let aged = !rq.gcfs[g].is_decayed_at(now_pelt);
             let updated = a.load_avg != 0 || a.util_avg != 0 || rq.gcfs[g].propagate;
-            self.stats.group_level_ops += aged as u64 + updated as u64;
-            if updated {
-                let c = self.cfs_of(GROUP_SE + g);
-                let rq = &mut self.rqs[cpu];
-                cfs_mut(&mut rq.cfs, &mut rq.gcfs, c)
-                    .pelt_stats
-                    .update_load_avg_calls += 1;
-            }
+            calls.group_ops += aged as u64 + updated as u64;
+            calls.entities |= (updated as u64) << g;
+        }
+        Some(calls)
+    }
+
+    /// Count the calls of an update_blocked_averages skipped (the counters
+    /// report the model's calls, and stay as they were).
+    fn count_blocked_calls(&mut self, cpu: usize, calls: BlockedCalls) {
+        self.stats.group_level_ops += calls.group_ops;
+        let mut mask = calls.entities;
+        while mask != 0 {
+            let g = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let c = self.cfs_of(GROUP_SE + g);
+            let rq = &mut self.rqs[cpu];
+            cfs_mut(&mut rq.cfs, &mut rq.gcfs, c)
+                .pelt_stats
+                .update_load_avg_calls += 1;
         }
     }
 
