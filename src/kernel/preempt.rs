@@ -221,6 +221,11 @@ impl Kernel {
     /// need-resched bits; records the point for the counters.
     pub fn preempt_point(&mut self, cpu: usize, p: Pid) -> bool {
         let switched_in = std::mem::take(&mut self.rqs[cpu].pre.switched_in);
+        // Nothing pending and no throttle to check: no point honours
+        // nothing, so the task's state need not be read (most calls).
+        if !self.bandwidth_on && !self.resched_pending(cpu) {
+            return false;
+        }
         let t = &self.tasks[p];
         let m = t.prog.mode;
         let point = if switched_in {
