@@ -279,7 +279,7 @@ fn run_side_html(
 
 /// The numbers worth comparing: the benchmark's and the totals, flattened
 /// to dotted keys (`benchmark.wakeup_latency_us.p99`).
-fn metrics(v: &Value) -> Map<String, Value> {
+pub fn metrics(v: &Value) -> Map<String, Value> {
     let mut m = Map::new();
     for section in ["benchmark", "totals"] {
         if let Some(x) = v.get(section) {

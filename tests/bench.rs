@@ -43,3 +43,46 @@ fn selected_cases_run_in_order_and_reach_the_json() {
         assert!(out.contains(c["name"].as_str().unwrap()), "{out}");
     }
 }
+
+#[test]
+fn distributions_of_a_build_against_itself_are_the_same_and_reach_the_json() {
+    let p = tmp("dist.json");
+    let me = env!("CARGO_BIN_EXE_schedlab");
+    let (rc, out, err) = schedlab(&[
+        "bench",
+        "--distributions",
+        me,
+        "--seeds",
+        "3",
+        "--case",
+        "pipe-vm2",
+        "--json",
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{out}{err}");
+    assert!(out.contains("same in distribution"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let tests = v["tests"].as_array().unwrap();
+    // The pipe's time and switches vary with the seed; every p is 1.
+    assert!(
+        tests
+            .iter()
+            .any(|t| t["metric"] == "benchmark.usecs_per_op"),
+        "{v}"
+    );
+    assert!(tests.iter().all(|t| t["holm_p"] == 1.0), "{v}");
+}
+
+#[test]
+fn distributions_refuse_one_seed_a_missing_binary_and_an_unknown_case() {
+    let me = env!("CARGO_BIN_EXE_schedlab");
+    let (rc, _, err) = schedlab(&["bench", "--distributions", me, "--seeds", "1"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains("--seeds"), "{err}");
+    let (rc, _, err) = schedlab(&["bench", "--distributions", "/no/such/schedlab"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains("/no/such/schedlab"), "{err}");
+    let (rc, _, err) = schedlab(&["bench", "--distributions", me, "--case", "nope"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains("pipe-vm2"), "lists the cases: {err}");
+}

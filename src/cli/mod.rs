@@ -81,7 +81,7 @@ enum Cmd {
     Repro(crate::repro::ReproArgs),
     /// Measure simulator speed: events and context switches per wall second, peak RSS
     #[command(
-        after_help = "Examples:\n  schedlab bench\n  schedlab bench --case hackbench --case periodic-64 --json bench.json\n  schedlab bench --digest"
+        after_help = "Examples:\n  schedlab bench\n  schedlab bench --case hackbench --case periodic-64 --json bench.json\n  schedlab bench --digest\n  schedlab bench --distributions old/schedlab --seeds 30"
     )]
     Bench(crate::bench::BenchArgs),
     /// Fuzz the input formats: every input must end in success or an input error, within its budget

@@ -2,6 +2,8 @@
 //! process so that its peak RSS (VmHWM) is its own; the child reports one
 //! JSON line, the parent prints the table (or writes `--json`).
 
+mod distributions;
+
 use crate::run::run;
 use crate::scenario::{Scenario, Source};
 use clap::Args;
@@ -188,6 +190,15 @@ pub struct BenchArgs {
     /// digests mean equal results
     #[arg(long)]
     digest: bool,
+    /// Compare this build's results with those of the binary OLD in
+    /// distribution: each of a set of small scenarios over --seeds seeds
+    /// with both, Welch's test per metric, Holm-corrected (`--case`
+    /// picks among these scenarios); exit 1 when a metric differs
+    #[arg(long, value_name = "OLD")]
+    distributions: Option<PathBuf>,
+    /// Seeds per scenario and build for --distributions (1..=N)
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    seeds: u32,
     /// Run case N in this process and print its numbers as JSON (the
     /// parent runs each case so, to measure its own peak RSS)
     #[arg(long, hide = true)]
@@ -356,6 +367,9 @@ pub fn main(args: &BenchArgs) -> i32 {
             2
         };
     }
+    if let Some(old) = &args.distributions {
+        return distributions_main(args, old);
+    }
     let mut selected = Vec::new();
     for name in &args.cases {
         match find_case(name) {
@@ -418,4 +432,25 @@ pub fn main(args: &BenchArgs) -> i32 {
         }
     }
     rc
+}
+
+/// `--distributions OLD`, with `--case` naming its scenarios.
+fn distributions_main(args: &BenchArgs, old: &std::path::Path) -> i32 {
+    let mut cases = Vec::new();
+    for name in &args.cases {
+        match distributions::find(name) {
+            Some(i) => cases.push(i),
+            None => {
+                eprintln!("schedlab bench: unknown --distributions case {name:?}; the cases:");
+                for c in distributions::DIST_CASES {
+                    eprintln!("  {}", c.id);
+                }
+                return 2;
+            }
+        }
+    }
+    if cases.is_empty() {
+        cases = (0..distributions::DIST_CASES.len()).collect();
+    }
+    distributions::main(old, &cases, args.seeds, args.json.as_ref())
 }
