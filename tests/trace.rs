@@ -306,6 +306,23 @@ fn bad_traces_exit_2_with_file_line_and_text() {
 }
 
 #[test]
+fn a_replay_cut_by_duration_exits_4_unless_allowed() {
+    let base = ["replay", FTRACE, "--machine", "vm-2", "-q"];
+    let (_, whole) = replay_fidelity(FTRACE, "whole.json", &[]);
+    // Cut halfway: some tasks have ended, others not; the replay did not
+    // finish and has no span to report.
+    let half = format!("{}ns", whole["simulated_span_ns"].as_u64().unwrap() / 2);
+    let (rc, out, err) = schedlab(&[&base[..], &["--duration", &half]].concat());
+    assert_eq!(rc, 4, "{err}");
+    assert!(out.starts_with("replay: did not finish within"), "{out}");
+    assert!(err.contains("a benchmark did not finish (exit 4"), "{err}");
+    let allowed = [&base[..], &["--duration", &half, "--allow-unfinished"]].concat();
+    let (rc, out, err) = schedlab(&allowed);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.starts_with("replay: did not finish within"), "{out}");
+}
+
+#[test]
 fn a_trace_without_wakeups_is_replayed_as_recorded_with_a_warning() {
     let text = std::fs::read_to_string(FTRACE).unwrap();
     let nowake: String = text
