@@ -323,6 +323,37 @@ fn a_replay_cut_by_duration_exits_4_unless_allowed() {
 }
 
 #[test]
+fn a_corrupt_timestamp_is_refused_naming_its_line() {
+    // One timestamp of all ones (584 years) mid-trace, or one near zero at
+    // the start: the line with the outlier is named, not its neighbour.
+    let text = std::fs::read_to_string(FTRACE).unwrap();
+    let events: Vec<usize> = (text.lines().enumerate())
+        .filter(|(_, l)| l.contains(": sched_"))
+        .map(|(i, _)| i)
+        .collect();
+    for (at, ts) in [(events[100], "18446744073.709551"), (events[0], "0.000001")] {
+        let lines: Vec<String> = (text.lines().enumerate())
+            .map(|(i, l)| {
+                let old = l.split_whitespace().find(|w| w.starts_with("6670."));
+                match old.filter(|_| i == at) {
+                    Some(old) => l.replacen(old, &format!("{ts}:"), 1),
+                    None => l.to_string(),
+                }
+            })
+            .collect();
+        let p = tmp("corrupt-ts.txt");
+        std::fs::write(&p, lines.join("\n")).unwrap();
+        let (rc, _, err) = schedlab(&["replay", &p, "--machine", "vm-2", "-q"]);
+        assert_eq!(rc, 2, "{err}");
+        let want = format!("corrupt-ts.txt:{}: timestamp {ts}", at + 1);
+        assert!(
+            err.contains(&want) && err.contains("corrupt timestamp"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn a_trace_without_wakeups_is_replayed_as_recorded_with_a_warning() {
     let text = std::fs::read_to_string(FTRACE).unwrap();
     let nowake: String = text
