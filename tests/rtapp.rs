@@ -135,6 +135,17 @@ fn unsupported_and_mistyped_input_exit_2_with_file_and_line() {
             ":2: `tasks.t.phases.a.cpus`",
             "CPU 7 is not on this machine",
         ),
+        // rt-app's cpus is a list, never a lone number.
+        (
+            "{\"tasks\": {\"t\": {\"run\": 1,\n \"cpus\": 1}}}",
+            ":2: `tasks.t.cpus`",
+            "expected a list of CPUs, e.g. [0, 1], found a number",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"phases\": {\"a\": {\"run\": 1,\n \"cpus\": 0}}}}}",
+            ":2: `tasks.t.phases.a.cpus`",
+            "expected a list of CPUs",
+        ),
     ];
     for (i, (text, line, what)) in cases.iter().enumerate() {
         let f = write(&format!("bad{i}.json"), text);
@@ -686,7 +697,7 @@ fn per_phase_cpus_move_the_thread_at_the_phase_start() {
         "phase-cpus.json",
         r#"{"tasks": {"t": {"loop": 1, "phases": {
             "a": {"loop": 10, "cpus": [1], "run": 1000, "sleep": 1000},
-            "b": {"loop": 10, "cpus": 0, "run": 1000, "sleep": 1000},
+            "b": {"loop": 10, "cpus": [0], "run": 1000, "sleep": 1000},
             "c": {"run": 3000}}}}}"#,
     );
     let t = write("phase-cpus.txt", "");

@@ -579,16 +579,17 @@ impl Ctx<'_> {
             .map_err(|e| self.err(v, p, e))
     }
 
-    /// An affinity: a CPU number or a non-empty list of them (checked
-    /// against the machine by `RtApp::check_machine`).
+    /// An affinity: a non-empty list of CPU numbers (checked against the
+    /// machine by `RtApp::check_machine`); rt-app refuses a lone number
+    /// (parse_cpuset_data: `assure_type_is(..., json_type_array)`).
     fn cpus(&self, v: &Node, p: &str) -> Result<Vec<usize>, String> {
-        let list = match &v.v {
-            J::Arr(items) => items
-                .iter()
-                .map(|c| self.int(c, p, 0, 4095).map(|c| c as usize))
-                .collect::<Result<Vec<_>, _>>()?,
-            _ => vec![self.int(v, p, 0, 4095)? as usize],
+        let J::Arr(items) = &v.v else {
+            let msg = format!("expected a list of CPUs, e.g. [0, 1], found {}", v.kind());
+            return Err(self.err(v, p, msg));
         };
+        let list = (items.iter())
+            .map(|c| self.int(c, p, 0, 4095).map(|c| c as usize))
+            .collect::<Result<Vec<_>, _>>()?;
         if list.is_empty() {
             return Err(self.err(v, p, "an empty CPU list allows no CPU"));
         }
