@@ -78,6 +78,15 @@ fn mutex_serialises_its_holders() {
 }
 
 #[test]
+fn a_byte_order_mark_is_skipped() {
+    let text = r#"{"tasks": {"t": {"loop": 2, "run": 1000, "sleep": 500}}}"#;
+    let (with, _) = run_ok(&write("bom.json", &format!("\u{feff}{text}")), &["-q"]);
+    let (without, _) = run_ok(&write("nobom.json", text), &["-q"]);
+    assert_eq!(with.replace("bom.json", "nobom.json"), without);
+    assert!(without.contains(": 1 threads"), "{without}");
+}
+
+#[test]
 fn unsupported_and_mistyped_input_exit_2_with_file_and_line() {
     let cases = [
         (

@@ -354,6 +354,19 @@ fn a_corrupt_timestamp_is_refused_naming_its_line() {
 }
 
 #[test]
+fn a_byte_order_mark_is_skipped() {
+    // Its header's first line starts with the mark: it must still read as
+    // a comment, and the replay be the file's.
+    let p = tmp("bom.txt");
+    let text = std::fs::read_to_string(FTRACE).unwrap();
+    std::fs::write(&p, format!("\u{feff}{text}")).unwrap();
+    let run = |f: &str| schedlab(&["replay", f, "--machine", "vm-2", "-q"]);
+    let ((rc, with, err), (_, without, _)) = (run(&p), run(FTRACE));
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(with.replace(&p, FTRACE), without);
+}
+
+#[test]
 fn a_trace_without_wakeups_is_replayed_as_recorded_with_a_warning() {
     let text = std::fs::read_to_string(FTRACE).unwrap();
     let nowake: String = text

@@ -77,6 +77,8 @@ enum Layout {
 pub fn parse(name: &str, text: &str) -> Result<Vec<Record>, String> {
     let mut out = Vec::new();
     let mut layout = None;
+    // Editors on Windows start UTF-8 files with a byte order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim_end();
         let err = |m: &str| format!("{name}:{}: {m}: `{}`", i + 1, truncate(line));
