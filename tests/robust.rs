@@ -246,3 +246,33 @@ fn a_trace_window_with_three_dots_is_an_error() {
         "--trace-window 0ms...10ms: key `output.trace_window`",
     );
 }
+
+#[test]
+fn a_machine_file_names_a_control_character_and_an_unknown_primitive() {
+    let d = scratch("machine-file");
+    let cases = [
+        (
+            "base = \"vm-2\"\n# a\u{1}b\n",
+            ":2: malformed TOML: control character U+0001 at column 4",
+        ),
+        (
+            "base = \"vm-2\"\n[measured]\ngetppid = { median = 1.0 }\nbogus = { median = 1.0 }\n",
+            ":4: measured.bogus: not a primitive calibrate measures",
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let p = d.join(format!("m{i}.toml"));
+        std::fs::write(&p, text).unwrap();
+        let want = format!("m{i}.toml{want}");
+        input_error(
+            &[
+                "run",
+                "--machine",
+                p.to_str().unwrap(),
+                "-w",
+                "pipe:loops=10",
+            ],
+            &want,
+        );
+    }
+}
