@@ -24,8 +24,8 @@ pub struct ScenarioArgs {
     /// repeat for several [[cgroup]]; a workload joins one with `cgroup=PATH`
     #[arg(long = "cgroup", value_name = "PATH:weight=N")]
     pub cgroups: Vec<String>,
-    /// Random seed [sim.seed] [default: 1]
-    #[arg(long)]
+    /// Random seed, 0 to 9223372036854775807 (TOML's largest integer) [sim.seed] [default: 1]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=i64::MAX as u64))]
     pub seed: Option<u64>,
     /// Stop after this much simulated time, with a unit (ns, us, ms, s), e.g. 3s; wins over a
     /// workload's own run time (rt-app's global.duration, schbench -r), and the run says which

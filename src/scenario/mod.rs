@@ -339,10 +339,11 @@ fn unknown(src: &Source, key: &str, known: &[&str]) -> InputError {
     )
 }
 
+/// A whole number from `min` up to TOML's largest integer, `i64::MAX`.
 fn get_u64(src: &Source, key: &str, v: &Value, min: u64) -> Result<u64, InputError> {
     match v.as_integer() {
         Some(n) if n >= min as i64 => Ok(n as u64),
-        _ => Err(src.err(key, format!("must be an integer ≥ {min}"))),
+        _ => Err(src.err(key, format!("must be an integer in {min}..={}", i64::MAX))),
     }
 }
 
