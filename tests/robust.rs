@@ -189,6 +189,19 @@ fn two_outputs_on_one_path_are_refused() {
         &["run", "-w", "pipe:loops=10", "--json", &p, "--trace", &p],
         "two outputs",
     );
+    // A character device takes any number of outputs.
+    let null = "/dev/null";
+    let twice = [
+        "run",
+        "-w",
+        "pipe:loops=10",
+        "--json",
+        null,
+        "--trace",
+        null,
+    ];
+    let (rc, _, err) = schedlab(&[&twice[..], &["--schedstat", null]].concat());
+    assert_eq!(rc, 0, "{err}");
 }
 
 #[test]
