@@ -367,6 +367,30 @@ fn a_byte_order_mark_is_skipped() {
 }
 
 #[test]
+fn replay_dash_reads_the_trace_from_stdin() {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["replay", "-", "--machine", "vm-2", "-q"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = std::fs::read(FTRACE).unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), &text).unwrap();
+    let piped = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&piped.stderr);
+    assert!(piped.status.success(), "{err}");
+    let (_, from_file, _) = schedlab(&["replay", FTRACE, "--machine", "vm-2", "-q"]);
+    let out = String::from_utf8_lossy(&piped.stdout);
+    assert_eq!(out.replace("<stdin>", FTRACE), from_file);
+    // One stdin cannot hold both the trace and the scenario.
+    let (rc, _, err) = schedlab(&["replay", "-", "-"]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("cannot both be read from stdin"), "{err}");
+}
+
+#[test]
 fn a_trace_without_wakeups_is_replayed_as_recorded_with_a_warning() {
     let text = std::fs::read_to_string(FTRACE).unwrap();
     let nowake: String = text
