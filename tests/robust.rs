@@ -218,6 +218,32 @@ fn set_errors_name_set_not_the_scenario_file() {
 }
 
 #[test]
+fn a_bad_value_in_the_file_is_an_error_though_a_flag_overrides_it() {
+    let p = common::tmp("overridden.toml");
+    let f = p.to_str().unwrap();
+    let text = "[[workload]]\nkind = \"pipe\"\nloops = 10\n[sim]\nseed = 4\n[kernel]\nhz = 250\n";
+    let flags = ["--set", "kernel.hz=1000", "--seed", "3"];
+    let cases = [
+        ("hz = 250", "hz = 7", ":7: key `kernel.hz`: must be one of"),
+        (
+            "seed = 4",
+            "seed = -4",
+            ":5: key `sim.seed`: must be an integer",
+        ),
+    ];
+    for (good, bad, want) in cases {
+        std::fs::write(&p, text.replace(good, bad)).unwrap();
+        input_error(
+            &[&["run", f][..], &flags].concat(),
+            &format!("overridden.toml{want}"),
+        );
+    }
+    std::fs::write(&p, text).unwrap();
+    let (rc, _, err) = schedlab(&[&["run", f, "-q"][..], &flags].concat());
+    assert_eq!(rc, 0, "{err}");
+}
+
+#[test]
 fn errors_keep_their_line_in_a_shipped_scenario() {
     // scenarios/hackbench.toml has `[kernel.features]  # comment`.
     let text = std::fs::read_to_string("scenarios/hackbench.toml").unwrap();
