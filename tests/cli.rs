@@ -129,6 +129,24 @@ fn bad_input_exits_2_naming_file_line_and_key() {
 }
 
 #[test]
+fn a_seed_beyond_tomls_integers_names_the_range() {
+    let range = "0..=9223372036854775807";
+    let max = "9223372036854775807";
+    let (rc, _, err) = schedlab(&["run", "-w", "pipe:loops=10", "-q", "--seed", max]);
+    assert_eq!(rc, 0, "{err}");
+    let (rc, _, err) = schedlab(&["run", "-w", "pipe", "--seed", "18446744073709551615"]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("--seed") && err.contains(range), "{err}");
+    let set = "sim.seed=18446744073709551615";
+    let (rc, _, err) = schedlab(&["run", "-w", "pipe", "--set", set]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains(&format!("must be an integer in {range}")),
+        "{err}"
+    );
+}
+
+#[test]
 fn listings_have_one_line_per_item() {
     let (rc, out, _) = schedlab(&["machines"]);
     assert_eq!(rc, 0);

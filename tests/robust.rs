@@ -189,6 +189,19 @@ fn two_outputs_on_one_path_are_refused() {
         &["run", "-w", "pipe:loops=10", "--json", &p, "--trace", &p],
         "two outputs",
     );
+    // A character device takes any number of outputs.
+    let null = "/dev/null";
+    let twice = [
+        "run",
+        "-w",
+        "pipe:loops=10",
+        "--json",
+        null,
+        "--trace",
+        null,
+    ];
+    let (rc, _, err) = schedlab(&[&twice[..], &["--schedstat", null]].concat());
+    assert_eq!(rc, 0, "{err}");
 }
 
 #[test]
@@ -202,6 +215,32 @@ fn set_errors_name_set_not_the_scenario_file() {
         &["run", "scenarios/hackbench.toml", "-w", "pipe:loopz=3"],
         "--workload pipe:loopz=3: key `workload.0.loopz`",
     );
+}
+
+#[test]
+fn a_bad_value_in_the_file_is_an_error_though_a_flag_overrides_it() {
+    let p = common::tmp("overridden.toml");
+    let f = p.to_str().unwrap();
+    let text = "[[workload]]\nkind = \"pipe\"\nloops = 10\n[sim]\nseed = 4\n[kernel]\nhz = 250\n";
+    let flags = ["--set", "kernel.hz=1000", "--seed", "3"];
+    let cases = [
+        ("hz = 250", "hz = 7", ":7: key `kernel.hz`: must be one of"),
+        (
+            "seed = 4",
+            "seed = -4",
+            ":5: key `sim.seed`: must be an integer",
+        ),
+    ];
+    for (good, bad, want) in cases {
+        std::fs::write(&p, text.replace(good, bad)).unwrap();
+        input_error(
+            &[&["run", f][..], &flags].concat(),
+            &format!("overridden.toml{want}"),
+        );
+    }
+    std::fs::write(&p, text).unwrap();
+    let (rc, _, err) = schedlab(&[&["run", f, "-q"][..], &flags].concat());
+    assert_eq!(rc, 0, "{err}");
 }
 
 #[test]
@@ -245,4 +284,34 @@ fn a_trace_window_with_three_dots_is_an_error() {
         ],
         "--trace-window 0ms...10ms: key `output.trace_window`",
     );
+}
+
+#[test]
+fn a_machine_file_names_a_control_character_and_an_unknown_primitive() {
+    let d = scratch("machine-file");
+    let cases = [
+        (
+            "base = \"vm-2\"\n# a\u{1}b\n",
+            ":2: malformed TOML: control character U+0001 at column 4",
+        ),
+        (
+            "base = \"vm-2\"\n[measured]\ngetppid = { median = 1.0 }\nbogus = { median = 1.0 }\n",
+            ":4: measured.bogus: not a primitive calibrate measures",
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let p = d.join(format!("m{i}.toml"));
+        std::fs::write(&p, text).unwrap();
+        let want = format!("m{i}.toml{want}");
+        input_error(
+            &[
+                "run",
+                "--machine",
+                p.to_str().unwrap(),
+                "-w",
+                "pipe:loops=10",
+            ],
+            &want,
+        );
+    }
 }

@@ -78,6 +78,15 @@ fn mutex_serialises_its_holders() {
 }
 
 #[test]
+fn a_byte_order_mark_is_skipped() {
+    let text = r#"{"tasks": {"t": {"loop": 2, "run": 1000, "sleep": 500}}}"#;
+    let (with, _) = run_ok(&write("bom.json", &format!("\u{feff}{text}")), &["-q"]);
+    let (without, _) = run_ok(&write("nobom.json", text), &["-q"]);
+    assert_eq!(with.replace("bom.json", "nobom.json"), without);
+    assert!(without.contains(": 1 threads"), "{without}");
+}
+
+#[test]
 fn unsupported_and_mistyped_input_exit_2_with_file_and_line() {
     let cases = [
         (
@@ -134,6 +143,17 @@ fn unsupported_and_mistyped_input_exit_2_with_file_and_line() {
             "{\"tasks\": {\"t\": {\"phases\": {\"a\": {\"run\": 1,\n \"cpus\": [7]}}}}}",
             ":2: `tasks.t.phases.a.cpus`",
             "CPU 7 is not on this machine",
+        ),
+        // rt-app's cpus is a list, never a lone number.
+        (
+            "{\"tasks\": {\"t\": {\"run\": 1,\n \"cpus\": 1}}}",
+            ":2: `tasks.t.cpus`",
+            "expected a list of CPUs, e.g. [0, 1], found a number",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"phases\": {\"a\": {\"run\": 1,\n \"cpus\": 0}}}}}",
+            ":2: `tasks.t.phases.a.cpus`",
+            "expected a list of CPUs",
         ),
     ];
     for (i, (text, line, what)) in cases.iter().enumerate() {
@@ -686,7 +706,7 @@ fn per_phase_cpus_move_the_thread_at_the_phase_start() {
         "phase-cpus.json",
         r#"{"tasks": {"t": {"loop": 1, "phases": {
             "a": {"loop": 10, "cpus": [1], "run": 1000, "sleep": 1000},
-            "b": {"loop": 10, "cpus": 0, "run": 1000, "sleep": 1000},
+            "b": {"loop": 10, "cpus": [0], "run": 1000, "sleep": 1000},
             "c": {"run": 3000}}}}}"#,
     );
     let t = write("phase-cpus.txt", "");
@@ -851,5 +871,65 @@ fn per_phase_policy_and_priority_change_the_class_at_the_phase_start() {
     assert!(
         trace.contains("prev_comm=t prev_pid=1001 prev_prio=110"),
         "no nice -10 run"
+    );
+}
+
+#[test]
+fn a_hundred_thousand_tasks_in_a_fork_chain_set_up_and_run() {
+    // Each task forks the next: counting the threads walks a chain as long
+    // as the tasks (a count scanning every task for each task is quadratic,
+    // a recursive one as deep as the chain).
+    let n = 100_000;
+    let tasks: Vec<String> = (0..n)
+        .map(|i| {
+            let instance = if i == 0 { 1 } else { 0 };
+            let fork = if i + 1 < n {
+                format!(", \"fork\": \"t{}\"", i + 1)
+            } else {
+                String::new()
+            };
+            format!("\"t{i}\": {{\"instance\": {instance}, \"loop\": 1, \"run\": 1{fork}}}")
+        })
+        .collect();
+    let f = write(
+        "chain.json",
+        &format!("{{\"tasks\": {{{}}}}}", tasks.join(",\n")),
+    );
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "-q",
+        "--machine",
+        "vm-2",
+        "-w",
+        &format!("rtapp:{f}"),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let head = out.lines().next().unwrap_or_default();
+    assert!(head.ends_with(&format!(": {n} threads")), "{head}");
+    assert_eq!(out.lines().filter(|l| l.starts_with('t')).count(), n);
+}
+
+#[test]
+fn more_threads_than_the_limit_are_refused() {
+    // Too many tasks are refused before they are read ...
+    let tasks: Vec<String> = (0..200_001).map(|i| format!("\"t{i}\": {{}}")).collect();
+    let many = format!("{{\"tasks\":\n {{{}}}}}", tasks.join(","));
+    let (rc, err) = run_rtapp("many.json", &many);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("many.json:2: `tasks`: 200001 tasks, more than the limit of 200000"),
+        "{err}"
+    );
+    // ... and so are too many threads, though no task alone has too many.
+    let text = r#"{"tasks": {"a": {"instance": 100000, "loop": 1, "run": 10},
+        "b": {"instance": 100000, "loop": 1, "run": 10},
+        "c": {"instance": 1, "loop": 1, "run": 10}}}"#;
+    let (rc, err) = run_rtapp("threads.json", text);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains(
+            "`tasks`: 200001 threads (instances and forks), more than the limit of 200000"
+        ),
+        "{err}"
     );
 }

@@ -306,6 +306,91 @@ fn bad_traces_exit_2_with_file_line_and_text() {
 }
 
 #[test]
+fn a_replay_cut_by_duration_exits_4_unless_allowed() {
+    let base = ["replay", FTRACE, "--machine", "vm-2", "-q"];
+    let (_, whole) = replay_fidelity(FTRACE, "whole.json", &[]);
+    // Cut halfway: some tasks have ended, others not; the replay did not
+    // finish and has no span to report.
+    let half = format!("{}ns", whole["simulated_span_ns"].as_u64().unwrap() / 2);
+    let (rc, out, err) = schedlab(&[&base[..], &["--duration", &half]].concat());
+    assert_eq!(rc, 4, "{err}");
+    assert!(out.starts_with("replay: did not finish within"), "{out}");
+    assert!(err.contains("a benchmark did not finish (exit 4"), "{err}");
+    let allowed = [&base[..], &["--duration", &half, "--allow-unfinished"]].concat();
+    let (rc, out, err) = schedlab(&allowed);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.starts_with("replay: did not finish within"), "{out}");
+}
+
+#[test]
+fn a_corrupt_timestamp_is_refused_naming_its_line() {
+    // One timestamp of all ones (584 years) mid-trace, or one near zero at
+    // the start: the line with the outlier is named, not its neighbour.
+    let text = std::fs::read_to_string(FTRACE).unwrap();
+    let events: Vec<usize> = (text.lines().enumerate())
+        .filter(|(_, l)| l.contains(": sched_"))
+        .map(|(i, _)| i)
+        .collect();
+    for (at, ts) in [(events[100], "18446744073.709551"), (events[0], "0.000001")] {
+        let lines: Vec<String> = (text.lines().enumerate())
+            .map(|(i, l)| {
+                let old = l.split_whitespace().find(|w| w.starts_with("6670."));
+                match old.filter(|_| i == at) {
+                    Some(old) => l.replacen(old, &format!("{ts}:"), 1),
+                    None => l.to_string(),
+                }
+            })
+            .collect();
+        let p = tmp("corrupt-ts.txt");
+        std::fs::write(&p, lines.join("\n")).unwrap();
+        let (rc, _, err) = schedlab(&["replay", &p, "--machine", "vm-2", "-q"]);
+        assert_eq!(rc, 2, "{err}");
+        let want = format!("corrupt-ts.txt:{}: timestamp {ts}", at + 1);
+        assert!(
+            err.contains(&want) && err.contains("corrupt timestamp"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_byte_order_mark_is_skipped() {
+    // Its header's first line starts with the mark: it must still read as
+    // a comment, and the replay be the file's.
+    let p = tmp("bom.txt");
+    let text = std::fs::read_to_string(FTRACE).unwrap();
+    std::fs::write(&p, format!("\u{feff}{text}")).unwrap();
+    let run = |f: &str| schedlab(&["replay", f, "--machine", "vm-2", "-q"]);
+    let ((rc, with, err), (_, without, _)) = (run(&p), run(FTRACE));
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(with.replace(&p, FTRACE), without);
+}
+
+#[test]
+fn replay_dash_reads_the_trace_from_stdin() {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["replay", "-", "--machine", "vm-2", "-q"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = std::fs::read(FTRACE).unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), &text).unwrap();
+    let piped = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&piped.stderr);
+    assert!(piped.status.success(), "{err}");
+    let (_, from_file, _) = schedlab(&["replay", FTRACE, "--machine", "vm-2", "-q"]);
+    let out = String::from_utf8_lossy(&piped.stdout);
+    assert_eq!(out.replace("<stdin>", FTRACE), from_file);
+    // One stdin cannot hold both the trace and the scenario.
+    let (rc, _, err) = schedlab(&["replay", "-", "-"]);
+    assert_eq!(rc, 2);
+    assert!(err.contains("cannot both be read from stdin"), "{err}");
+}
+
+#[test]
 fn a_trace_without_wakeups_is_replayed_as_recorded_with_a_warning() {
     let text = std::fs::read_to_string(FTRACE).unwrap();
     let nowake: String = text

@@ -75,7 +75,7 @@ use crate::machine::cost::{refill_ns, CostModel, IdleState};
 use std::collections::BTreeMap;
 
 /// Cross-CPU distance names, nearest first, as primitive-id suffixes.
-pub const DISTANCES: [&str; 4] = ["smt", "llc", "socket", "numa"];
+pub const DISTANCES: [&str; 4] = crate::machine::measured::DISTANCES;
 
 /// A derived cost model and, per field, how its value was obtained.
 pub struct Derived {

@@ -711,6 +711,8 @@ pub fn machine_file(c: &Calibration) -> String {
     out += &crate::machine::file::cost_toml(&m.cost, |k| c.derived.notes.get(k).cloned());
     out += "\n# Raw primitives (ns unless unit says otherwise); not read by the simulator.\n[measured]\n";
     for p in &c.results.prims {
+        // A name the machine file does not know would make the file unloadable.
+        debug_assert!(crate::machine::measured::is_primitive(&p.id), "{}", p.id);
         if let Some(s) = summarize(&p.samples) {
             out += &format!(
                 "{} = {{ median = {:.1}, p10 = {:.1}, p90 = {:.1}, samples = {}, unit = \"{}\" }}  # {}\n",

@@ -153,7 +153,7 @@ struct RunArgs {
 
 #[derive(Args)]
 struct ReplayArgs {
-    /// The trace: `perf script` output of `perf sched record`, ftrace text, `trace-cmd report` (or -R) text or systrace text
+    /// The trace: `perf script` output of `perf sched record`, ftrace text, `trace-cmd report` (or -R) text or systrace text (`-` reads it from stdin)
     file: PathBuf,
     /// Compare the replay on the machine (default `host`) with the recorded numbers, per task and in total
     #[arg(long)]
@@ -195,6 +195,12 @@ fn load_replay(args: &ReplayArgs) -> Result<(Source, Scenario), InputError> {
     if !args.run.common.workloads.is_empty() {
         return Err(InputError::new(
             "replay: --workload cannot be combined with a trace",
+        ));
+    }
+    let stdin = std::path::Path::new(crate::util::sink::STDIO);
+    if args.file == stdin && args.run.scenario.as_deref() == Some(stdin) {
+        return Err(InputError::new(
+            "replay: the trace and the scenario cannot both be read from stdin (-)",
         ));
     }
     let mut common = args.run.common.clone();

@@ -87,8 +87,8 @@ pub fn load(path: &Path) -> Result<Machine, String> {
 pub fn parse(file: &str, stem: &str, text: &str) -> Result<Machine, String> {
     let f = MachineFile { file, text };
     let t: Table = text.parse().map_err(|e: toml::de::Error| {
-        let line = e.span().map_or(1, |s| f.line_at(s.start));
-        format!("{file}:{line}: malformed TOML: {}", e.message().trim())
+        let (line, reason) = crate::util::toml_text::malformed(text, &e);
+        format!("{file}:{}: malformed TOML: {reason}", line.unwrap_or(1))
     })?;
     f.build(stem, &t)
 }
@@ -100,13 +100,6 @@ struct MachineFile<'a> {
 }
 
 impl MachineFile<'_> {
-    fn line_at(&self, byte: usize) -> usize {
-        self.text[..byte.min(self.text.len())]
-            .lines()
-            .count()
-            .max(1)
-    }
-
     /// The line where `key` of table `section` ("" = top level) is set,
     /// else that table's header, else 1.
     fn line_of(&self, section: &str, key: &str) -> usize {
@@ -432,10 +425,15 @@ impl MachineFile<'_> {
         Ok(())
     }
 
-    /// `[measured]`: checked for shape only; the simulator does not read it.
+    /// `[measured]`: checked for names and shape only; the simulator does
+    /// not read it.
     fn measured(&self, t: &Table) -> Result<(), String> {
         const S: &str = "measured";
         for (k, v) in t {
+            if !super::measured::is_primitive(k) {
+                let msg = "not a primitive calibrate measures (such as getppid, pipe_stream_100, line_llc)";
+                return Err(self.err(S, k, msg));
+            }
             let Value::Table(r) = v else {
                 return Err(self.err(
                     S,
@@ -659,7 +657,9 @@ mod tests {
             ("base = \"vm-2\"\n[topology]\nsockets = 1\n", 2, "topology.cores_per_socket: missing"),
             ("base = \"vm-2\"\n[topology]\nsockets = 1\ncores_per_socket = 3\nthreads_per_core = 1\ncores_per_llc = 2\n", 2, "does not split"),
             ("base = \"vm-2\"\n[[cost.idle_states]]\nname = \"C1\"\nexit_latency_ns = -1\ntarget_residency_ns = 0\npolling = false\n", 2, "idle_states: [0].exit_latency_ns: negative"),
-            ("base = \"vm-2\"\n[measured]\nx = { median = 1, foo = 2 }\n", 3, "measured.x: foo: unknown key"),
+            ("base = \"vm-2\"\n[measured]\nclock = { median = 1, foo = 2 }\n", 3, "measured.clock: foo: unknown key"),
+            ("base = \"vm-2\"\n[measured]\nclock = {}\nbogus = { median = 1 }\n", 4, "measured.bogus: not a primitive calibrate measures"),
+            ("base = \"vm-2\"\n# a\u{1}b\n", 2, "control character U+0001 at column 4"),
         ];
         for (text, line, want) in cases {
             let e = load_text(text).unwrap_err();

@@ -19,6 +19,7 @@ pub mod cost;
 pub mod file;
 pub mod host;
 pub mod hostkernel;
+pub mod measured;
 pub mod presets;
 pub mod topology;
 

@@ -24,8 +24,8 @@ pub struct ScenarioArgs {
     /// repeat for several [[cgroup]]; a workload joins one with `cgroup=PATH`
     #[arg(long = "cgroup", value_name = "PATH:weight=N")]
     pub cgroups: Vec<String>,
-    /// Random seed [sim.seed] [default: 1]
-    #[arg(long)]
+    /// Random seed, 0 to 9223372036854775807 (TOML's largest integer) [sim.seed] [default: 1]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=i64::MAX as u64))]
     pub seed: Option<u64>,
     /// Stop after this much simulated time, with a unit (ns, us, ms, s), e.g. 3s; wins over a
     /// workload's own run time (rt-app's global.duration, schbench -r), and the run says which
@@ -64,6 +64,7 @@ pub fn load_scenario(
     extra: &[String],
 ) -> Result<(Source, Scenario), InputError> {
     let (mut src, mut t) = Source::parse(file, text)?;
+    let file_keys = t.clone();
     if let Some(m) = &args.machine {
         set_key(&mut t, "machine.preset", Value::String(m.clone()))?;
         src.set_by("machine.preset", format!("--machine {m}"));
@@ -118,7 +119,38 @@ pub fn load_scenario(
     }
     host_kernel(&mut src, &mut t)?;
     let sc = Scenario::resolve(&src, &t)?;
+    check_file_values(&src, &file_keys, &t)?;
     Ok((src, sc))
+}
+
+/// A flag overriding a key does not make the file's own value valid (a
+/// bad file is a bad file, whatever the command line): resolve the final
+/// keys with the file's values put back, so that a bad one is an error
+/// naming its line.
+fn check_file_values(src: &Source, file_keys: &Table, merged: &Table) -> Result<(), InputError> {
+    let mut with_file = merged.clone();
+    put_back(&mut with_file, file_keys);
+    if &with_file == merged {
+        return Ok(());
+    }
+    let file_only = Source {
+        file: src.file.clone(),
+        text: src.text.clone(),
+        overrides: Vec::new(),
+    };
+    Scenario::resolve(&file_only, &with_file).map(|_| ())
+}
+
+/// Set every key of `from` in `into`, tables merged key by key.
+fn put_back(into: &mut Table, from: &Table) {
+    for (k, v) in from {
+        match (into.get_mut(k), v) {
+            (Some(Value::Table(a)), Value::Table(b)) => put_back(a, b),
+            _ => {
+                into.insert(k.clone(), v.clone());
+            }
+        }
+    }
 }
 
 /// `--machine host` simulates the host's kernel too: its preemption model

@@ -139,12 +139,7 @@ impl Source {
                 ))
             }
             Err(e) => {
-                let line = e
-                    .span()
-                    .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-                let reason = line
-                    .and_then(|l| control_char(text.lines().nth(l - 1)?))
-                    .unwrap_or_else(|| e.message().trim().to_string());
+                let (line, reason) = crate::util::toml_text::malformed(&text, &e);
                 Err(InputError {
                     file,
                     line,
@@ -266,19 +261,6 @@ fn indexed(name: &str, arrays: &[(String, usize)]) -> String {
     name.to_string()
 }
 
-/// The reason a line is malformed when it holds a control character.
-fn control_char(line: &str) -> Option<String> {
-    let (col, c) = line
-        .chars()
-        .enumerate()
-        .find(|&(_, c)| c.is_control() && c != '\t')?;
-    Some(format!(
-        "control character U+{:04X} at column {} (TOML allows only tab, in comments too)",
-        c as u32,
-        col + 1
-    ))
-}
-
 /// Parse the value of a `--set key=value`: a TOML literal, else a string.
 pub fn parse_set_value(v: &str) -> Value {
     format!("v = {v}")
@@ -357,10 +339,11 @@ fn unknown(src: &Source, key: &str, known: &[&str]) -> InputError {
     )
 }
 
+/// A whole number from `min` up to TOML's largest integer, `i64::MAX`.
 fn get_u64(src: &Source, key: &str, v: &Value, min: u64) -> Result<u64, InputError> {
     match v.as_integer() {
         Some(n) if n >= min as i64 => Ok(n as u64),
-        _ => Err(src.err(key, format!("must be an integer ≥ {min}"))),
+        _ => Err(src.err(key, format!("must be an integer in {min}..={}", i64::MAX))),
     }
 }
 

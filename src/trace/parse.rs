@@ -77,6 +77,8 @@ enum Layout {
 pub fn parse(name: &str, text: &str) -> Result<Vec<Record>, String> {
     let mut out = Vec::new();
     let mut layout = None;
+    // Editors on Windows start UTF-8 files with a byte order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim_end();
         let err = |m: &str| format!("{name}:{}: {m}: `{}`", i + 1, truncate(line));
@@ -104,7 +106,38 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Record>, String> {
     }
     // perf script and trace files are time-ordered; merge safely anyway.
     out.sort_by_key(|r| r.ts);
+    check_gaps(name, &out)?;
     Ok(out)
+}
+
+/// The longest time two consecutive scheduler events of a trace may be
+/// apart: a running system schedules something (a timer's kworker, RCU)
+/// every few seconds, so a longer jump is a corrupt timestamp, which the
+/// replay would otherwise simulate (584 years for one of all ones).
+const MAX_GAP_NS: u64 = 3600 * 1_000_000_000;
+
+/// Refuse a jump in time over [`MAX_GAP_NS`], naming the record on the
+/// side of the jump with fewer records: the outlier.
+fn check_gaps(name: &str, recs: &[Record]) -> Result<(), String> {
+    let Some(i) = (recs.windows(2)).position(|w| w[1].ts - w[0].ts > MAX_GAP_NS) else {
+        return Ok(());
+    };
+    let (bad, near) = if i + 1 < recs.len() - (i + 1) {
+        (&recs[i], &recs[i + 1])
+    } else {
+        (&recs[i + 1], &recs[i])
+    };
+    let s = |ns: u64| format!("{}.{:06}", ns / 1_000_000_000, ns % 1_000_000_000 / 1000);
+    Err(format!(
+        "{name}:{}: timestamp {} s is {} s from the nearest event on the other side of the jump \
+         (line {}, {} s), more than the {} s two scheduler events can be apart: a corrupt timestamp",
+        bad.line,
+        s(bad.ts),
+        bad.ts.abs_diff(near.ts) / 1_000_000_000,
+        near.line,
+        s(near.ts),
+        MAX_GAP_NS / 1_000_000_000
+    ))
 }
 
 fn truncate(s: &str) -> String {

@@ -268,9 +268,12 @@ impl OutputSet {
     }
 
     /// Open `path` for writing as part of the set (its `commit` stages it).
+    /// Two outputs to one file would overwrite each other; to a character
+    /// device (/dev/null, a terminal) they are simply both written.
     pub fn create(&self, path: &Path) -> std::io::Result<AtomicFile> {
         let mut paths = self.paths.lock().unwrap_or_else(|e| e.into_inner());
-        if paths.iter().any(|p| p == path) {
+        let device = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device());
+        if !device && paths.iter().any(|p| p == path) {
             let msg = "given as two outputs of one run";
             return Err(with_path(path, std::io::Error::other(msg)));
         }
@@ -393,6 +396,9 @@ mod tests {
         let _f = set.create(&a).unwrap();
         let e = set.create(&a).err().map(|e| e.to_string());
         assert!(e.is_some_and(|e| e.contains("two outputs")));
+        let null = Path::new("/dev/null");
+        let _n = set.create(null).unwrap();
+        assert!(set.create(null).is_ok());
     }
 
     #[test]

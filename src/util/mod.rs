@@ -1,6 +1,7 @@
 //! Generic helpers below the kernel model: a latency histogram, atomic
 //! results files, a thread pool for independent runs, the host's CPU
-//! affinity, this process's resident memory and UTC dates.
+//! affinity, this process's resident memory, UTC dates and the reasons
+//! for malformed TOML.
 //!
 //! Layer: bottom, beside `engine` and `machine`. Imports nothing of the
 //! crate: no kernel, workload or report type appears here.
@@ -15,4 +16,5 @@ pub mod parallel;
 pub mod rss;
 pub mod sink;
 pub mod suggest;
+pub mod toml_text;
 pub mod version;

@@ -46,7 +46,8 @@ pub const MAX_DEPTH: usize = 64;
 /// Parse `text`; errors are `line: message`.
 pub fn parse(text: &str) -> Result<Node, (usize, String)> {
     let mut p = P {
-        s: text.as_bytes(),
+        // Editors on Windows start UTF-8 files with a byte order mark.
+        s: text.strip_prefix('\u{feff}').unwrap_or(text).as_bytes(),
         i: 0,
         line: 1,
         depth: 0,

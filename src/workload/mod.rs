@@ -179,8 +179,21 @@ impl Workload {
         }
     }
 
+    /// Whether a finite workload got to its end: a replay when every
+    /// task did (each replays its own part of the trace; some end early),
+    /// another when its span ends.
+    fn finished(&self, k: &Kernel, tasks: &[Pid]) -> bool {
+        use program::Mark;
+        match self {
+            Workload::Replay(_) => tasks
+                .iter()
+                .all(|&p| k.tasks[p].prog.marks.iter().any(|m| m.0 == Mark::Stop)),
+            _ => marked_span(k, tasks).is_some(),
+        }
+    }
+
     pub fn report(&self, k: &Kernel, tasks: &[Pid]) -> BenchResult {
-        if self.is_finite() && marked_span(k, tasks).is_none() {
+        if self.is_finite() && !self.finished(k, tasks) {
             return BenchResult::unfinished(self.name(), k.now);
         }
         match self {

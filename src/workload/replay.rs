@@ -562,9 +562,16 @@ impl Builder2 {
 impl Replay {
     /// Parse `file` and rebuild its tasks (only those whose comm is in
     /// `select`, when given).
+    /// `-` reads it from stdin (`perf script | schedlab replay -`).
     pub fn load(file: &str, select: &[String], opts: Options) -> Result<Replay, String> {
-        let text =
-            std::fs::read_to_string(file).map_err(|e| format!("{file}: cannot read trace: {e}"))?;
+        let (file, text) = if file == crate::util::sink::STDIO {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map(|_| ("<stdin>", text))
+        } else {
+            std::fs::read_to_string(file).map(|text| (file, text))
+        }
+        .map_err(|e| format!("{file}: cannot read trace: {e}"))?;
         let recs = parse::parse(file, &text)?;
         Self::from_records(file, &recs, select, opts)
     }

@@ -17,7 +17,7 @@ use crate::kernel::rt::Policy;
 use crate::kernel::task::Pid;
 use crate::kernel::Kernel;
 use serde_json::{json, Map};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -117,6 +117,98 @@ pub struct RtApp {
     threads: Vec<u64>,
     /// global.duration
     pub duration: Option<u64>,
+}
+
+/// A fork event: the task whose phase holds it, the phase's loops and
+/// the event's line.
+struct ForkSite {
+    by: usize,
+    phase_loops: i64,
+    line: usize,
+}
+
+/// The depth-first count of `RtApp::thread_counts`, on its own stack.
+struct CountDfs<'a> {
+    app: &'a RtApp,
+    file: &'a str,
+    /// The fork events naming each task.
+    forks: &'a BTreeMap<&'a str, Vec<ForkSite>>,
+    /// Each task's threads, once counted.
+    counts: Vec<Option<u64>>,
+    /// The tasks being counted: a fork by one of them is a cycle.
+    on_path: Vec<bool>,
+    /// (task, its next fork site, its threads so far)
+    stack: Vec<(usize, usize, u128)>,
+}
+
+impl<'a> CountDfs<'a> {
+    /// Count task `root` and every task whose forks it depends on.
+    fn count(&mut self, root: usize) -> Result<(), String> {
+        if self.counts[root].is_none() {
+            self.push(root);
+        }
+        while let Some(&(task, next, n)) = self.stack.last() {
+            let Some(site) = self.sites(task).get(next) else {
+                self.stack.pop();
+                self.on_path[task] = false;
+                self.counts[task] = Some(n as u64);
+                if let Some(&(parent, at, _)) = self.stack.last() {
+                    self.add(n, &self.sites(parent)[at])?;
+                }
+                continue;
+            };
+            let forker = &self.app.tasks[site.by];
+            if forker.loops < 0 {
+                return Err(self.at(
+                    site,
+                    "fork in an endless loop (rt-app stops at 1024 forks); give the task a `loop`",
+                ));
+            }
+            if self.on_path[site.by] {
+                let msg = format!(
+                    "tasks `{}` and `{}` fork each other without end",
+                    self.app.tasks[task].name, forker.name
+                );
+                return Err(self.at(site, &msg));
+            }
+            match self.counts[site.by] {
+                Some(k) => self.add(k as u128, site)?,
+                None => self.push(site.by),
+            }
+        }
+        Ok(())
+    }
+
+    /// The fork events naming `task`.
+    fn sites(&self, task: usize) -> &'a [ForkSite] {
+        self.forks
+            .get(self.app.tasks[task].name.as_str())
+            .map_or(&[], Vec::as_slice)
+    }
+
+    fn push(&mut self, task: usize) {
+        self.on_path[task] = true;
+        let instances = self.app.tasks[task].instances as u128;
+        self.stack.push((task, 0, instances));
+    }
+
+    /// The top task gains `forkers` threads times the times the fork at
+    /// `site` runs; on to its next fork site.
+    fn add(&mut self, forkers: u128, site: &ForkSite) -> Result<(), String> {
+        let runs = self.app.tasks[site.by].loops as u128 * site.phase_loops as u128;
+        let top = self.stack.last_mut().expect("a task being counted");
+        top.2 += forkers * runs;
+        top.1 += 1;
+        if top.2 > MAX_TASKS as u128 {
+            return Err(self.at(site, &format!("forks more than {MAX_TASKS} threads")));
+        }
+        Ok(())
+    }
+
+    fn at(&self, site: &ForkSite, msg: &str) -> String {
+        let name = &self.app.tasks[site.by].name;
+        format!("{}:{}: `tasks.{name}.fork`: {msg}", self.file, site.line)
+    }
 }
 
 /// Event keys by prefix, longest first (rt-app matches `run0`, `sleep1`...).
@@ -487,16 +579,17 @@ impl Ctx<'_> {
             .map_err(|e| self.err(v, p, e))
     }
 
-    /// An affinity: a CPU number or a non-empty list of them (checked
-    /// against the machine by `RtApp::check_machine`).
+    /// An affinity: a non-empty list of CPU numbers (checked against the
+    /// machine by `RtApp::check_machine`); rt-app refuses a lone number
+    /// (parse_cpuset_data: `assure_type_is(..., json_type_array)`).
     fn cpus(&self, v: &Node, p: &str) -> Result<Vec<usize>, String> {
-        let list = match &v.v {
-            J::Arr(items) => items
-                .iter()
-                .map(|c| self.int(c, p, 0, 4095).map(|c| c as usize))
-                .collect::<Result<Vec<_>, _>>()?,
-            _ => vec![self.int(v, p, 0, 4095)? as usize],
+        let J::Arr(items) = &v.v else {
+            let msg = format!("expected a list of CPUs, e.g. [0, 1], found {}", v.kind());
+            return Err(self.err(v, p, msg));
         };
+        let list = (items.iter())
+            .map(|c| self.int(c, p, 0, 4095).map(|c| c as usize))
+            .collect::<Result<Vec<_>, _>>()?;
         if list.is_empty() {
             return Err(self.err(v, p, "an empty CPU list allows no CPU"));
         }
@@ -601,7 +694,15 @@ impl RtApp {
         for (k, v) in c.obj(&root, "")? {
             match k.as_str() {
                 "tasks" => {
-                    for (name, t) in c.obj(v, "tasks")? {
+                    let tasks = c.obj(v, "tasks")?;
+                    // Each task is a thread or more, or a fork target:
+                    // refuse too many before reading them.
+                    if tasks.len() as u64 > MAX_TASKS {
+                        let msg =
+                            format!("{} tasks, more than the limit of {MAX_TASKS}", tasks.len());
+                        return Err(c.err(v, "tasks", msg));
+                    }
+                    for (name, t) in tasks {
                         app.tasks.push(c.task(name, t)?);
                     }
                 }
@@ -650,11 +751,21 @@ impl RtApp {
     /// How many threads of each task run: its instances, started at time
     /// zero, plus one per fork event executed (rt-app's fork creates a new
     /// thread of the named task each time). A fork must run a bounded
-    /// number of times and forks must not form a cycle.
+    /// number of times and forks must not form a cycle. Linear in the
+    /// tasks and fork events: each task is counted once, depth first
+    /// without recursion (a chain of forks may be as long as the tasks).
     fn thread_counts(&self, c: &Ctx) -> Result<Vec<u64>, String> {
-        let mut counts: Vec<Option<u64>> = vec![None; self.tasks.len()];
+        let forks = self.forks_by_target(c)?;
+        let mut dfs = CountDfs {
+            app: self,
+            file: c.file,
+            forks: &forks,
+            counts: vec![None; self.tasks.len()],
+            on_path: vec![false; self.tasks.len()],
+            stack: Vec::new(),
+        };
         for i in 0..self.tasks.len() {
-            self.count_threads(c, i, &mut counts, &mut Vec::new())?;
+            dfs.count(i)?;
         }
         if self.tasks.iter().all(|t| t.instances == 0) {
             return Err(format!(
@@ -662,56 +773,51 @@ impl RtApp {
                 self.file
             ));
         }
-        Ok(counts.into_iter().map(|n| n.unwrap_or(0)).collect())
+        let counts: Vec<u64> = dfs.counts.into_iter().map(|n| n.unwrap_or(0)).collect();
+        let total: u128 = counts.iter().map(|&n| n as u128).sum();
+        if total > MAX_TASKS as u128 {
+            return Err(format!(
+                "{}: `tasks`: {total} threads (instances and forks), more than the limit of {MAX_TASKS}",
+                self.file
+            ));
+        }
+        Ok(counts)
     }
 
-    fn count_threads(
-        &self,
-        c: &Ctx,
-        i: usize,
-        counts: &mut Vec<Option<u64>>,
-        path: &mut Vec<usize>,
-    ) -> Result<u64, String> {
-        if let Some(n) = counts[i] {
-            return Ok(n);
+    /// Each task's index by name (the first, if a name repeats).
+    fn index(&self) -> BTreeMap<&str, usize> {
+        let mut by_name = BTreeMap::new();
+        for (i, t) in self.tasks.iter().enumerate() {
+            by_name.entry(t.name.as_str()).or_insert(i);
         }
-        path.push(i);
-        let target = &self.tasks[i].name;
-        let mut n = self.tasks[i].instances as u128;
-        for (f, t) in self.tasks.iter().enumerate() {
+        by_name
+    }
+
+    /// The fork events naming each task, in file order; a fork of a task
+    /// the file lacks is an error.
+    fn forks_by_target(&self, c: &Ctx) -> Result<BTreeMap<&str, Vec<ForkSite>>, String> {
+        let known = self.index();
+        let mut forks: BTreeMap<&str, Vec<ForkSite>> = BTreeMap::new();
+        for (by, t) in self.tasks.iter().enumerate() {
             for ph in &t.phases {
                 for (e, line) in &ph.events {
                     let Ev::Fork(name) = e else { continue };
-                    let at =
-                        |msg: &str| format!("{}:{line}: `tasks.{}.fork`: {msg}", c.file, t.name);
-                    if !self.tasks.iter().any(|x| &x.name == name) {
-                        return Err(at(&format!("fork of unknown task `{name}`")));
-                    }
-                    if name != target {
-                        continue;
-                    }
-                    if t.loops < 0 {
-                        return Err(at(
-                            "fork in an endless loop (rt-app stops at 1024 forks); give the task a `loop`",
+                    if !known.contains_key(name.as_str()) {
+                        return Err(format!(
+                            "{}:{line}: `tasks.{}.fork`: fork of unknown task `{name}`",
+                            c.file, t.name
                         ));
                     }
-                    if path.contains(&f) {
-                        return Err(at(&format!(
-                            "tasks `{name}` and `{}` fork each other without end",
-                            t.name
-                        )));
-                    }
-                    let forkers = self.count_threads(c, f, counts, path)? as u128;
-                    n += forkers * t.loops as u128 * ph.loops as u128;
-                    if n > MAX_TASKS as u128 {
-                        return Err(at(&format!("forks more than {MAX_TASKS} threads")));
-                    }
+                    let site = ForkSite {
+                        by,
+                        phase_loops: ph.loops,
+                        line: *line,
+                    };
+                    forks.entry(name.as_str()).or_default().push(site);
                 }
             }
         }
-        path.pop();
-        counts[i] = Some(n as u64);
-        Ok(n as u64)
+        Ok(forks)
     }
 
     /// Whether every thread ends by itself.
@@ -813,12 +919,13 @@ impl RtApp {
             threads.push(pids);
         }
         // The threads past a task's instances start when forked, handed
-        // to the fork events in file order.
-        let mut spare: Vec<std::collections::VecDeque<Pid>> = self
-            .tasks
-            .iter()
-            .zip(&threads)
-            .map(|(t, pids)| pids[t.instances as usize..].iter().copied().collect())
+        // to the fork events in file order (a fork names the first task
+        // of its name).
+        let mut spare: BTreeMap<&str, VecDeque<Pid>> = (self.index().into_iter())
+            .map(|(name, i)| {
+                let pids = &threads[i][self.tasks[i].instances as usize..];
+                (name, pids.iter().copied().collect())
+            })
             .collect();
         for (t, pids) in self.tasks.iter().zip(&threads) {
             for (i, &p) in pids.iter().enumerate() {
@@ -837,7 +944,7 @@ impl RtApp {
         t: &TaskDef,
         me: Pid,
         res: &mut Resources,
-        spare: &mut [std::collections::VecDeque<Pid>],
+        spare: &mut BTreeMap<&str, VecDeque<Pid>>,
     ) -> Vec<Op> {
         let mut ops = Vec::new();
         if t.delay > 0 {
@@ -949,8 +1056,7 @@ impl RtApp {
                     Ev::Yield => ops.push(Op::Yield),
                     Ev::Fork(name) => {
                         // This event's children: one per time it runs.
-                        let target = self.tasks.iter().position(|x| &x.name == name);
-                        let pool = &mut spare[target.expect("checked at parse")];
+                        let pool = spare.get_mut(name.as_str()).expect("checked at parse");
                         let runs = (t.loops.max(1) * ph.loops) as usize;
                         let children: Vec<Pid> = pool.drain(..runs.min(pool.len())).collect();
                         ops.push(Op::ForkNext {
