@@ -172,6 +172,9 @@ pub struct LoadBalance {
     pub wasted_first: Option<String>,
     /// sched_rnd_state: each CPU's random stream (sched_rng).
     sched_rng: Vec<Rng>,
+    /// The group statistics buffer, kept between balances so that a scan
+    /// of thousands of groups does not allocate (and fault in) a new one.
+    sg_buf: Vec<SgStats>,
 }
 
 /// The random streams of sched_rng, one per CPU, apart from every task's
@@ -209,6 +212,7 @@ impl LoadBalance {
             wasted_ns: 0,
             wasted_first: None,
             sched_rng: Self::sched_rng(ncpus, 1),
+            sg_buf: Vec::new(),
         }
     }
 
@@ -464,32 +468,41 @@ impl Kernel {
         idle: IdleType,
         continue_balancing: &mut bool,
     ) -> usize {
-        let it = idle as usize;
+        let mut sg_cache = std::mem::take(&mut self.lb.sg_buf);
+        sg_cache.clear();
         let mut env = LbEnv {
             dst: cpu,
             lvl,
             idle,
             excluded: CpuMask::default(),
-            sg_cache: Vec::new(),
+            sg_cache,
             sg_stale: None,
             imbalance: 0,
             migration_type: MigrationType::Load,
             flags: 0,
             src: cpu,
         };
+        let moved = self.balance_env(&mut env, continue_balancing);
+        self.lb.sg_buf = env.sg_cache;
+        moved
+    }
+
+    /// The body of sched_balance_rq over its environment.
+    fn balance_env(&mut self, env: &mut LbEnv, continue_balancing: &mut bool) -> usize {
+        let (cpu, lvl, it) = (env.dst, env.lvl, env.idle as usize);
         self.sd_mut(cpu, lvl).stats.lb[it].lb_count += 1;
         loop {
-            if !self.should_we_balance(&env) {
+            if !self.should_we_balance(env) {
                 *continue_balancing = false;
-                return self.lb_balanced(&env);
+                return self.lb_balanced(env);
             }
-            let Some(group) = self.find_src_group(&mut env) else {
+            let Some(group) = self.find_src_group(env) else {
                 self.sd_mut(cpu, lvl).stats.lb[it].lb_nobusyg += 1;
-                return self.lb_balanced(&env);
+                return self.lb_balanced(env);
             };
-            let Some(busiest) = self.find_src_rq(&env, group) else {
+            let Some(busiest) = self.find_src_rq(env, group) else {
                 self.sd_mut(cpu, lvl).stats.lb[it].lb_nobusyq += 1;
-                return self.lb_balanced(&env);
+                return self.lb_balanced(env);
             };
             env.src = busiest;
             let imb = env.imbalance.max(0) as u64;
@@ -503,7 +516,7 @@ impl Kernel {
             let mut moved = 0;
             if self.rqs[busiest].nr_running > 1 {
                 env.flags |= LBF_ALL_PINNED;
-                moved = self.detach_attach(&mut env);
+                moved = self.detach_attach(env);
                 if env.flags & LBF_SOME_PINNED != 0 && env.imbalance > 0 {
                     // The parent's group of this domain is imbalanced by pinning.
                     if let Some(parent) = self.sd.cpu[cpu].get(lvl + 1) {
@@ -522,10 +535,10 @@ impl Kernel {
                     {
                         continue;
                     }
-                    return self.lb_balanced(&env);
+                    return self.lb_balanced(env);
                 }
             }
-            return self.lb_finish(&mut env, moved);
+            return self.lb_finish(env, moved);
         }
     }
 
@@ -655,7 +668,6 @@ impl Kernel {
             ..SdLbStats::default()
         };
         let mut cache = std::mem::take(&mut env.sg_cache);
-        cache.reserve(ngroups.saturating_sub(cache.len()));
         for i in 0..ngroups {
             let g = self.sd(env.dst, env.lvl).group(i);
             let local = i == 0;

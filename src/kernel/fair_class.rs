@@ -670,6 +670,9 @@ impl Kernel {
     /// call. None with more groups than the mask holds.
     fn blocked_calls(&self, cpu: usize) -> Option<BlockedCalls> {
         let n = self.groups.count();
+        if n == 1 {
+            return Some(BlockedCalls::default());
+        }
         if n > u64::BITS as usize {
             return None;
         }
@@ -706,22 +709,26 @@ impl Kernel {
     /// windows forward: every cfs_rq and group entity it would skip, the
     /// root cfs_rq decayed, the rt, dl and irq signals at zero.
     fn blocked_load_gone(&self, cpu: usize) -> bool {
-        let now_pelt = self.clock_pelt(cpu);
         let rq = &self.rqs[cpu];
         let zero = |a: &pelt::SchedAvg| {
             a.load_sum | a.util_sum | a.runnable_sum | a.load_avg | a.util_avg | a.runnable_avg == 0
         };
-        let groups = (1..self.groups.count()).all(|g| {
+        let cfs = &rq.cfs.avg;
+        let root = cfs.load_sum | cfs.util_sum | cfs.runnable_sum == 0 && rq.cfs.removed.nr == 0;
+        let p = &rq.pelt;
+        // The root and the classes first: while they hold load, the
+        // groups need not be read.
+        if !(root && zero(&p.avg_rt) && zero(&p.avg_dl) && zero(&p.avg_irq)) {
+            return false;
+        }
+        let now_pelt = self.clock_pelt(cpu);
+        (1..self.groups.count()).all(|g| {
             let se = &rq.gse[g];
             rq.gcfs[g].is_decayed_at(now_pelt)
                 && se.avg.load_avg == 0
                 && se.avg.util_avg == 0
                 && !rq.gcfs[g].propagate
-        });
-        let cfs = &rq.cfs.avg;
-        let root = cfs.load_sum | cfs.util_sum | cfs.runnable_sum == 0 && rq.cfs.removed.nr == 0;
-        let p = &rq.pelt;
-        groups && root && zero(&p.avg_rt) && zero(&p.avg_dl) && zero(&p.avg_irq)
+        })
     }
 
     /// The body of update_blocked_averages: __update_blocked_fair, then
