@@ -164,7 +164,9 @@ class Comparison:
         runs: one row per side and run: ``side``, ``seed`` and a column per metric.
         stats: one row per metric and side against the first: ``metric``,
             ``side``, ``a_mean``, ``a_stddev``, ``b_mean``, ``b_stddev``,
-            ``change_pct``, ``p_value`` (Welch), ``significant``, ``exact``.
+            ``change_pct``, ``p_value`` (Welch), ``p_holm`` (Holm-corrected
+            over the metrics of each side; ``significant`` uses it),
+            ``significant``, ``exact``.
     """
 
     def __init__(self, text: str):
