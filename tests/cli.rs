@@ -389,6 +389,18 @@ fn preemption_counters_reach_the_json() {
 }
 
 #[test]
+fn a_run_without_reschedule_requests_measures_no_latency() {
+    // One periodic task on two CPUs: nothing ever asks it to yield.
+    let (rc, out, err) = schedlab(&["run", "-w", "periodic:tasks=1", "--duration", "100ms"]);
+    assert_eq!(rc, 0, "{err}");
+    let line = out.lines().find(|l| l.contains("need-resched")).unwrap();
+    assert!(
+        line.contains("none measured") && !line.contains("p50"),
+        "{line}"
+    );
+}
+
+#[test]
 fn repro_preempt_prints_seed_and_simulated_numbers() {
     let (rc, out, err) = schedlab(&["repro", "preempt", "--loops", "1", "--seeds", "1"]);
     assert_eq!(rc, 0, "{err}");
