@@ -172,6 +172,9 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
         });
         write_atomic(path, compare_page(&v).as_bytes())
             .map_err(|e| InputError::new(format!("cannot write {}: {e}", path.display())))?;
+        if !args.quiet {
+            eprintln!("schedlab: wrote {}", crate::util::fs::written(&[path]));
+        }
     }
     if let Some(path) = &args.json {
         let v = crate::report::meta::with_meta(compare_json(&sides, args.runs, &values, &rows));
