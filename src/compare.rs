@@ -1,6 +1,9 @@
 //! `schedlab compare`: an A/B experiment. Both configurations run N times
 //! with seeds seed, seed+1, …; every numeric benchmark and totals metric
-//! gets mean ± stddev per side, the % change, and Welch's t-test.
+//! gets mean ± stddev per side, the % change, and Welch's t-test, its
+//! p-values Holm-corrected over the metrics of each side against A: with
+//! some thirty metrics, an uncorrected 5 % test calls one or two of them
+//! significant between identical configurations.
 //!
 //! Runs are spread over threads, each building its own kernel; results are
 //! gathered by run index, so the output does not depend on thread timing.
@@ -169,6 +172,9 @@ fn compare(args: &CompareArgs) -> Result<(), InputError> {
         });
         write_atomic(path, compare_page(&v).as_bytes())
             .map_err(|e| InputError::new(format!("cannot write {}: {e}", path.display())))?;
+        if !args.quiet {
+            eprintln!("schedlab: wrote {}", crate::util::fs::written(&[path]));
+        }
     }
     if let Some(path) = &args.json {
         let v = crate::report::meta::with_meta(compare_json(&sides, args.runs, &values, &rows));
@@ -221,6 +227,8 @@ fn compare_json(sides: &[Side], runs: u64, values: &[Vec<Metrics>], rows: &[Row]
     json!({
         "runs": runs,
         "confidence": CONFIDENCE,
+        // `significant` compares `p_holm`, Holm-corrected per side.
+        "correction": "holm",
         "a": table(&sides[0].1 .1),
         "b": table(&sides[1].1 .1),
         "sides": per_side,
@@ -329,13 +337,16 @@ struct Row {
     /// None for a change from a mean of 0 (not a percentage).
     change_pct: Option<f64>,
     p: f64,
+    /// `p` after Holm's correction over the tested rows of this side; the
+    /// verdict uses it.
+    p_holm: f64,
     /// Both sides ran without noise (`noise.enabled = false`).
     noise_off: bool,
 }
 
 impl Row {
     fn significant(&self) -> bool {
-        self.p < 1.0 - CONFIDENCE
+        self.p_holm < 1.0 - CONFIDENCE
     }
 
     /// Noise off on both sides and every run of each side gave the same
@@ -354,6 +365,7 @@ impl Row {
             "b_mean": self.b.0, "b_stddev": self.b.1,
             "change_pct": self.change_pct,
             "p_value": self.p,
+            "p_holm": self.p_holm,
             "significant": self.significant(),
             "exact": self.exact(),
         })
@@ -362,25 +374,45 @@ impl Row {
 
 fn metric_rows(ra: &[Map<String, Value>], rb: &[Map<String, Value>], noise_off: bool) -> Vec<Row> {
     let keys = ra[0].keys().filter(|k| rb[0].contains_key(*k));
-    keys.filter_map(|k| {
-        let xs: Vec<f64> = ra.iter().filter_map(|m| m.get(k)?.as_f64()).collect();
-        let ys: Vec<f64> = rb.iter().filter_map(|m| m.get(k)?.as_f64()).collect();
-        if xs.iter().chain(&ys).all(|&v| v == 0.0) || k.ends_with(".cpus") {
-            return None;
-        }
-        let (a, b) = (mean_sd(&xs), mean_sd(&ys));
-        let change_pct = (a.0 != 0.0).then(|| (b.0 - a.0) / a.0.abs() * 100.0);
-        Some(Row {
-            metric: k.clone(),
-            side: "B".into(),
-            a,
-            b,
-            change_pct,
-            p: welch_p(&xs, &ys),
-            noise_off,
+    let mut rows: Vec<Row> = keys
+        .filter_map(|k| {
+            let xs: Vec<f64> = ra.iter().filter_map(|m| m.get(k)?.as_f64()).collect();
+            let ys: Vec<f64> = rb.iter().filter_map(|m| m.get(k)?.as_f64()).collect();
+            if xs.iter().chain(&ys).all(|&v| v == 0.0) || k.ends_with(".cpus") {
+                return None;
+            }
+            let (a, b) = (mean_sd(&xs), mean_sd(&ys));
+            let change_pct = (a.0 != 0.0).then(|| (b.0 - a.0) / a.0.abs() * 100.0);
+            let p = welch_p(&xs, &ys);
+            Some(Row {
+                metric: k.clone(),
+                side: "B".into(),
+                a,
+                b,
+                change_pct,
+                p,
+                p_holm: p,
+                noise_off,
+            })
         })
-    })
-    .collect()
+        .collect();
+    correct(&mut rows);
+    rows
+}
+
+/// Holm's correction over the rows that are tests: an exact row's verdict
+/// is no test's, so it neither counts nor changes.
+fn correct(rows: &mut [Row]) {
+    let mut tested: Vec<&mut Row> = rows.iter_mut().filter(|r| !r.exact()).collect();
+    let adj = holm(&tested.iter().map(|r| r.p).collect::<Vec<_>>());
+    for (r, p) in tested.iter_mut().zip(adj) {
+        r.p_holm = p;
+    }
+}
+
+/// How many rows Holm's correction ran over.
+fn tests(rows: &[&Row]) -> usize {
+    rows.iter().filter(|r| !r.exact()).count()
 }
 
 /// The table of one side against A; `quiet` leaves out the closing note.
@@ -391,12 +423,17 @@ fn table(
     quiet: bool,
 ) -> String {
     let mut o = String::new();
-    let _ = writeln!(
+    let _ = write!(
         o,
         "A/{bname} comparison, {runs} run(s) per side (seeds {}..), Welch's t-test at {:.0}% confidence",
         a.seed,
         CONFIDENCE * 100.0
     );
+    let _ = match tests(rows) {
+        _ if runs < 2 => writeln!(o),
+        1 => writeln!(o, ", one metric tested"),
+        n => writeln!(o, ", Holm-corrected over the {n} metrics tested"),
+    };
     for (name, side, other) in [("A", a, b), (bname, b, a)] {
         let _ = writeln!(o, "  {name}: {}", differences(side, other));
     }
@@ -420,9 +457,9 @@ fn table(
             })
             .to_string()
         } else if r.significant() {
-            format!("yes (p={:.3})", r.p)
+            format!("yes (p={:.3}, Holm {:.3})", r.p, r.p_holm)
         } else {
-            format!("not significant (p={:.2})", r.p)
+            format!("not significant (p={:.2}, Holm {:.2})", r.p, r.p_holm)
         };
         let change = match r.change_pct {
             Some(c) => format!("{c:.1}%"),
@@ -520,6 +557,21 @@ pub fn welch_p(xs: &[f64], ys: &[f64]) -> f64 {
     let t = (m1 - m2) / (v1 + v2).sqrt();
     let df = (v1 + v2).powi(2) / (v1 * v1 / (n1 - 1.0) + v2 * v2 / (n2 - 1.0));
     t_two_sided_p(t, df)
+}
+
+/// Holm-adjusted p-values, in the input order: sort ascending, multiply
+/// the i-th smallest by (m − i), keep them monotone, cap at 1.
+pub fn holm(ps: &[f64]) -> Vec<f64> {
+    let m = ps.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]));
+    let mut adj = vec![0.0; m];
+    let mut running = 0.0f64;
+    for (rank, &i) in order.iter().enumerate() {
+        running = running.max((ps[i] * (m - rank) as f64).min(1.0));
+        adj[i] = running;
+    }
+    adj
 }
 
 /// P(|T| > t) for Student's t with `df` degrees of freedom:
@@ -625,5 +677,39 @@ mod tests {
         let (ra, rb) = ([m(1.0), m(1.2)], [m(1.1), m(1.0)]);
         let rows = metric_rows(&ra, &rb, false);
         assert!(!rows[0].exact() && !rows[0].significant());
+    }
+
+    #[test]
+    fn verdicts_use_holm_over_the_tested_rows() {
+        let row = |p: f64, sd: f64| Row {
+            metric: String::new(),
+            side: "B".into(),
+            a: (1.0, sd),
+            b: (2.0, sd),
+            change_pct: None,
+            p,
+            p_holm: p,
+            noise_off: true,
+        };
+        // Four tests below 0.05 each; Holm keeps 0.005 (·4) and 0.01 (·3).
+        // The exact row (sd 0, noise off) is no test: it counts for none.
+        let mut rows =
+            [0.01, 0.04, 0.03, 0.005, 0.0].map(|p| row(p, if p > 0.0 { 0.1 } else { 0.0 }));
+        correct(&mut rows);
+        let sig: Vec<bool> = rows.iter().map(Row::significant).collect();
+        assert_eq!(sig, [true, false, false, true, true]);
+        assert!((rows[1].p_holm - 0.06).abs() < 1e-12 && rows[4].p_holm == 0.0);
+        assert_eq!(tests(&rows.iter().collect::<Vec<_>>()), 4);
+    }
+
+    #[test]
+    fn holm_matches_the_textbook_example() {
+        // p = 0.01, 0.04, 0.03, 0.005 → sorted 0.005·4, 0.01·3, 0.03·2, 0.04·1
+        let adj = holm(&[0.01, 0.04, 0.03, 0.005]);
+        let want = [0.03, 0.06, 0.06, 0.02];
+        for (a, w) in adj.iter().zip(want) {
+            assert!((a - w).abs() < 1e-12, "{adj:?}");
+        }
+        assert!(holm(&[]).is_empty());
     }
 }

@@ -407,6 +407,49 @@ fn preemption_counters_reach_the_json() {
 }
 
 #[test]
+fn a_run_without_reschedule_requests_measures_no_latency() {
+    // One periodic task on two CPUs: nothing ever asks it to yield.
+    let (rc, out, err) = schedlab(&["run", "-w", "periodic:tasks=1", "--duration", "100ms"]);
+    assert_eq!(rc, 0, "{err}");
+    let line = out.lines().find(|l| l.contains("need-resched")).unwrap();
+    assert!(
+        line.contains("none measured") && !line.contains("p50"),
+        "{line}"
+    );
+}
+
+#[test]
+fn repro_wakelist_with_one_run_prints_counts_as_integers_and_claims_no_spread() {
+    // Small stand-ins for seed 000's six scenario files, through --dir.
+    let dir = tmp("wakelist-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    for m in ["xeon", "altra"] {
+        for w in ["context1", "hackbench", "schbench"] {
+            let text = "[machine]\npreset = \"smp:cpus=4\"\n[[workload]]\nkind = \"hackbench\"\ngroups = 1\nloops = 20\n";
+            std::fs::write(dir.join(format!("{m}-{w}.toml")), text).unwrap();
+        }
+    }
+    let (rc, out, err) = schedlab(&[
+        "repro",
+        "wakelist",
+        "--runs",
+        "1",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let counters = out.lines().filter(|l| l.contains("ttwu_remote"));
+    for word in counters.flat_map(|l| l.split([' ', ','])) {
+        assert!(
+            word.parse::<u64>().is_ok() || word.parse::<f64>().is_err(),
+            "{word} in {out}"
+        );
+    }
+    assert!(out.contains("cannot show a spread"), "{out}");
+    assert!(!out.contains("values are means"), "{out}");
+}
+
+#[test]
 fn repro_preempt_prints_seed_and_simulated_numbers() {
     let (rc, out, err) = schedlab(&["repro", "preempt", "--loops", "1", "--seeds", "1"]);
     assert_eq!(rc, 0, "{err}");

@@ -80,3 +80,36 @@ fn a_variant_equal_to_a_is_refused() {
     assert_eq!(rc, 2);
     assert!(err.contains("--variant `nocolon`"), "{err}");
 }
+
+#[test]
+fn identical_configurations_on_other_seeds_differ_in_nothing() {
+    // Seeds 101.. against 11..: three metrics have a raw p below 0.05 here,
+    // which an uncorrected test called significant.
+    let json = tmp("same.json");
+    let (rc, out, err) = schedlab(&[
+        "compare",
+        "--machine",
+        "smp:cpus=4",
+        "-w",
+        "hackbench:groups=1,loops=60",
+        "--set-a",
+        "sim.seed=101",
+        "--set-b",
+        "sim.seed=11",
+        "--runs",
+        "4",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("Holm-corrected over the"), "{out}");
+    assert!(!out.contains("yes ("), "{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["correction"], "holm");
+    for m in v["metrics"].as_array().unwrap() {
+        assert_eq!(m["significant"], false, "{m}");
+        assert!(m["p_holm"].as_f64().unwrap() >= m["p_value"].as_f64().unwrap());
+    }
+}

@@ -278,7 +278,14 @@ fn compare_html_has_both_sides_and_the_statistics() {
         .iter()
         .find(|r| r["metric"] == "totals.context_switches")
         .expect("context switches row");
-    for k in ["a_mean", "b_mean", "a_stddev", "p_value", "significant"] {
+    for k in [
+        "a_mean",
+        "b_mean",
+        "a_stddev",
+        "p_value",
+        "p_holm",
+        "significant",
+    ] {
         assert!(!ctx[k].is_null(), "{k}");
     }
     // Same command (but the output's name), same page, byte for byte.

@@ -134,6 +134,27 @@ fn trace_dat_reads_back_in_trace_cmd_with_the_text_traces_events() {
 }
 
 #[test]
+fn html_and_trace_say_what_they_wrote_unless_quiet() {
+    let (html, trace) = (path("said.html"), path("said.json"));
+    let mut args = RUN[..RUN.len() - 1].to_vec();
+    args.extend(["--html", &html, "--trace", &trace]);
+    let (rc, _, err) = schedlab(&args);
+    assert_eq!(rc, 0, "{err}");
+    let size = |p: &str| std::fs::metadata(p).unwrap().len();
+    assert!(
+        size(&trace) < 1 << 20,
+        "the KiB below assumes a small trace"
+    );
+    let kib = |p: &str| format!("{p} ({:.1} KiB)", size(p) as f64 / 1024.0);
+    let want = format!("schedlab: wrote {}, {}\n", kib(&trace), kib(&html));
+    assert!(err.ends_with(&want), "{err}");
+    // -q: no notice.
+    let (rc, _, err) = run_with(&["--html", &html, "--trace", &trace]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(!err.contains("wrote"), "{err}");
+}
+
+#[test]
 fn dash_is_stdout_and_stdin() {
     let (rc, out, err) = run_with(&["--json", "-"]);
     assert_eq!(rc, 0, "{err}");

@@ -233,3 +233,26 @@ fn another_sweeps_directory_is_refused_unless_forced() {
     assert_eq!(rc, 0, "{err}");
     assert_eq!(summary(&out).len(), 13);
 }
+
+#[test]
+fn a_sweep_says_what_it_wrote_and_when_nothing_was_left_to_run() {
+    let f = sweep_file("said.toml", &SWEEP.replace("seeds = 3", "seeds = 1"));
+    let out = tmp("said-out");
+    let (rc, _, err) = schedlab(&["sweep", s(&f), "--out", s(&out), "--jobs", "2"]);
+    assert_eq!(rc, 0, "{err}");
+    let summary = out.join("summary.csv");
+    assert!(
+        err.contains(&format!("wrote {} (", summary.display())),
+        "{err}"
+    );
+    assert!(err.contains("all 4 run(s) (0 failed)"), "{err}");
+    let (rc, _, err) = schedlab(&["sweep", s(&f), "--out", s(&out), "--resume"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("is complete") && err.contains("without --resume"),
+        "{err}"
+    );
+    let (rc, _, err) = schedlab(&["sweep", s(&f), "--out", s(&out), "--resume", "-q"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+}

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import numbers
 import os
 import tempfile
 import warnings
@@ -60,6 +62,21 @@ def _sets(values: Optional[Mapping[str, Scalar]]) -> List[str]:
     return out
 
 
+def _duration(d: Union[str, float, None]) -> Optional[str]:
+    """``duration=`` as the CLI's ``--duration``: a number is seconds, a
+    string keeps its unit (``"3s"``, ``"500ms"``)."""
+    if d is None or isinstance(d, str):
+        return d
+    if isinstance(d, bool) or not isinstance(d, numbers.Real):
+        raise TypeError(f"duration: expected seconds (a number) or a string with a unit such as \"3s\", not {type(d).__name__} {d!r}")
+    if isinstance(d, numbers.Integral):
+        return f"{int(d)}s"
+    if not math.isfinite(d):
+        raise InputError(f"duration: {d!r} seconds is not a finite time")
+    # In ns, so 1e-4 s does not become the CLI-unreadable "0.0001s" of an exponent.
+    return f"{round(float(d) * 1e9)}ns"
+
+
 def _spec(scenario=None, machine=None, workloads=None, cgroups=None, set=None, seed=None, duration=None) -> dict:
     if isinstance(workloads, str):
         workloads = [workloads]
@@ -72,7 +89,7 @@ def _spec(scenario=None, machine=None, workloads=None, cgroups=None, set=None, s
         "cgroups": list(cgroups or []),
         "set": _sets(set),
         "seed": seed,
-        "duration": duration,
+        "duration": _duration(duration),
     }
     return {k: v for k, v in spec.items() if v is not None}
 
@@ -135,7 +152,7 @@ def run(
     cgroups: Optional[Sequence[str]] = None,
     set: Optional[Mapping[str, Scalar]] = None,
     seed: Optional[int] = None,
-    duration: Optional[str] = None,
+    duration: Union[str, float, None] = None,
 ) -> Result:
     """Run one simulation, like ``schedlab run``.
 
@@ -146,7 +163,8 @@ def run(
         cgroups: task groups ``PATH:weight=N``.
         set: scenario keys to override, e.g. ``{"kernel.hz": 1000}``.
         seed: the random seed (default 1).
-        duration: stop after this much simulated time, e.g. ``"3s"``.
+        duration: stop after this much simulated time: seconds (``3``,
+            ``0.5``) or a string with a unit (``"3s"``, ``"500ms"``).
 
     Raises:
         InputError: bad input, with the CLI's message (file, line and key).
@@ -164,7 +182,9 @@ class Comparison:
         runs: one row per side and run: ``side``, ``seed`` and a column per metric.
         stats: one row per metric and side against the first: ``metric``,
             ``side``, ``a_mean``, ``a_stddev``, ``b_mean``, ``b_stddev``,
-            ``change_pct``, ``p_value`` (Welch), ``significant``, ``exact``.
+            ``change_pct``, ``p_value`` (Welch), ``p_holm`` (Holm-corrected
+            over the metrics of each side; ``significant`` uses it),
+            ``significant``, ``exact``.
     """
 
     def __init__(self, text: str):
@@ -290,7 +310,9 @@ def sweep(
 
 
 def read_summary(out: Union[str, os.PathLike]) -> pd.DataFrame:
-    """A results directory's summary.csv as a DataFrame (parameters as text)."""
+    """A results directory's summary.csv as a DataFrame: a parameter whose
+    every value is a number is numeric (so ``kernel.hz`` sorts 250 before
+    1000), the others text."""
     path = os.path.join(os.fspath(out), "summary.csv")
     with open(path, encoding="utf-8") as f:
         text = f.read()
@@ -301,7 +323,18 @@ def read_summary(out: Union[str, os.PathLike]) -> pd.DataFrame:
     df = pd.read_csv(io.StringIO(text), dtype={c: t for c, t in text_cols.items() if c in header}, keep_default_na=False, na_values=[""])
     if "error" in df:
         df["error"] = df["error"].fillna("")
+    for p in plan["params"]:
+        if p in df:
+            df[p] = _numeric(df[p])
     return df
+
+
+def _numeric(col: pd.Series) -> pd.Series:
+    """The column as numbers when every value is one, else unchanged."""
+    try:
+        return pd.to_numeric(col)
+    except (ValueError, TypeError):
+        return col
 
 
 def sweep_report(out: Union[str, os.PathLike], html: Optional[Union[str, os.PathLike]] = None) -> str:

@@ -30,7 +30,7 @@ def run(
     cgroups: Optional[Sequence[str]] = ...,
     set: Optional[Mapping[str, Scalar]] = ...,
     seed: Optional[int] = ...,
-    duration: Optional[str] = ...,
+    duration: Union[str, float, None] = ...,
 ) -> Result: ...
 def compare(
     a: Optional[Mapping[str, Any]] = ...,

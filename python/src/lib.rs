@@ -53,10 +53,7 @@ fn scenario(spec: &Value) -> Result<(Source, Scenario), RustInputError> {
         workloads: strings(spec, "workloads"),
         cgroups: strings(spec, "cgroups"),
         seed: spec.get("seed").and_then(Value::as_u64),
-        duration: spec
-            .get("duration")
-            .and_then(Value::as_str)
-            .map(String::from),
+        duration: duration(spec)?,
         sets: strings(spec, "set"),
     };
     let file = spec
@@ -64,6 +61,18 @@ fn scenario(spec: &Value) -> Result<(Source, Scenario), RustInputError> {
         .and_then(Value::as_str)
         .map(PathBuf::from);
     load_scenario(read_scenario(file.as_ref())?, &args, false, None, &[])
+}
+
+/// `duration`, which the package turns into a string with a unit; any
+/// other value is refused, not silently left at the scenario's.
+fn duration(spec: &Value) -> Result<Option<String>, RustInputError> {
+    match spec.get("duration") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(v) => Err(RustInputError::new(format!(
+            "duration: expected a time with a unit, e.g. \"3s\", not {v}"
+        ))),
+    }
 }
 
 /// A run's events as columns, for `Result.trace()`.

@@ -47,6 +47,17 @@ def test_input_error_carries_the_cli_message(tmp_path):
     assert issubclass(schedlab.InputError, ValueError)
 
 
+def test_duration_is_seconds_or_a_string_with_a_unit():
+    kw = dict(machine="smp:cpus=2", workloads=["periodic:tasks=1"])
+    ns = {d: schedlab.run(duration=d, **kw).json["scenario"]["sim"]["duration"]
+          for d in (3, 0.25, "3s", "250ms")}
+    assert ns[3] == ns["3s"] and ns[0.25] == ns["250ms"] and ns[3] != ns[0.25]
+    with pytest.raises(TypeError, match=r"duration: expected seconds"):
+        schedlab.run(duration=[3], **kw)
+    with pytest.raises(schedlab.InputError, match=r"no time unit"):
+        schedlab.run(duration="3", **kw)
+
+
 def test_compare_has_per_run_values_and_statistics():
     c = schedlab.compare(a={"set": {"kernel.features.TTWU_QUEUE": False}}, b={}, runs=2,
                          machine="smp:cpus=4", workloads=["pipe:loops=300"],

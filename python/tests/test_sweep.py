@@ -24,6 +24,10 @@ def test_sweep_keywords_and_file_give_the_same_summary(tmp_path, sweep_file):
     assert (a.error == "").all()
     assert (tmp_path / "a" / "manifest.json").exists()
     assert len(list((tmp_path / "a").glob("*.json"))) == 12 + 2  # points, manifest, plan
+    # Numbers come back as numbers, so 250 sorts before 1000; words stay text.
+    assert a["kernel.hz"].dtype.kind == "i" and set(a["kernel.hz"]) == {250, 1000}
+    assert list(a.sort_values("kernel.hz")["kernel.hz"].iloc[[0, -1]]) == [250, 1000]
+    assert set(a["kernel.wakelist"]) == {"on_cpu_nr_le1", "idle"}
 
 
 def test_resume_after_a_kill_gives_the_same_summary(tmp_path, sweep_file):

@@ -295,6 +295,9 @@ fn run_and_report(src: &Source, sc: &Scenario, allow_unfinished: bool) -> i32 {
     } else {
         print!("{text}");
     }
+    if let Some(notice) = wrote_notice(sc) {
+        eprintln!("schedlab: {notice}");
+    }
     let unfinished = reports
         .iter()
         .any(|r| r.fields.get("finished") == Some(&serde_json::Value::Bool(false)));
@@ -305,6 +308,20 @@ fn run_and_report(src: &Source, sc: &Scenario, allow_unfinished: bool) -> i32 {
         return EXIT_UNFINISHED;
     }
     0
+}
+
+/// What --trace and --html wrote, unless quiet: the files worth opening
+/// are easy to lose among a long summary.
+fn wrote_notice(sc: &Scenario) -> Option<String> {
+    let o = &sc.output;
+    let trace = o.trace.as_ref().map(|t| t.path.as_str());
+    let files: Vec<&str> = [trace, o.html.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter(|p| !p.is_empty())
+        .collect();
+    let text = crate::util::fs::written(&files);
+    (!o.quiet && !text.is_empty()).then(|| format!("wrote {text}"))
 }
 
 /// Write and stage one output of the set, if it was asked for.

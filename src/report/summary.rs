@@ -82,14 +82,11 @@ pub fn summary(out: &RunView) -> String {
         };
         let _ = writeln!(s, "{:>18}      {name:<22}  {r}", thousands(v));
     }
-    let h = &st.preempt.resched_latency;
     let _ = writeln!(
         s,
-        "{:>18}      need-resched → switch   #  p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs ({})",
+        "{:>18}      need-resched → switch   #  {} ({})",
         "",
-        h.quantile(0.5) as f64 / 1e3,
-        h.quantile(0.99) as f64 / 1e3,
-        h.max as f64 / 1e3,
+        resched_latency(&st.preempt.resched_latency),
         k.cfg.preempt.name()
     );
     let _ = writeln!(s, "\n{secs:>18.9} seconds time elapsed (simulated)\n");
@@ -100,12 +97,37 @@ pub fn summary(out: &RunView) -> String {
     let events = k.events.popped;
     let _ = writeln!(
         s,
-        "\n sim: {} events in {wall:.3} s wall ({:.2} M events/s, {:.1} simulated s per wall s)",
+        "\n sim: {} events in {wall:.3} s wall ({:.2} M events/s, {})",
         thousands(events),
         events as f64 / wall.max(1e-9) / 1e6,
-        secs / wall.max(1e-9)
+        speed(secs, wall)
     );
     s
+}
+
+/// Percentiles of the need-resched → switch latency; a run with no
+/// request has none, and zeros would read as instant switches.
+fn resched_latency(h: &crate::util::hist::Histogram) -> String {
+    if h.count == 0 {
+        return "none measured".into();
+    }
+    format!(
+        "p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+        h.quantile(0.5) as f64 / 1e3,
+        h.quantile(0.99) as f64 / 1e3,
+        h.max as f64 / 1e3
+    )
+}
+
+/// Simulated seconds per wall second; below one it is turned around
+/// (wall s per simulated s), where one decimal would print 0.0.
+fn speed(simulated: f64, wall: f64) -> String {
+    let ratio = simulated / wall.max(1e-9);
+    if ratio >= 1.0 || simulated <= 0.0 {
+        format!("{ratio:.1} simulated s per wall s")
+    } else {
+        format!("{:.1} wall s per simulated s", 1.0 / ratio)
+    }
 }
 
 /// Above this many CPUs the per-CPU utilisation is one line per group of
@@ -171,5 +193,30 @@ fn balance_block(s: &mut String, k: &crate::kernel::Kernel) {
     );
     if k.lb.swb.calls > 0 {
         let _ = write!(s, "\n{}", k.swb_histogram_text());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_runs_say_how_slow() {
+        assert_eq!(speed(3.0, 1.0), "3.0 simulated s per wall s");
+        assert_eq!(speed(0.012, 1.0), "83.3 wall s per simulated s");
+        assert_eq!(speed(0.5, 1.0), "2.0 wall s per simulated s");
+        assert_eq!(speed(0.0, 1.0), "0.0 simulated s per wall s");
+    }
+
+    #[test]
+    fn latency_without_samples_says_none() {
+        let mut h = crate::util::hist::Histogram::default();
+        assert_eq!(resched_latency(&h), "none measured");
+        h.add(2_000);
+        assert!(
+            resched_latency(&h).starts_with("p50 2."),
+            "{}",
+            resched_latency(&h)
+        );
     }
 }

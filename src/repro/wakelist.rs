@@ -132,10 +132,7 @@ pub fn repro(args: &WakelistArgs, quiet: bool) -> Result<(), String> {
     let after = ["kernel.wakelist=idle".to_string()];
     println!("Seed 000: queue remote wakeups on the wakelist whenever the wakee's CPU is idle");
     println!("before = kernel.wakelist \"on_cpu_nr_le1\" (v5.19), after = \"idle\" (the series, mainline)");
-    println!(
-        "{} run(s) per side; simulated values are means\n",
-        args.runs
-    );
+    println!("{}\n", runs_line(args.runs));
     println!(
         "{}",
         TABLE.header(
@@ -196,14 +193,33 @@ pub fn repro(args: &WakelistArgs, quiet: bool) -> Result<(), String> {
         println!("  {file}: {}", parts.join(", "));
     }
     if !quiet {
+        if args.runs == 1 {
+            println!("\n{ONE_RUN_NOTE}");
+        }
         println!("\n{}", WAKELIST_NOTE);
     }
     let results = json!({"study": "seed-000-wakelist", "runs": args.runs, "rows": rows});
     super::write_json(args.json.as_ref(), results)
 }
 
+/// What the header says of the simulated columns.
+fn runs_line(runs: u64) -> String {
+    match runs {
+        1 => "1 run per side: one sample each, no spread (--runs N for means over N seeds)".into(),
+        n => format!("{n} runs per side, from each scenario's seed on; simulated values are means"),
+    }
+}
+
+/// With one run the table shows no spread, and the spreads the notes cite
+/// are README's, not this table's.
+const ONE_RUN_NOTE: &str = "\
+One run per side cannot show a spread: any sim Δ above may be this seed's alone. The
+spreads and seed counts in the notes below are README's runs, not this table's; run
+--runs 5 for means, or `schedlab compare` on a scenario for mean ± sd and a test.";
+
 const WAKELIST_NOTE: &str = "\
-Notes (see README, \"Seed 000\"). Costs come from the cost model; nothing is fitted to the seed.
+Notes (see README, \"Seed 000\"; spreads from its runs of 5 to 20 seeds per side). Costs come
+from the cost model; nothing is fitted to the seed.
 - schbench (xeon): the seed's effect appears: the message thread wakes 8 workers
   one after another with one timestamp, and each wakeup costs it less when it only
   queues the task (no remote rq lock, no remote activation), so later workers wake
@@ -247,8 +263,12 @@ fn pct(a: f64, b: f64) -> f64 {
     }
 }
 
+/// A cell: whole numbers (counts, and means that came out whole) without
+/// decimals, else four significant digits or so.
 fn num(v: f64) -> String {
-    if v.abs() >= 1000.0 {
+    // + 0.0 turns the -0.0 of an empty sum into 0.
+    let v = v + 0.0;
+    if v.abs() >= 1000.0 || v.fract() == 0.0 {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {
         format!("{v:.1}")

@@ -64,18 +64,7 @@ pub struct ReportArgs {
 /// Exit 0, 1 when some points failed (named on stderr), 2 on bad input.
 pub fn main(args: &SweepArgs) -> i32 {
     let outcome = match args.backend.as_str() {
-        "local" => plan::from_file(&args.file).and_then(|plan| {
-            let jobs = args.jobs.unwrap_or_else(all_cores);
-            if jobs == 0 {
-                return Err(InputError::new("--jobs must be at least 1"));
-            }
-            let failures =
-                sweep_local(&plan, &args.out, jobs, args.resume, args.force, args.quiet)?;
-            if let Some(html) = &args.html {
-                report::write(&args.out, html)?;
-            }
-            Ok(failures)
-        }),
+        "local" => local(args),
         "ray" => return ray_backend(args),
         other => Err(InputError::new(format!(
             "--backend `{other}`: must be `local` or `ray`"
@@ -97,6 +86,32 @@ pub fn main(args: &SweepArgs) -> i32 {
     }
 }
 
+/// `--backend local`: the sweep on this machine's threads, then the
+/// report; unless quiet, a line of what it wrote.
+fn local(args: &SweepArgs) -> Result<Vec<String>, InputError> {
+    let plan = plan::from_file(&args.file)?;
+    let jobs = args.jobs.unwrap_or_else(all_cores);
+    if jobs == 0 {
+        return Err(InputError::new("--jobs must be at least 1"));
+    }
+    let failures = sweep_local(&plan, &args.out, jobs, args.resume, args.force, args.quiet)?;
+    if let Some(html) = &args.html {
+        report::write(&args.out, html)?;
+    }
+    if !args.quiet {
+        let mut files = vec![args.out.join(results::SUMMARY)];
+        files.extend(args.html.clone());
+        eprintln!(
+            "schedlab: {} holds all {} run(s) ({} failed); wrote {}",
+            args.out.display(),
+            plan.points.len(),
+            failures.len(),
+            crate::util::fs::written(&files)
+        );
+    }
+    Ok(failures)
+}
+
 /// `schedlab sweep-report DIR`.
 pub fn report_main(args: &ReportArgs) -> i32 {
     let out = args
@@ -104,7 +119,10 @@ pub fn report_main(args: &ReportArgs) -> i32 {
         .clone()
         .unwrap_or_else(|| args.dir.join("report.html"));
     match report::write(&args.dir, &out) {
-        Ok(()) => 0,
+        Ok(()) => {
+            eprintln!("schedlab: wrote {}", crate::util::fs::written(&[out]));
+            0
+        }
         Err(e) => {
             eprintln!("schedlab: error: {e}");
             2
@@ -135,6 +153,14 @@ pub fn sweep_local(
 ) -> Result<Vec<String>, InputError> {
     let started = results::utc_now();
     let todo = results::open(dir, plan, resume, force, &started)?;
+    if todo.is_empty() && !quiet {
+        eprintln!(
+            "schedlab: {} is complete: all {} run(s) have results, none to run (without --resume \
+             every run is done again)",
+            dir.display(),
+            plan.points.len()
+        );
+    }
     crate::progress::install(crate::progress::Kind::Runs(Some(todo.len() as u64)), quiet);
     let next = AtomicUsize::new(0);
     let worker = || -> Result<(), InputError> {

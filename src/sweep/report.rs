@@ -6,7 +6,8 @@
 
 use super::plan::{self, Plan};
 use super::results::{self, columns, pointer, PLAN};
-use super::stats::{holm, mean_ci95, p_value};
+use super::stats::{mean_ci95, p_value};
+use crate::compare::holm;
 use crate::scenario::InputError;
 use crate::util::fs::write_atomic;
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! The statistics of a sweep report: mean with a 95 % Student-t interval
-//! over seeds, Welch's test between two parameter values, and Holm's
-//! step-down correction over all the tests of a report.
+//! over seeds and Welch's test between two parameter values (Holm's
+//! correction, shared with `compare`, is `compare::holm`).
 
 use crate::compare::{mean_sd, t_two_sided_p, welch_p};
 
@@ -34,21 +34,6 @@ pub fn p_value(xs: &[f64], ys: &[f64]) -> f64 {
     welch_p(xs, ys)
 }
 
-/// Holm-adjusted p-values, in the input order: sort ascending, multiply
-/// the i-th smallest by (m − i), keep them monotone, cap at 1.
-pub fn holm(ps: &[f64]) -> Vec<f64> {
-    let m = ps.len();
-    let mut order: Vec<usize> = (0..m).collect();
-    order.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]));
-    let mut adj = vec![0.0; m];
-    let mut running = 0.0f64;
-    for (rank, &i) in order.iter().enumerate() {
-        running = running.max((ps[i] * (m - rank) as f64).min(1.0));
-        adj[i] = running;
-    }
-    adj
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,16 +47,5 @@ mod tests {
         assert_eq!(m, 2.0);
         assert!((h - 4.303 * 1.0 / 3f64.sqrt()).abs() < 1e-2, "{h}");
         assert_eq!(mean_ci95(&[5.0]), (5.0, 0.0));
-    }
-
-    #[test]
-    fn holm_matches_the_textbook_example() {
-        // p = 0.01, 0.04, 0.03, 0.005 → sorted 0.005·4, 0.01·3, 0.03·2, 0.04·1
-        let adj = holm(&[0.01, 0.04, 0.03, 0.005]);
-        let want = [0.03, 0.06, 0.06, 0.02];
-        for (a, w) in adj.iter().zip(want) {
-            assert!((a - w).abs() < 1e-12, "{adj:?}");
-        }
-        assert!(holm(&[]).is_empty());
     }
 }

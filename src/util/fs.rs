@@ -291,6 +291,31 @@ impl OutputSet {
     }
 }
 
+/// `PATH (SIZE)` of each file, for the notice of what a command wrote
+/// (a large trace's size tells whether to open it; stdout, `-`, is no file).
+pub fn written<P: AsRef<Path>>(paths: &[P]) -> String {
+    let named = paths
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|p| p.as_os_str() != "-");
+    let each: Vec<String> = named
+        .map(|p| {
+            let size = std::fs::metadata(p).map_or(0, |m| m.len());
+            format!("{} ({})", p.display(), byte_size(size))
+        })
+        .collect();
+    each.join(", ")
+}
+
+/// Bytes in B, KiB or MiB, with one decimal above a KiB.
+fn byte_size(n: u64) -> String {
+    match n {
+        0..1024 => format!("{n} B"),
+        1024..1_048_576 => format!("{:.1} KiB", n as f64 / 1024.0),
+        _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
+    }
+}
+
 /// Temporaries the signal handler removes: leaked C strings, so a handler
 /// running at any moment never reads freed memory.
 const SLOTS: usize = 64;
@@ -348,6 +373,19 @@ pub fn install_signal_cleanup() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn written_names_each_file_with_its_size() {
+        let d = scratch("written");
+        std::fs::create_dir_all(&d).unwrap();
+        let (a, b) = (d.join("a.html"), d.join("t.json"));
+        std::fs::write(&a, vec![b'x'; 3000]).unwrap();
+        std::fs::write(&b, b"{}").unwrap();
+        let text = written(&[&a, &b, Path::new("-")]);
+        let want = format!("{} (2.9 KiB), {} (2 B)", a.display(), b.display());
+        assert_eq!(text, want);
+        assert_eq!(byte_size(5 << 20), "5.0 MiB");
+    }
 
     fn scratch(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("schedlab-fs-{}-{name}", std::process::id()));
