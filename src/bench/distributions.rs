@@ -7,8 +7,8 @@
 //! Both builds run as child processes with the same command line, so the
 //! OLD binary only has to understand `run --seed N -q --json FILE`.
 
-use crate::compare::{mean_sd, metrics, welch_p};
-use crate::sweep::stats::{holm, mean_ci95};
+use crate::compare::{holm, mean_sd, metrics, welch_p};
+use crate::sweep::stats::mean_ci95;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
