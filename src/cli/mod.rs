@@ -496,10 +496,10 @@ fn demo(out: &OutArgs) -> i32 {
             if rc == 0 && !sc.output.quiet {
                 println!(
                     "\nNext: change one thing, then compare (README, \"Five minutes with schedlab\"):\n  \
-                     schedlab run --machine xeon-8269cy --workload hackbench:groups=4,loops=200,ipc=pipe \
+                     schedlab run --machine xeon-8269cy --workload hackbench:groups=8,loops=200,ipc=pipe \
                      --set kernel.features.WAKEUP_PREEMPTION=false\n  \
-                     schedlab compare --machine xeon-8269cy --workload hackbench:groups=4,loops=200,ipc=pipe \
-                     --set-b kernel.features.WAKEUP_PREEMPTION=false --runs 5\n\
+                     schedlab compare --machine xeon-8269cy --workload hackbench:groups=8,loops=200,ipc=pipe \
+                     --set-b kernel.features.WAKEUP_PREEMPTION=false --runs 10\n\
                      What there is to change: schedlab keys, schedlab features, schedlab machines, schedlab workloads"
                 );
             }
