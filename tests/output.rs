@@ -131,6 +131,14 @@ fn trace_dat_reads_back_in_trace_cmd_with_the_text_traces_events() {
     let out = String::from_utf8_lossy(&long.stdout);
     assert_eq!(count_events(&out), count_events(&long_text));
     assert!((last_ts(&out) - last_ts(&long_text)).abs() < 2e-6);
+    // No record at timestamp 0, which KernelShark reads as no record.
+    let ns = Command::new("trace-cmd")
+        .args(["report", "-t", "-i", &dat])
+        .output()
+        .unwrap();
+    let ns = String::from_utf8_lossy(&ns.stdout);
+    assert!(ns.contains("sched_wakeup_new"), "{ns}");
+    assert!(!ns.contains(" 0.000000000:"), "{ns}");
 }
 
 #[test]

@@ -243,6 +243,11 @@ impl DatWriter {
     /// Append the record built in `rec` to `cpu`'s ring buffer at `now`.
     fn commit(&mut self, cpu: usize, now: u64) -> io::Result<()> {
         debug_assert!(self.rec.len().is_multiple_of(4) && self.rec.len() <= 28 * 4);
+        // A record at time 0 (the first fork's wakeup) is one KernelShark
+        // takes for none (pick_next_cpu reads a 0 timestamp as unset, and
+        // leaves that CPU empty until its next record): it goes at 1 ns,
+        // which trace-cmd report's microseconds do not show.
+        let now = now.max(1);
         let c = &mut self.cpus[cpu];
         let mut delta = now - c.last.min(now);
         let extend = if delta > MAX_DELTA { 8 } else { 0 };
