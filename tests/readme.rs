@@ -255,3 +255,35 @@ fn shorten_caps_time_and_runs_before_a_pipe() {
     );
     assert_eq!(shorten("schedlab machines"), "schedlab machines");
 }
+
+/// The walkthrough's step 3 says what its command shows: with wakeup
+/// preemption off, `preempt-wakeup` and `involuntary-switches` are 0, and
+/// some hundreds with it on (its "about 600" is seed 1's, at full length).
+#[test]
+fn step_three_turns_wakeup_preemptions_to_zero() {
+    let count = |out: &str, name: &str| -> u64 {
+        let line = out
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("no {name} line:\n{out}"));
+        let n = line.split_whitespace().next().unwrap().replace(',', "");
+        n.parse().unwrap()
+    };
+    let base = [
+        "run",
+        "--machine",
+        "xeon-8269cy",
+        "--workload",
+        "hackbench:groups=8,loops=200,ipc=pipe",
+    ];
+    let (rc, on, err) = common::schedlab(&base);
+    assert_eq!(rc, 0, "{err}");
+    let mut off_args = base.to_vec();
+    off_args.extend(["--set", "kernel.features.WAKEUP_PREEMPTION=false"]);
+    let (rc, off, err) = common::schedlab(&off_args);
+    assert_eq!(rc, 0, "{err}");
+    for name in ["preempt-wakeup", "involuntary-switches"] {
+        assert_eq!(count(&off, name), 0, "{name} with the switch off");
+        assert!(count(&on, name) > 100, "{name} with it on:\n{on}");
+    }
+}
