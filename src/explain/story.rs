@@ -51,7 +51,7 @@ pub fn render(k: &Kernel, r: &Recorder, w: Wait, about: About) -> String {
         "{} (pid {}), {which}: {} on CPU {}, from {} to {}\n",
         name(k, w.pid),
         k.tasks[w.pid].pid,
-        dur(w.len()),
+        dur(w.ns()),
         w.cpu,
         ts(w.start),
         ts(w.end)
@@ -185,7 +185,7 @@ fn behind(s: &mut String, k: &Kernel, r: &Recorder, wait: &Interval) {
         }
     }
     ran.retain(|x| x.1 > 0);
-    ran.sort_by(|a, b| b.1.cmp(&a.1));
+    ran.sort_by_key(|x| std::cmp::Reverse(x.1));
     let list: Vec<String> = (ran.iter().take(6))
         .map(|(p, t)| format!("{} {}", p.map_or("idle".into(), |p| name(k, p)), dur(*t)))
         .collect();
@@ -290,7 +290,7 @@ fn verdict(k: &Kernel, r: &Recorder, me: Pid) -> String {
             None => picked.push((pk.picked, 1)),
         }
     }
-    picked.sort_by(|a, b| b.1.cmp(&a.1));
+    picked.sort_by_key(|x| std::cmp::Reverse(x.1));
     let top: Vec<String> = (picked.iter().take(3))
         .map(|(p, n)| format!("{} ({n})", name(k, *p)))
         .collect();

@@ -64,7 +64,7 @@ pub struct Wait {
 }
 
 impl Wait {
-    pub fn len(&self) -> u64 {
+    pub fn ns(&self) -> u64 {
         self.end - self.start
     }
 }
@@ -72,11 +72,11 @@ impl Wait {
 /// Which wait to explain: the longest (`at` None) or the one around `at`.
 fn better(w: &Wait, than: &Wait, at: Option<Time>) -> bool {
     let Some(t) = at else {
-        return w.len() > than.len();
+        return w.ns() > than.ns();
     };
     // Covering `at` (the longest), then the next to start, then the last.
     let key = |w: &Wait| match (w.start <= t, t < w.end) {
-        (true, true) => (0, u64::MAX - w.len()),
+        (true, true) => (0, u64::MAX - w.ns()),
         (false, _) => (1, w.start),
         (true, false) => (2, u64::MAX - w.end),
     };
