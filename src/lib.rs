@@ -6,6 +6,7 @@ pub mod calibrate;
 pub mod cli;
 pub mod compare;
 pub mod engine;
+pub mod explain;
 pub mod fuzz;
 pub mod kernel;
 pub mod machine;

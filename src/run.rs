@@ -176,10 +176,10 @@ pub fn run_in(
     }
     let (tracer, page) =
         open_tracers(&sc.output, &k, outs, sc.duration).map_err(RunError::Input)?;
-    k.tracer = tracer;
-    if let Some(make) = extra {
-        k.tracer = Some(crate::trace::tee(k.tracer.take(), make(&k)));
-    }
+    k.set_tracer(match extra {
+        Some(make) => Some(crate::trace::tee(tracer, make(&k))),
+        None => tracer,
+    });
     let mut built = Vec::new();
     for (i, (w, tg)) in workloads.into_iter().enumerate() {
         let mut b = Builder::new(i, sc.seed);
@@ -288,7 +288,7 @@ fn open_tracers(
         );
     } else if out.trace.is_some() && out.html.is_none() {
         return Err(InputError::new(
-            "--trace-format/--trace-window/--trace-pelt need --trace PATH",
+            "--trace-format/--trace-window/--trace-pelt/--trace-decisions need --trace PATH",
         ));
     }
     let mut page = None;

@@ -15,6 +15,7 @@ fn subcommands() -> Vec<Vec<&'static str>> {
         "workloads",
         "features",
         "compare",
+        "explain",
         "sweep",
         "sweep-report",
         "repro",

@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
         "bench",
         "calibrate",
         "compare",
+        "explain",
         "fuzz",
         "repro",
         "sweep",

@@ -60,6 +60,11 @@ enum Cmd {
             schedlab run -w hackbench:groups=2 --set kernel.features.RUN_TO_PARITY=false\n  \
             schedlab run -w hackbench:groups=2 --set kernel.features=\"NO_RUN_TO_PARITY NO_PLACE_LAG\"")]
     Features,
+    /// Why did a task wait: re-run a scenario and tell the task's story around its longest wait (or a time), with the scheduler's decisions
+    #[command(after_help = "Examples:\n  \
+        schedlab explain demo --task hackbench-recv --worst-wait\n  \
+        schedlab explain --machine vm-2 -w hackbench:groups=1,loops=50 --task 1012 --at 3ms")]
+    Explain(crate::explain::ExplainArgs),
     /// Run two configurations N times each and test which metrics differ
     #[command(after_help = "Examples:\n  \
         schedlab compare scenarios/seed-000-wakelist/xeon-context1.toml --set-a kernel.wakelist=on_cpu_nr_le1 --set-b kernel.wakelist=idle --runs 5\n  \
@@ -429,6 +434,7 @@ pub fn main() -> i32 {
         Some(Cmd::Bench(args)) => crate::bench::main(&args),
         Some(Cmd::Fuzz(args)) => crate::fuzz::main(&args),
         Some(Cmd::Compare(args)) => crate::compare::main(&args),
+        Some(Cmd::Explain(args)) => crate::explain::main(&args),
         Some(Cmd::Repro(args)) => crate::repro::main(&args),
         Some(Cmd::Sweep(args)) => crate::sweep::main(&args),
         Some(Cmd::SweepReport(args)) => crate::sweep::report_main(&args),

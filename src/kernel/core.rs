@@ -6,13 +6,16 @@ use super::fair::{
     CfsRq, DEQUEUE_MIGRATING, DEQUEUE_SLEEP, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP,
 };
 use super::fair_class::Dequeued;
+use super::features::Feature;
 use super::footprint::Warmth;
 use super::pelt;
 use super::preempt::{Cause, Req, RqPreempt};
 use super::program::Action;
-use super::rt::RtRq;
+use super::rt::{Policy, RtRq};
+use super::select::Placed;
 use super::task::Entity;
 use super::task::{Pid, TaskState};
+use super::tracepoint::{PlaceWhy, WakeupRule};
 use super::Kernel;
 use crate::engine::{EventKind, Time};
 
@@ -327,6 +330,10 @@ impl Kernel {
         if rq.need_resched || (lazy && rq.pre.lazy) {
             return;
         }
+        if self.decisions {
+            self.trace_resched(cpu, lazy, cause);
+        }
+        let rq = &mut self.rqs[cpu];
         if !rq.pre.lazy {
             rq.pre.since = self.now;
         }
@@ -800,7 +807,36 @@ impl Kernel {
         let requested = std::mem::take(&mut self.rqs[cpu].cfs.resched_req);
         let cause = if preempt { Cause::Wakeup } else { Cause::Tick };
         if preempt || requested {
+            if preempt && self.decisions {
+                self.wakeup_rule = Some((p, self.wakeup_rule_of(cpu, p)));
+            }
             self.resched_curr_lazy(cpu, from, Req::Fair, cause);
+            self.wakeup_rule = None;
+        }
+    }
+
+    /// Which rule of check_preempt_wakeup_fair made `p` preempt `cpu`'s
+    /// curr, for the decision record (no kernel twin). The PREEMPT_SHORT
+    /// test compares the tasks' slices; with task groups the kernel
+    /// compares the entities where the hierarchies meet, whose slices are
+    /// the smallest below them, so a group wakeup may be named `deadline`
+    /// where the group's smaller slice made it `short`.
+    #[cold]
+    #[inline(never)]
+    fn wakeup_rule_of(&self, cpu: usize, p: Pid) -> WakeupRule {
+        let Some(c) = self.rqs[cpu].curr else {
+            return WakeupRule::Idle;
+        };
+        let (curr, wakee) = (&self.tasks[c], &self.tasks[p]);
+        if self.legacy_cfs.is_some() {
+            WakeupRule::Legacy
+        } else if curr.policy == Policy::Idle && wakee.policy != Policy::Idle {
+            WakeupRule::SchedIdle
+        } else if self.cfg.features.enabled(Feature::PreemptShort) && wakee.se.slice < curr.se.slice
+        {
+            WakeupRule::Short
+        } else {
+            WakeupRule::Deadline
         }
     }
 
@@ -837,6 +873,9 @@ impl Kernel {
             self.charge_rq_lock(cpu, from, waker);
             self.requeue_delayed_task(cpu, p);
             self.tasks[p].stats.wait_start = self.now;
+            if self.decisions {
+                self.trace_place(p, cpu, from, Placed::at(cpu, PlaceWhy::Queued), false);
+            }
             self.trace_wakeup(p, cpu, from);
             if self.rqs[cpu].curr != Some(p) {
                 self.wakeup_preempt(cpu, p, Some(from));
@@ -854,6 +893,9 @@ impl Kernel {
             self.stats.ttwu_on_cpu += 1;
             if self.ttwu_queue_cond(prev, from, true) {
                 self.count_ttwu(p, prev, from);
+                if self.decisions {
+                    self.trace_place(p, prev, from, Placed::at(prev, PlaceWhy::OnCpu), true);
+                }
                 self.ttwu_queue_wakelist(p, prev, wake_flags, from, waker);
                 return true;
             }
@@ -861,12 +903,17 @@ impl Kernel {
                 self.tasks[w].prog.overhead += end.saturating_sub(self.now);
             }
         }
-        let cpu = self.select_task_rq(p, prev, wake_flags, from, waker);
+        let placed = self.select_task_rq(p, prev, wake_flags, from, waker);
+        let cpu = placed.cpu;
         if cpu != prev {
             wake_flags |= WF_MIGRATED;
             self.set_task_cpu(p, cpu);
         }
         self.count_ttwu(p, cpu, from);
+        if self.decisions {
+            let wakelist = self.ttwu_queue_cond(cpu, from, false);
+            self.trace_place(p, prev, from, placed, wakelist);
+        }
         self.ttwu_queue(p, cpu, wake_flags, from, waker);
         true
     }

@@ -795,6 +795,30 @@ impl CfsRq {
         }
     }
 
+    /// The numbers behind a pick, for its decision record (built only when
+    /// traced; no kernel twin): the entities eligible (curr included), the
+    /// earliest-deadline eligible task other than `picked`, picked's lag
+    /// as the kernel computes it (avg_vruntime − vruntime), and whether
+    /// slice protection kept curr where the unprotected pick differs.
+    pub fn pick_detail(&self, s: &impl SeStore, env: &FairEnv, picked: SeId) -> PickDetail {
+        let parts = self.avg_parts(s);
+        let curr = self.curr.filter(|&c| s.se(c).on_rq);
+        let eligible: Vec<SeId> = (self.tree.iter().chain(curr))
+            .filter(|&q| self.vruntime_eligible(parts, s.se(q).vruntime))
+            .collect();
+        // min_by_key keeps the first of equal deadlines: the timeline's
+        // queueing order, with curr last, as __pick_eevdf breaks ties.
+        let runner_up = (eligible.iter().copied())
+            .filter(|&q| q != picked && se_group(q).is_none())
+            .min_by_key(|&q| s.se(q).deadline);
+        PickDetail {
+            eligible: eligible.len() as u32,
+            runner_up,
+            lag: self.avg_vruntime(s) - s.se(picked).vruntime,
+            protected: curr == Some(picked) && self.pick_eevdf(s, env, false) != Some(picked),
+        }
+    }
+
     /// set_next_entity: take the picked entity out of the tree, set its
     /// protected period and start its execution clock.
     pub fn set_next_entity(
@@ -892,6 +916,14 @@ impl CfsRq {
         se.deadline += calc_delta_fair(se.slice, &se.load) as i64;
         self.update_min_vruntime(ents);
     }
+}
+
+/// What `CfsRq::pick_detail` finds.
+pub struct PickDetail {
+    pub eligible: u32,
+    pub runner_up: Option<SeId>,
+    pub lag: i64,
+    pub protected: bool,
 }
 
 /// calc_group_shares: tg->shares × this CPU's group load / the group's

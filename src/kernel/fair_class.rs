@@ -14,6 +14,7 @@ use super::features::Feature;
 use super::pelt;
 use super::rt::Policy;
 use super::task::Pid;
+use super::tracepoint::TraceEvent;
 use super::Kernel;
 
 /// How dequeue_task_fair ended.
@@ -454,11 +455,33 @@ impl Kernel {
                     continue 'again;
                 }
                 match se_group(se) {
+                    None if self.decisions => return Some(self.trace_pick(cpu, c, se)),
                     None => return Some(se),
                     Some(g) => c = g,
                 }
             }
         }
+    }
+
+    /// The pick's decision record: task `p`, picked on cfs_rq `c` of `cpu`.
+    /// Returns `p`.
+    #[cold]
+    #[inline(never)]
+    fn trace_pick(&mut self, cpu: usize, c: usize, p: Pid) -> Pid {
+        let env = self.fair_env(cpu);
+        let d = self.cfs_rq(cpu, c).pick_detail(&self.ents(cpu), &env, p);
+        let se = &self.tasks[p].se;
+        self.trace(TraceEvent::Pick {
+            cpu,
+            p,
+            eligible: d.eligible,
+            vruntime: se.vruntime,
+            deadline: se.deadline,
+            lag: d.lag,
+            protected: d.protected,
+            runner_up: d.runner_up,
+        });
+        p
     }
 
     /// The dequeue of a delayed entity the pick met: a task leaves its run

@@ -275,6 +275,11 @@ pub struct Kernel {
     clock_skipped: Option<(usize, Time)>,
     /// Where tracepoints go (--trace, the HTML report); None = off.
     pub tracer: Option<Box<dyn tracepoint::Tracer>>,
+    /// The tracer wants the decision records (`Kernel::set_tracer`).
+    pub decisions: bool,
+    /// While a wakeup preemption's resched is requested, with decision
+    /// records on: the wakee and the rule that fired, for its record.
+    wakeup_rule: Option<(task::Pid, tracepoint::WakeupRule)>,
     /// The progress bar, ticked every `PROGRESS_TICK_EVERY` events; None = off.
     pub progress: Option<Box<dyn ProgressHook>>,
 }
@@ -336,6 +341,8 @@ impl Kernel {
             resched_after: 0,
             clock_skipped: None,
             tracer: None,
+            decisions: false,
+            wakeup_rule: None,
             progress: None,
         }
     }

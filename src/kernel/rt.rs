@@ -8,6 +8,7 @@
 use super::core::Activity;
 use super::preempt::{Cause, Req};
 use super::task::Pid;
+use super::tracepoint::WakeupRule;
 use super::Kernel;
 use crate::engine::{EventKind, Time};
 
@@ -193,7 +194,14 @@ impl Kernel {
             Some(_) => true,
         };
         if preempt && self.now >= self.rqs[cpu].rt.blocked_until {
+            if self.decisions {
+                let rule = self.rqs[cpu]
+                    .curr
+                    .map_or(WakeupRule::Idle, |_| WakeupRule::Rt);
+                self.wakeup_rule = Some((p, rule));
+            }
             self.resched_curr_lazy(cpu, from, Req::HigherClass, Cause::Wakeup);
+            self.wakeup_rule = None;
         }
     }
 

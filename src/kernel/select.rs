@@ -5,6 +5,7 @@
 use super::core::WF_SYNC;
 use super::features::Feature;
 use super::task::{Pid, TaskState};
+use super::tracepoint::{Affine, PlaceWhy};
 use super::Kernel;
 
 /// imbalance_pct of the LLC (MC) sched domain, as sd_init sets it.
@@ -14,8 +15,32 @@ const SMT_IMBALANCE_PCT: i64 = 110;
 /// node_reclaim_distance: NUMA levels farther apart lose SD_WAKE_AFFINE.
 const NODE_RECLAIM_DISTANCE: u32 = 30;
 
+/// Where select_task_rq put a wakee and why (its decision record's
+/// fields).
+#[derive(Clone, Copy, Debug)]
+pub struct Placed {
+    pub cpu: usize,
+    pub affine: Affine,
+    pub why: PlaceWhy,
+    /// CPUs select_idle_cpu visited.
+    pub scanned: u32,
+}
+
+impl Placed {
+    /// A placement made before wake_affine and the idle scan.
+    pub fn at(cpu: usize, why: PlaceWhy) -> Placed {
+        Placed {
+            cpu,
+            affine: Affine::Skipped,
+            why,
+            scanned: 0,
+        }
+    }
+}
+
 impl Kernel {
-    /// select_task_rq_fair for a wakeup (WF_TTWU).
+    /// select_task_rq_fair for a wakeup (WF_TTWU): the CPU and how it was
+    /// chosen.
     pub fn select_task_rq(
         &mut self,
         p: Pid,
@@ -23,13 +48,14 @@ impl Kernel {
         wake_flags: u32,
         this: usize,
         waker: Option<Pid>,
-    ) -> usize {
+    ) -> Placed {
         let ncpus = self.machine.nr_cpus();
         if self.tasks[p].nr_cpus_allowed(ncpus) == 1 {
-            return self.tasks[p].allowed.as_ref().map_or(prev, |v| v[0]);
+            let cpu = self.tasks[p].allowed.as_ref().map_or(prev, |v| v[0]);
+            return Placed::at(cpu, PlaceWhy::Pinned);
         }
         if self.is_rt(p) {
-            return self.select_task_rq_rt(p, prev);
+            return Placed::at(self.select_task_rq_rt(p, prev), PlaceWhy::Rt);
         }
         // A dying waker's CPU is about to free up: no sync bias.
         let exiting = waker.is_some_and(|w| self.tasks[w].state == TaskState::Dead);
@@ -37,17 +63,30 @@ impl Kernel {
         if let Some(w) = waker {
             self.record_wakee(w, p);
         }
-        let want_affine =
-            waker.is_some_and(|w| !self.wake_wide(w, p)) && self.tasks[p].is_allowed(this);
-        let mut new_cpu = prev;
+        let wide = waker.is_some_and(|w| self.wake_wide(w, p));
+        let want_affine = waker.is_some() && !wide && self.tasks[p].is_allowed(this);
+        let (mut new_cpu, mut affine) = (prev, Affine::Skipped);
+        if wide {
+            affine = Affine::Wide;
+        }
         if want_affine && this != prev && self.wake_affine_spans(this, prev) {
             new_cpu = self.wake_affine(p, this, prev, sync, waker);
+            affine = if new_cpu == this {
+                Affine::Waker
+            } else {
+                Affine::Prev
+            };
         }
-        let target = self.select_idle_sibling(p, prev, new_cpu, waker);
-        if self.tasks[p].is_allowed(target) {
-            target
-        } else {
-            self.first_allowed(p)
+        let (target, why, scanned) = self.select_idle_sibling(p, prev, new_cpu, waker);
+        let (cpu, why) = match self.tasks[p].is_allowed(target) {
+            true => (target, why),
+            false => (self.first_allowed(p), PlaceWhy::Fallback),
+        };
+        Placed {
+            cpu,
+            affine,
+            why,
+            scanned,
         }
     }
 
@@ -183,19 +222,20 @@ impl Kernel {
     /// select_idle_sibling: target if idle, else prev, else the task's
     /// recent CPU, else an idle SMT sibling of prev (when no core is known
     /// idle), else a scan of the target's LLC. The waker pays for the CPUs
-    /// the scan visits.
+    /// the scan visits. Returns the CPU, the rule that chose it and the
+    /// CPUs the scan visited.
     fn select_idle_sibling(
         &mut self,
         p: Pid,
         prev: usize,
         target: usize,
         waker: Option<Pid>,
-    ) -> usize {
+    ) -> (usize, PlaceWhy, u32) {
         if self.idle_cpu(target) {
-            return target;
+            return (target, PlaceWhy::TargetIdle, 0);
         }
         if prev != target && self.machine.shares_llc(prev, target) && self.idle_cpu(prev) {
-            return prev;
+            return (prev, PlaceWhy::PrevIdle, 0);
         }
         let recent = self.tasks[p].recent_used_cpu;
         self.tasks[p].recent_used_cpu = prev;
@@ -205,14 +245,14 @@ impl Kernel {
             && self.idle_cpu(recent)
             && self.tasks[p].is_allowed(recent)
         {
-            return recent;
+            return (recent, PlaceWhy::RecentIdle, 0);
         }
         let llc = self.machine.cpus[target].llc;
         let smt = self.machine.smt_width() > 1;
         let has_idle_core = smt && self.has_idle_cores[llc];
         if smt && !has_idle_core && self.machine.shares_llc(prev, target) {
             if let Some(c) = self.select_idle_smt(p, prev) {
-                return c;
+                return (c, PlaceWhy::IdleSmt, 0);
             }
         }
         let (found, scanned) = self.select_idle_cpu(p, target, has_idle_core);
@@ -220,7 +260,10 @@ impl Kernel {
         if let Some(w) = waker {
             self.tasks[w].prog.overhead += scanned * self.machine.cost.sis_scan_per_cpu_ns;
         }
-        found.unwrap_or(target)
+        match found {
+            Some(c) => (c, PlaceWhy::IdleScan, scanned as u32),
+            None => (target, PlaceWhy::NoIdle, scanned as u32),
+        }
     }
 
     /// select_idle_smt: an idle sibling of `prev` in its LLC.

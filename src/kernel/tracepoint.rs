@@ -2,7 +2,14 @@
 //! (the trace writers and the HTML report, in the layers above), and the
 //! calls in the kernel model. Each call is one line in the model and costs
 //! one predictable branch when tracing is off.
+//!
+//! Besides the kernel's tracepoints there are schedlab's decision records
+//! (`Pick`, `Place`, `Resched`): why the model chose what it chose. They
+//! are built only when the tracer asks for them ([`Tracer::decisions`]),
+//! behind one more branch on `Kernel::decisions`, and change nothing.
 
+use super::preempt::Cause;
+use super::select::Placed;
 use super::task::{Pid, TaskState};
 use super::Kernel;
 use std::io;
@@ -37,16 +44,182 @@ pub enum TraceEvent {
     Fork { cpu: usize, parent: Pid, child: Pid },
     /// trace_sched_process_exit
     Exit { p: Pid },
+    /// Decision record of pick_task_fair (__pick_eevdf) on the cfs_rq
+    /// where task `p` was picked: how many entities there were eligible,
+    /// p's vruntime, deadline and lag (avg_vruntime − vruntime), whether
+    /// slice protection kept curr against an earlier eligible deadline,
+    /// and the best other eligible task (a group entity there counts
+    /// toward `eligible` but is no runner-up).
+    Pick {
+        cpu: usize,
+        p: Pid,
+        eligible: u32,
+        vruntime: i64,
+        deadline: i64,
+        lag: i64,
+        protected: bool,
+        runner_up: Option<Pid>,
+    },
+    /// Decision record of a wakeup's placement (select_task_rq_fair and
+    /// ttwu_queue): the woken task's previous CPU, the waking CPU `cpu`,
+    /// the CPU chosen, wake_affine's verdict, the rule that chose the CPU,
+    /// the CPUs select_idle_cpu visited, and whether the wakeup went
+    /// through the target's wakelist.
+    Place {
+        cpu: usize,
+        p: Pid,
+        prev: usize,
+        target: usize,
+        affine: Affine,
+        why: PlaceWhy,
+        scanned: u32,
+        wakelist: bool,
+    },
+    /// Decision record of a need-resched bit newly set on `cpu` (full or
+    /// `lazy`), with its cause; for a wakeup preemption the wakee and the
+    /// rule of check_preempt_wakeup_fair that fired.
+    Resched {
+        cpu: usize,
+        curr: Option<Pid>,
+        cause: Cause,
+        lazy: bool,
+        wakee: Option<(Pid, WakeupRule)>,
+    },
+}
+
+/// wake_affine's part in a placement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Affine {
+    /// Not asked: no waker task, the waker's CPU is prev or not allowed,
+    /// or no SD_WAKE_AFFINE domain spans both.
+    Skipped,
+    /// wake_wide: the waker has many wakees; spread them.
+    Wide,
+    /// wake_affine chose the waker's CPU.
+    Waker,
+    /// wake_affine kept prev.
+    Prev,
+}
+
+/// Which rule chose the CPU of a placement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlaceWhy {
+    /// One allowed CPU.
+    Pinned,
+    /// The RT class placed it (select_task_rq_rt).
+    Rt,
+    /// select_idle_sibling: the target (prev or the waker's CPU) is idle.
+    TargetIdle,
+    /// select_idle_sibling: prev is idle and shares the target's LLC.
+    PrevIdle,
+    /// select_idle_sibling: the task's recent_used_cpu is idle.
+    RecentIdle,
+    /// select_idle_smt: an idle SMT sibling of prev.
+    IdleSmt,
+    /// select_idle_cpu found an idle CPU (or core) in the LLC.
+    IdleScan,
+    /// No idle CPU found: the target, busy.
+    NoIdle,
+    /// The target is not allowed: the first allowed CPU.
+    Fallback,
+    /// Still queued (a delayed dequeue): requeued where it is
+    /// (ttwu_runnable).
+    Queued,
+    /// Still switching out of prev: queued on prev's wakelist.
+    OnCpu,
+}
+
+/// The rule of check_preempt_wakeup_fair (or the class check) that made
+/// a wakeup preempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeupRule {
+    /// The CPU was idle.
+    Idle,
+    /// curr is SCHED_IDLE and the wakee is not.
+    SchedIdle,
+    /// PREEMPT_SHORT: the wakee's shorter slice overrides curr's
+    /// protection and it is the pick.
+    Short,
+    /// The wakee is eligible with an earlier deadline than curr (and curr
+    /// is not protected): it is the pick.
+    Deadline,
+    /// Pre-EEVDF CFS: wakeup_preempt_entity's vruntime gap.
+    Legacy,
+    /// An RT wakee preempts a fair task or a lower-priority RT one.
+    Rt,
+}
+
+impl Affine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Affine::Skipped => "none",
+            Affine::Wide => "wide",
+            Affine::Waker => "waker",
+            Affine::Prev => "prev",
+        }
+    }
+}
+
+impl PlaceWhy {
+    pub fn name(self) -> &'static str {
+        match self {
+            PlaceWhy::Pinned => "pinned",
+            PlaceWhy::Rt => "rt",
+            PlaceWhy::TargetIdle => "target-idle",
+            PlaceWhy::PrevIdle => "prev-idle",
+            PlaceWhy::RecentIdle => "recent-idle",
+            PlaceWhy::IdleSmt => "idle-smt",
+            PlaceWhy::IdleScan => "idle-scan",
+            PlaceWhy::NoIdle => "no-idle",
+            PlaceWhy::Fallback => "fallback",
+            PlaceWhy::Queued => "queued",
+            PlaceWhy::OnCpu => "on-cpu",
+        }
+    }
+}
+
+impl WakeupRule {
+    pub fn name(self) -> &'static str {
+        match self {
+            WakeupRule::Idle => "idle",
+            WakeupRule::SchedIdle => "sched-idle",
+            WakeupRule::Short => "short",
+            WakeupRule::Deadline => "deadline",
+            WakeupRule::Legacy => "cfs",
+            WakeupRule::Rt => "rt",
+        }
+    }
+}
+
+/// The name of a resched cause in decision records.
+pub fn cause_name(c: Cause) -> &'static str {
+    match c {
+        Cause::Wakeup => "wakeup",
+        Cause::Tick => "tick",
+        Cause::LazyUpgrade => "lazy-upgrade",
+        Cause::Other => "other",
+    }
 }
 
 /// A consumer of trace events.
 pub trait Tracer {
     fn event(&mut self, k: &Kernel, ev: &TraceEvent);
+    /// Whether it wants the decision records (read once, when installed).
+    fn decisions(&self) -> bool {
+        false
+    }
     /// Called once after the run: complete and commit the output.
     fn finish(self: Box<Self>, k: &Kernel) -> io::Result<()>;
 }
 
 impl Kernel {
+    /// Install `t` as the tracer; the decision records are built from now
+    /// on if it asks for them.
+    pub fn set_tracer(&mut self, t: Option<Box<dyn Tracer>>) {
+        self.decisions = t.as_ref().is_some_and(|t| t.decisions());
+        self.tracer = t;
+    }
+
     /// Hand `ev` to the tracer, if any.
     #[inline(always)]
     pub fn trace(&mut self, ev: TraceEvent) {
@@ -117,5 +290,44 @@ impl Kernel {
     #[inline(always)]
     pub fn trace_exit(&mut self, p: Pid) {
         self.trace(TraceEvent::Exit { p });
+    }
+
+    /// A wakeup's placement record: `p` woken from `from` with previous
+    /// CPU `prev`, placed as `placed`.
+    #[cold]
+    #[inline(never)]
+    pub fn trace_place(
+        &mut self,
+        p: Pid,
+        prev: usize,
+        from: usize,
+        placed: Placed,
+        wakelist: bool,
+    ) {
+        self.trace(TraceEvent::Place {
+            cpu: from,
+            p,
+            prev,
+            target: placed.cpu,
+            affine: placed.affine,
+            why: placed.why,
+            scanned: placed.scanned,
+            wakelist,
+        });
+    }
+
+    /// A newly set need-resched bit's record; a wakeup preemption's wakee
+    /// and rule come from `wakeup_rule`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_resched(&mut self, cpu: usize, lazy: bool, cause: Cause) {
+        let wakee = self.wakeup_rule.filter(|_| cause == Cause::Wakeup);
+        self.trace(TraceEvent::Resched {
+            cpu,
+            curr: self.rqs[cpu].curr,
+            cause,
+            lazy,
+            wakee,
+        });
     }
 }

@@ -104,10 +104,12 @@ pub fn load_scenario(
     if let Some(out) = out {
         set_output(&mut t, out)?;
         for (k, v) in out.trace.keys() {
-            src.set_by(
-                &format!("output.{k}"),
-                format!("--{} {v}", k.replace('_', "-")),
-            );
+            let flag = format!("--{}", k.replace('_', "-"));
+            let by = match v {
+                Value::String(v) => format!("{flag} {v}"),
+                _ => flag,
+            };
+            src.set_by(&format!("output.{k}"), by);
         }
     }
     for kv in args.sets.iter().chain(extra) {
@@ -205,7 +207,7 @@ pub fn set_output(t: &mut toml::Table, out: &OutArgs) -> Result<(), InputError> 
         )?;
     }
     for (k, v) in out.trace.keys() {
-        set_key(t, &format!("output.{k}"), Value::String(v))?;
+        set_key(t, &format!("output.{k}"), v)?;
     }
     Ok(())
 }

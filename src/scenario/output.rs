@@ -62,6 +62,13 @@ pub fn output_key(out: &mut Output, key: &str, v: &toml::Value) -> Result<(), St
             let pelt = s()?.split(',').map(|x| x.trim().to_string()).collect();
             out.trace = Some(TraceOptions { pelt, ..trace() });
         }
+        "trace_decisions" => {
+            let decisions = v.as_bool().ok_or("must be true or false")?;
+            out.trace = Some(TraceOptions {
+                decisions,
+                ..trace()
+            });
+        }
         "html" => out.html = Some(s()?),
         _ => {
             let known = super::keys::names_under("output").join(", ");

@@ -354,6 +354,8 @@ impl DatWriter {
                 self.task(k, Some(p), cpu);
                 self.commit(cpu, now)?;
             }
+            // A trace.dat holds the kernel's tracepoints only.
+            _ => {}
         }
         Ok(())
     }

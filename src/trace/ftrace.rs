@@ -10,7 +10,7 @@
 
 use super::{prev_state, prio, Selection, TraceFile, SEND_AT};
 use crate::kernel::task::{Pid, TaskState};
-use crate::kernel::tracepoint::{TraceEvent, Tracer};
+use crate::kernel::tracepoint::{cause_name, TraceEvent, Tracer};
 use crate::kernel::Kernel;
 use std::io::{self, Write};
 
@@ -198,10 +198,18 @@ pub struct FtraceWriter {
     cpu_last: Vec<(u64, u64)>,
     /// Last (util_avg, load_avg) written per selected task.
     task_last: Vec<(u64, u64)>,
+    /// Write the decision records (--trace-decisions).
+    decisions: bool,
 }
 
 impl FtraceWriter {
-    pub fn new(out: TraceFile, window: Option<(u64, u64)>, sel: Selection, k: &Kernel) -> Self {
+    pub fn new(
+        out: TraceFile,
+        window: Option<(u64, u64)>,
+        sel: Selection,
+        decisions: bool,
+        k: &Kernel,
+    ) -> Self {
         let mut w = FtraceWriter {
             out,
             buf: Vec::with_capacity(SEND_AT + 4096),
@@ -213,6 +221,7 @@ impl FtraceWriter {
             stamp: (u64::MAX, Vec::new()),
             cpu_last: vec![(u64::MAX, u64::MAX); k.rqs.len()],
             task_last: Vec::new(),
+            decisions,
         };
         w.header(k.rqs.len());
         w
@@ -434,6 +443,76 @@ impl FtraceWriter {
                 self.who(k, p);
                 self.buf.push(b'\n');
             }
+            _ if self.decisions => self.decision(k, ev),
+            _ => {}
+        }
+    }
+
+    /// A decision record (docs/explain.md): `schedlab_pick`,
+    /// `schedlab_place` or `schedlab_resched`, pids as the trace's.
+    fn decision(&mut self, k: &Kernel, ev: &TraceEvent) {
+        let pid = |p: Pid| k.tasks[p].pid as i64;
+        let opt = |p: Option<Pid>| p.map_or(-1, pid);
+        match *ev {
+            TraceEvent::Pick {
+                cpu,
+                p,
+                eligible,
+                vruntime,
+                deadline,
+                lag,
+                protected,
+                runner_up,
+            } => {
+                self.prefix(k, k.trace_ctx(cpu), cpu, b"d..2 ", b"schedlab_pick: ");
+                let _ = writeln!(
+                    self.buf,
+                    "cpu={cpu} pid={} eligible={eligible} vruntime={vruntime} deadline={deadline} \
+                     lag={lag} protected={} runner_up={}",
+                    pid(p),
+                    u8::from(protected),
+                    opt(runner_up)
+                );
+            }
+            TraceEvent::Place {
+                cpu,
+                p,
+                prev,
+                target,
+                affine,
+                why,
+                scanned,
+                wakelist,
+            } => {
+                self.prefix(k, k.trace_ctx(cpu), cpu, b"d..2 ", b"schedlab_place: ");
+                let _ = writeln!(
+                    self.buf,
+                    "pid={} prev_cpu={prev} waker_cpu={cpu} target_cpu={target} affine={} \
+                     why={} scanned={scanned} wakelist={}",
+                    pid(p),
+                    affine.name(),
+                    why.name(),
+                    u8::from(wakelist)
+                );
+            }
+            TraceEvent::Resched {
+                cpu,
+                curr,
+                cause,
+                lazy,
+                wakee,
+            } => {
+                self.prefix(k, k.trace_ctx(cpu), cpu, b"d..2 ", b"schedlab_resched: ");
+                let (w, rule) = wakee.map_or((-1, "-"), |(w, r)| (pid(w), r.name()));
+                let _ = writeln!(
+                    self.buf,
+                    "cpu={cpu} curr={} cause={} lazy={} wakee={w} rule={rule}",
+                    curr.map_or(0, pid),
+                    cause_name(cause),
+                    u8::from(lazy)
+                );
+            }
+            _ => {}
         }
     }
 }
@@ -445,6 +524,10 @@ impl Tracer for FtraceWriter {
         }
         self.write(k, ev);
         self.out.flush_full(&mut self.buf, k.now);
+    }
+
+    fn decisions(&self) -> bool {
+        self.decisions
     }
 
     fn finish(self: Box<Self>, _k: &Kernel) -> io::Result<()> {

@@ -67,6 +67,8 @@ pub struct TraceOptions {
     pub window: Option<(u64, u64)>,
     /// Tasks (by pid or comm) whose PELT signals are written as counters.
     pub pelt: Vec<String>,
+    /// Write the decision records (ftrace text only).
+    pub decisions: bool,
 }
 
 impl TraceOptions {
@@ -91,7 +93,13 @@ impl TraceOptions {
             names: self.pelt.clone(),
         };
         Ok(match self.format {
-            Format::Ftrace => Box::new(ftrace::FtraceWriter::new(file, self.window, sel, k)),
+            Format::Ftrace => Box::new(ftrace::FtraceWriter::new(
+                file,
+                self.window,
+                sel,
+                self.decisions,
+                k,
+            )),
             Format::Chrome => Box::new(chrome::ChromeWriter::new(file, self.window, sel, k)),
             Format::Dat => Box::new(dat::DatWriter::new(file, self.window, k)?),
         })
@@ -364,6 +372,10 @@ impl Tracer for Tee {
         }
     }
 
+    fn decisions(&self) -> bool {
+        self.0.iter().any(|t| t.decisions())
+    }
+
     fn finish(self: Box<Self>, k: &Kernel) -> io::Result<()> {
         for t in self.0 {
             t.finish(k)?;
@@ -390,6 +402,10 @@ pub struct TraceArgs {
     /// Tasks (pid or comm, comma-separated) whose PELT signals become trace counters [output.trace_pelt]
     #[arg(long, value_name = "TASKS")]
     pub trace_pelt: Option<String>,
+    /// Add schedlab's decision records to an ftrace text trace: each pick, wakeup placement and
+    /// resched request with its numbers (docs/explain.md) [output.trace_decisions]
+    #[arg(long)]
+    pub trace_decisions: bool,
     /// Write a self-contained HTML report to this file [output.html]
     #[arg(long, value_name = "PATH")]
     pub html: Option<String>,
@@ -397,8 +413,8 @@ pub struct TraceArgs {
 
 impl TraceArgs {
     /// The `[output]` keys these flags set.
-    pub fn keys(&self) -> Vec<(&'static str, String)> {
-        [
+    pub fn keys(&self) -> Vec<(&'static str, toml::Value)> {
+        let mut keys: Vec<_> = [
             ("trace", &self.trace),
             ("trace_format", &self.trace_format),
             ("trace_window", &self.trace_window),
@@ -406,7 +422,11 @@ impl TraceArgs {
             ("html", &self.html),
         ]
         .into_iter()
-        .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
-        .collect()
+        .filter_map(|(k, v)| v.clone().map(|v| (k, toml::Value::String(v))))
+        .collect();
+        if self.trace_decisions {
+            keys.push(("trace_decisions", toml::Value::Boolean(true)));
+        }
+        keys
     }
 }

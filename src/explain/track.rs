@@ -1,0 +1,487 @@
+//! The two in-process tracers of `explain`: `Finder` follows every task
+//! the selector names and keeps the wait to explain; `Recorder` follows
+//! that one task again, with the decision records, around that wait.
+//!
+//! A task's phases are the ones its ftrace trace shows: running from its
+//! sched_switch in; runnable from its sched_wakeup (or wakeup_new), or a
+//! switch out in state R; sleeping from a switch out in any other state.
+
+use crate::engine::Time;
+use crate::kernel::preempt::Cause;
+use crate::kernel::task::{Pid, TaskState};
+use crate::kernel::tracepoint::{Affine, PlaceWhy, TraceEvent, Tracer, WakeupRule};
+use crate::kernel::Kernel;
+use std::collections::VecDeque;
+use std::io;
+use std::sync::{Arc, Mutex};
+
+/// Where a tracer leaves what it found when the run finishes.
+pub type Slot<T> = Arc<Mutex<Option<T>>>;
+
+fn put<T>(slot: &Slot<T>, v: T) {
+    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+}
+
+/// The tasks a `--task` names: a pid, or every task of a comm.
+#[derive(Clone, Debug)]
+pub enum Selector {
+    Pid(u32),
+    Comm(String),
+}
+
+impl Selector {
+    pub fn parse(s: &str) -> Selector {
+        match s.parse() {
+            Ok(n) => Selector::Pid(n),
+            Err(_) => Selector::Comm(s.to_string()),
+        }
+    }
+
+    pub fn matches(&self, k: &Kernel, p: Pid) -> bool {
+        match self {
+            Selector::Pid(n) => k.tasks[p].pid == *n,
+            Selector::Comm(c) => k.tasks[p].comm == *c,
+        }
+    }
+}
+
+/// A task's phase, as its trace shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Unknown,
+    Running,
+    Runnable,
+    Sleeping,
+}
+
+/// One runnable wait: the task, on which CPU, from when to when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wait {
+    pub pid: Pid,
+    pub cpu: usize,
+    pub start: Time,
+    pub end: Time,
+}
+
+impl Wait {
+    pub fn ns(&self) -> u64 {
+        self.end - self.start
+    }
+}
+
+/// Which wait to explain: the longest (`at` None) or the one around `at`.
+fn better(w: &Wait, than: &Wait, at: Option<Time>) -> bool {
+    let Some(t) = at else {
+        return w.ns() > than.ns();
+    };
+    // Covering `at` (the longest), then the next to start, then the last.
+    let key = |w: &Wait| match (w.start <= t, t < w.end) {
+        (true, true) => (0, u64::MAX - w.ns()),
+        (false, _) => (1, w.start),
+        (true, false) => (2, u64::MAX - w.end),
+    };
+    key(w) < key(than)
+}
+
+/// Pass 1: every selected task's waits, keeping the one to explain.
+pub struct Finder {
+    sel: Selector,
+    at: Option<Time>,
+    /// Per task: its phase and since when.
+    phase: Vec<(Phase, Time)>,
+    best: Option<Wait>,
+    slot: Slot<Option<Wait>>,
+}
+
+impl Finder {
+    pub fn new(sel: Selector, at: Option<Time>, slot: Slot<Option<Wait>>) -> Finder {
+        Finder {
+            sel,
+            at,
+            phase: Vec::new(),
+            best: None,
+            slot,
+        }
+    }
+
+    fn set(&mut self, k: &Kernel, p: Pid, to: Phase) {
+        if !self.sel.matches(k, p) {
+            return;
+        }
+        if self.phase.len() <= p {
+            self.phase
+                .resize(k.tasks.len().max(p + 1), (Phase::Unknown, 0));
+        }
+        let (was, since) = self.phase[p];
+        if was == Phase::Runnable && to == Phase::Running {
+            let w = Wait {
+                pid: p,
+                cpu: k.tasks[p].cpu,
+                start: since,
+                end: k.now,
+            };
+            if self.best.is_none_or(|b| better(&w, &b, self.at)) {
+                self.best = Some(w);
+            }
+        }
+        if !(to == Phase::Runnable && matches!(was, Phase::Running | Phase::Runnable)) {
+            self.phase[p] = (to, k.now);
+        }
+    }
+}
+
+/// The phase a task switched out in `state` enters.
+fn out_phase(state: TaskState) -> Phase {
+    match state {
+        TaskState::Running => Phase::Runnable,
+        _ => Phase::Sleeping,
+    }
+}
+
+impl Tracer for Finder {
+    fn event(&mut self, k: &Kernel, ev: &TraceEvent) {
+        match *ev {
+            TraceEvent::Switch {
+                prev,
+                prev_state,
+                next,
+                ..
+            } => {
+                if let Some(p) = prev {
+                    self.set(k, p, out_phase(prev_state));
+                }
+                if let Some(n) = next {
+                    self.set(k, n, Phase::Running);
+                }
+            }
+            TraceEvent::Wakeup { p, .. } | TraceEvent::WakeupNew { p, .. } => {
+                self.set(k, p, Phase::Runnable)
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(self: Box<Self>, _k: &Kernel) -> io::Result<()> {
+        put(&self.slot, self.best);
+        Ok(())
+    }
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Switched out in state R without a preemption (a yield).
+    Yielded,
+    /// Preempted; the resched request that did it, if seen.
+    Preempted(Option<Resched>),
+    Slept,
+    Exited,
+    /// Still running when the record stops.
+    Open,
+}
+
+/// A resched request's record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resched {
+    pub at: Time,
+    pub cause: Cause,
+    pub lazy: bool,
+    pub wakee: Option<(Pid, WakeupRule)>,
+}
+
+/// Who woke the task, from which CPU, and where it was placed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Woken {
+    /// The waker task (None: an interrupt, e.g. a timer).
+    pub waker: Option<Pid>,
+    pub from: usize,
+    pub place: Option<Place>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub prev: usize,
+    pub target: usize,
+    pub affine: Affine,
+    pub why: PlaceWhy,
+    pub scanned: u32,
+    pub wakelist: bool,
+}
+
+/// One phase of the task: start, end, CPU, and how it began or ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interval {
+    pub phase: Phase,
+    pub cpu: usize,
+    pub start: Time,
+    pub end: Option<Time>,
+    /// A runnable wait that began with a wakeup: who and where.
+    pub woken: Option<Woken>,
+    /// A run: how it ended.
+    pub ended: Ended,
+}
+
+/// The numbers of a pick on the waiting task's CPU, and the waiting
+/// task's own at that moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PickRec {
+    pub at: Time,
+    pub picked: Pid,
+    pub eligible: u32,
+    pub deadline: i64,
+    pub lag: i64,
+    pub protected: bool,
+    pub runner_up: Option<Pid>,
+    /// The waiting task: eligible, deadline, lag (None: not a fair task
+    /// queued on that CPU's cfs_rq, e.g. still on its way).
+    pub waiter: Option<(bool, i64, i64)>,
+}
+
+/// Intervals kept before the wait.
+const BEFORE: usize = 4;
+
+/// Pass 2: the story of one task around one wait.
+pub struct Recorder {
+    w: Wait,
+    cur: Option<Interval>,
+    pub before: VecDeque<Interval>,
+    pub wait: Option<Interval>,
+    pub after: Option<Interval>,
+    /// Who ran on the wait's CPU from when (None: idle).
+    pub behind: Vec<(Option<Pid>, Time)>,
+    pub picks: Vec<PickRec>,
+    /// Migrations during the wait: when, from, to.
+    pub moves: Vec<(Time, usize, usize)>,
+    woken: Option<Woken>,
+    /// The last resched request per CPU.
+    resched: Vec<Option<Resched>>,
+    slot: Slot<Recorder>,
+}
+
+impl Recorder {
+    pub fn new(w: Wait, ncpus: usize, slot: Slot<Recorder>) -> Recorder {
+        Recorder {
+            w,
+            cur: None,
+            before: VecDeque::new(),
+            wait: None,
+            after: None,
+            behind: Vec::new(),
+            picks: Vec::new(),
+            moves: Vec::new(),
+            woken: None,
+            resched: vec![None; ncpus],
+            slot,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.after.is_some()
+    }
+
+    /// The open interval is the wait to explain.
+    fn in_wait(&self) -> bool {
+        let c = self.cur.as_ref();
+        self.wait.is_none()
+            && c.is_some_and(|c| c.phase == Phase::Runnable && c.start == self.w.start)
+    }
+
+    /// The task enters `phase` on `cpu`: close the open interval.
+    fn begin(&mut self, k: &Kernel, phase: Phase, cpu: usize, ended: Ended) {
+        if let Some(mut c) = self.cur.take() {
+            c.end = Some(k.now);
+            if c.phase == Phase::Running {
+                c.ended = ended;
+            }
+            self.file(c);
+        }
+        let woken = (phase == Phase::Runnable)
+            .then(|| self.woken.take())
+            .flatten();
+        self.cur = Some(Interval {
+            phase,
+            cpu,
+            start: k.now,
+            end: None,
+            woken,
+            ended: Ended::Open,
+        });
+        if self.in_wait() {
+            self.behind
+                .push((k.rqs[cpu].curr.filter(|&c| c != self.w.pid), k.now));
+        }
+    }
+
+    /// A finished interval goes before, as the wait, or after it.
+    fn file(&mut self, c: Interval) {
+        if self.wait.is_none() && c.phase == Phase::Runnable && c.start == self.w.start {
+            self.wait = Some(c);
+        } else if self.wait.is_none() {
+            self.before.push_back(c);
+            if self.before.len() > BEFORE {
+                self.before.pop_front();
+            }
+        } else if self.after.is_none() {
+            self.after = Some(c);
+        }
+    }
+
+    fn switch(
+        &mut self,
+        k: &Kernel,
+        cpu: usize,
+        (prev, next): (Option<Pid>, Option<Pid>),
+        st: TaskState,
+        pre: bool,
+    ) {
+        let me = self.w.pid;
+        if prev == Some(me) {
+            let ended = match (out_phase(st), pre) {
+                (_, _) if k.tasks[me].state == TaskState::Dead => Ended::Exited,
+                (Phase::Runnable, true) => Ended::Preempted(self.resched[cpu]),
+                (Phase::Runnable, false) => Ended::Yielded,
+                _ => Ended::Slept,
+            };
+            self.begin(k, out_phase(st), cpu, ended);
+        }
+        if next == Some(me) {
+            self.begin(k, Phase::Running, cpu, Ended::Open);
+        } else if self.in_wait() && self.cur.as_ref().is_some_and(|c| c.cpu == cpu) {
+            self.behind.push((next, k.now));
+        }
+    }
+
+    fn pick(&mut self, k: &Kernel, ev: &TraceEvent) {
+        let TraceEvent::Pick {
+            cpu,
+            p,
+            eligible,
+            deadline,
+            lag,
+            protected,
+            runner_up,
+            ..
+        } = *ev
+        else {
+            return;
+        };
+        if !self.in_wait() || self.cur.as_ref().is_none_or(|c| c.cpu != cpu) {
+            return;
+        }
+        self.picks.push(PickRec {
+            at: k.now,
+            picked: p,
+            eligible,
+            deadline,
+            lag,
+            protected,
+            runner_up,
+            waiter: waiter_view(k, self.w.pid, cpu),
+        });
+    }
+}
+
+/// The waiting task's eligibility, deadline and lag on `cpu`.
+fn waiter_view(k: &Kernel, p: Pid, cpu: usize) -> Option<(bool, i64, i64)> {
+    let t = &k.tasks[p];
+    if !t.se.on_rq || t.cpu != cpu || k.is_rt(p) {
+        return None;
+    }
+    let (cfs, ents) = (k.cfs_rq(cpu, t.tg), k.ents(cpu));
+    let lag = cfs.avg_vruntime(&ents) - t.se.vruntime;
+    Some((cfs.entity_eligible(&ents, p), t.se.deadline, lag))
+}
+
+impl Tracer for Recorder {
+    fn event(&mut self, k: &Kernel, ev: &TraceEvent) {
+        if self.done() {
+            return;
+        }
+        let me = self.w.pid;
+        match *ev {
+            TraceEvent::Switch {
+                cpu,
+                prev,
+                prev_state,
+                next,
+                preempt,
+            } => self.switch(k, cpu, (prev, next), prev_state, preempt),
+            TraceEvent::Waking { cpu, p, waker } if p == me => {
+                self.woken = Some(Woken {
+                    waker,
+                    from: cpu,
+                    place: None,
+                })
+            }
+            TraceEvent::Place {
+                p,
+                prev,
+                target,
+                affine,
+                why,
+                scanned,
+                wakelist,
+                ..
+            } if p == me => {
+                let place = Place {
+                    prev,
+                    target,
+                    affine,
+                    why,
+                    scanned,
+                    wakelist,
+                };
+                if let Some(w) = &mut self.woken {
+                    w.place = Some(place);
+                }
+            }
+            TraceEvent::Wakeup { p, target, .. } | TraceEvent::WakeupNew { p, target, .. }
+                if p == me =>
+            {
+                let phase = self.cur.as_ref().map(|c| c.phase);
+                if !matches!(phase, Some(Phase::Running | Phase::Runnable)) {
+                    self.begin(k, Phase::Runnable, target, Ended::Open);
+                }
+            }
+            TraceEvent::Migrate { p, orig, dest } if p == me => {
+                if self.in_wait() {
+                    self.behind.push((k.rqs[dest].curr, k.now));
+                    self.moves.push((k.now, orig, dest));
+                }
+                if let Some(c) = &mut self.cur {
+                    c.cpu = dest;
+                }
+            }
+            TraceEvent::Pick { .. } => self.pick(k, ev),
+            TraceEvent::Resched {
+                cpu,
+                cause,
+                lazy,
+                wakee,
+                ..
+            } => {
+                self.resched[cpu] = Some(Resched {
+                    at: k.now,
+                    cause,
+                    lazy,
+                    wakee,
+                })
+            }
+            _ => {}
+        }
+    }
+
+    fn decisions(&self) -> bool {
+        true
+    }
+
+    fn finish(mut self: Box<Self>, k: &Kernel) -> io::Result<()> {
+        if let Some(mut c) = self.cur.take() {
+            c.end = c.end.or(Some(k.now));
+            self.file(c);
+        }
+        let slot = self.slot.clone();
+        put(&slot, *self);
+        Ok(())
+    }
+}

@@ -1,0 +1,170 @@
+//! The decision records (`--trace-decisions`) and `schedlab explain`.
+
+mod common;
+use common::{json_of, line_field, line_ts, schedlab, tmp};
+
+const RUN: &[&str] = &[
+    "run",
+    "--machine",
+    "vm-2",
+    "-w",
+    "hackbench:groups=1,loops=20",
+];
+
+/// The ftrace text of RUN, with extra flags.
+fn trace_of(name: &str, extra: &[&str]) -> String {
+    let path = tmp(name);
+    let p = path.display().to_string();
+    let mut args = RUN.to_vec();
+    args.extend(["--trace", &p, "-q"]);
+    args.extend(extra);
+    let (rc, _, err) = schedlab(&args);
+    assert_eq!(rc, 0, "{err}");
+    std::fs::read_to_string(&path).unwrap()
+}
+
+#[test]
+fn decision_lines_only_with_the_flag_and_nothing_else_changes() {
+    let plain = trace_of("plain.txt", &[]);
+    let with = trace_of("decisions.txt", &["--trace-decisions"]);
+    assert!(
+        !plain.contains("schedlab_"),
+        "decision lines without the flag"
+    );
+    for ev in ["schedlab_pick: ", "schedlab_place: ", "schedlab_resched: "] {
+        assert!(with.contains(ev), "no {ev} line");
+    }
+    let pick = with
+        .lines()
+        .find(|l| l.contains("schedlab_pick: "))
+        .unwrap();
+    for key in [
+        "cpu=",
+        "pid=",
+        "eligible=",
+        "vruntime=",
+        "deadline=",
+        "lag=",
+        "protected=",
+        "runner_up=",
+    ] {
+        assert!(!line_field(pick, key).is_empty(), "{key} missing: {pick}");
+    }
+    // The records are extra lines: the rest is the trace without them.
+    let rest: String = (with.lines())
+        .filter(|l| !l.contains(": schedlab_"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(rest == plain, "the flag changed the kernel's own lines");
+    // And building them changes no result.
+    let p = tmp("d.txt").display().to_string();
+    let mut traced = RUN[1..].to_vec();
+    traced.extend(["--trace", &p, "--trace-decisions"]);
+    let mut a = vec!["run"];
+    a.extend(traced);
+    assert_eq!(json_of(&a, "d.json"), json_of(RUN, "p.json"));
+}
+
+/// The longest wakeup/preemption → switch-in wait of the tasks named
+/// `comm` in an ftrace text trace: (wait ns, pid).
+fn worst_wait_in(trace: &str, comm: &str) -> (u64, String) {
+    let ns = |l: &str| {
+        let (s, f) = line_ts(l)
+            .split_once('.')
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .unwrap();
+        s.trim().parse::<u64>().unwrap() * 1_000_000_000 + f.parse::<u64>().unwrap()
+    };
+    let mut since: std::collections::HashMap<String, Option<u64>> = Default::default();
+    let mut running: std::collections::HashSet<String> = Default::default();
+    let mut best = (0, String::new());
+    for l in trace.lines() {
+        if l.contains(": sched_wakeup") && line_field(l, "comm=") == comm {
+            let pid = line_field(l, "pid=").to_string();
+            if !running.contains(&pid) && since.get(&pid).copied().flatten().is_none() {
+                since.insert(pid, Some(ns(l)));
+            }
+        } else if l.contains(": sched_switch: ") {
+            let prev = line_field(l, "prev_pid=").to_string();
+            if line_field(l, "prev_comm=") == comm {
+                running.remove(&prev);
+                let runnable = line_field(l, "prev_state=").starts_with('R');
+                since.insert(prev, runnable.then(|| ns(l)));
+            }
+            let next = line_field(l, "next_pid=").to_string();
+            if line_field(l, "next_comm=") == comm {
+                if let Some(Some(t)) = since.insert(next.clone(), None) {
+                    if ns(l) - t > best.0 {
+                        best = (ns(l) - t, next.clone());
+                    }
+                }
+                running.insert(next);
+            }
+        }
+    }
+    best
+}
+
+#[test]
+fn explain_worst_wait_is_the_longest_wait_the_trace_shows() {
+    let trace = trace_of("explain.txt", &[]);
+    let (want, pid) = worst_wait_in(&trace, "hackbench-recv");
+    assert!(want > 0);
+    let mut args = vec!["explain"];
+    args.extend(&RUN[1..]);
+    args.extend(["--task", "hackbench-recv", "--worst-wait"]);
+    let (rc, out, err) = schedlab(&args);
+    assert_eq!(rc, 0, "{err}");
+    let head = out.lines().next().unwrap();
+    assert!(
+        head.contains(&format!("(pid {pid})")),
+        "{head}, want pid {pid}"
+    );
+    let ms = format!("{}.{:06} ms", want / 1_000_000, want % 1_000_000);
+    assert!(
+        head.contains(&format!(": {ms} on CPU")),
+        "{head}, want {ms}"
+    );
+    // The table marks the same wait, and the picks end with the task's own.
+    let row = out.lines().find(|l| l.contains("<== this wait")).unwrap();
+    assert!(row.contains(&ms), "{row}");
+    assert!(out.contains("\nWhy: "), "{out}");
+    // --at inside that wait tells the same one.
+    let start = head
+        .split(", from ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let mut at = vec!["explain"];
+    at.extend(&RUN[1..]);
+    let t = format!("{}ns", start.replace('.', "").trim_start_matches('0'));
+    at.extend(["--task", &pid, "--at", &t]);
+    let (rc, out2, err) = schedlab(&at);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out2.lines().next().unwrap().contains(&ms), "{out2}");
+}
+
+#[test]
+fn explain_bad_input_exits_2() {
+    let mut args = vec!["explain"];
+    args.extend(&RUN[1..]);
+    let run = |extra: &[&str]| {
+        let mut a = args.clone();
+        a.extend(extra);
+        schedlab(&a)
+    };
+    let (rc, _, err) = run(&["--task", "hackbench-recx"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains("did you mean `hackbench-recv`"), "{err}");
+    assert!(err.contains("hackbench-send"), "{err}");
+    let (rc, _, err) = run(&["--task", "hackbench-recv", "--at", "3"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains("--at") && err.contains("unit"), "{err}");
+    let (rc, _, _) = run(&["--task", "hackbench-recv", "--at", "3ms", "--worst-wait"]);
+    assert_eq!(rc, 2);
+    let (rc, _, err) = schedlab(&["explain", "--task", "x", "--set", "kernel.bogus=1"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains("kernel.bogus"), "{err}");
+}
