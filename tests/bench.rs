@@ -41,6 +41,11 @@ fn selected_cases_run_in_order_and_reach_the_json() {
         assert!(c["peak_rss_kib"].as_u64().unwrap() > 0, "{c}");
         assert!(c["process_wall_ns"].as_u64() >= c["run_wall_ns"].as_u64());
         assert!(out.contains(c["name"].as_str().unwrap()), "{out}");
+        // The half run, for the steady-state cost: cut at half the time.
+        let half = &c["half"];
+        assert_eq!(half["sim_ns"], c["sim_ns"].as_u64().unwrap() / 2, "{c}");
+        let sw = half["switches"].as_u64().unwrap();
+        assert!(sw > 0 && sw < c["switches"].as_u64().unwrap(), "{c}");
     }
 }
 

@@ -226,12 +226,15 @@ fn results_digest(out: &crate::run::RunOutput) -> u64 {
     fnv1a(v.to_string().as_bytes())
 }
 
-/// The scenario of case `c`, tracing to `trace` for the traced case.
-fn scenario(i: usize, trace: &std::path::Path) -> (Source, Scenario) {
+/// The scenario of case `c`, tracing to `trace` for the traced case, cut
+/// at `cut_ns` of simulated time when given.
+fn scenario(i: usize, trace: &std::path::Path, cut_ns: Option<u64>) -> (Source, Scenario) {
     let c = &CASES[i];
     let mut text = format!("[machine]\npreset = \"{}\"\n{}", c.machine, c.extra);
-    if let Some(d) = c.duration {
-        text += &format!("[sim]\nduration = \"{d}\"\n");
+    match (cut_ns, c.duration) {
+        (Some(ns), _) => text += &format!("[sim]\nduration = \"{ns}ns\"\n"),
+        (None, Some(d)) => text += &format!("[sim]\nduration = \"{d}\"\n"),
+        (None, None) => {}
     }
     if c.workload.contains("cgroup=") {
         text += BENCH_CGROUP;
@@ -257,7 +260,7 @@ fn run_case(i: usize, digest: bool) -> i32 {
     let c = &CASES[i];
     let trace_path =
         std::env::temp_dir().join(format!("schedlab-bench-{}.txt", std::process::id()));
-    let (src, sc) = scenario(i, &trace_path);
+    let (src, sc) = scenario(i, &trace_path, None);
     let out = match run(&src, &sc) {
         Ok(o) => o,
         Err(e) => {
@@ -282,6 +285,8 @@ fn run_case(i: usize, digest: bool) -> i32 {
             .filter(|l| !l.is_empty() && l[0] != b'#')
             .count()
     });
+    let process_wall_ns = t0.elapsed().as_nanos() as u64;
+    let half = (i != TRACED).then(|| half_run(i, k.now)).flatten();
     let line = json!({
         "id": c.id,
         "name": c.name,
@@ -289,15 +294,42 @@ fn run_case(i: usize, digest: bool) -> i32 {
         "workload": c.workload,
         "duration": c.duration,
         "run_wall_ns": out.wall_ns,
-        "process_wall_ns": t0.elapsed().as_nanos() as u64,
+        "process_wall_ns": process_wall_ns,
         "switches": k.task_switches(),
         "events": k.events.popped,
         "sim_ns": k.now,
         "peak_rss_kib": rss,
         "trace_events": trace_events,
+        "half": half,
     });
     println!("{line}");
     0
+}
+
+/// The same case cut at half its simulated time (`sim_ns`): its run loop's
+/// wall time, switches and events, from which the row's steady-state cost
+/// per switch is the second half's (start-up and the first ticks' balance
+/// storm fall in the first).
+fn half_run(i: usize, sim_ns: u64) -> Option<Value> {
+    let (src, sc) = scenario(i, std::path::Path::new(""), Some(sim_ns / 2));
+    let out = run(&src, &sc).ok()?;
+    let k = &out.kernel;
+    Some(json!({
+        "run_wall_ns": out.wall_ns,
+        "switches": k.task_switches(),
+        "events": k.events.popped,
+        "sim_ns": k.now,
+    }))
+}
+
+/// Wall ns per switch of the second half of the run (None without a
+/// half run or without switches in the second half).
+fn steady_ns_per_switch(v: &Value) -> Option<f64> {
+    let f = |v: &Value, k: &str| v[k].as_f64();
+    let h = &v["half"];
+    let wall = f(v, "run_wall_ns")? - f(h, "run_wall_ns")?;
+    let sw = f(v, "switches")? - f(h, "switches")?;
+    (sw > 0.0).then(|| wall.max(0.0) / sw)
 }
 
 /// The case named `name` (its id or its name).
@@ -324,14 +356,16 @@ fn row(v: &Value) -> String {
     let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
     let (wall, proc_wall) = (f("run_wall_ns") / 1e9, f("process_wall_ns") / 1e9);
     let sw = f("switches");
+    let steady = steady_ns_per_switch(v).map_or("-".into(), |n| format!("{n:.0}"));
     let mut s = format!(
-        "{:<44} {:>8.3} {:>8.3} {:>8.2} {:>8.2} {:>8.0} {:>8.2} {:>9.1} {:>8.1}",
+        "{:<44} {:>8.3} {:>8.3} {:>8.2} {:>8.2} {:>8.0} {:>8} {:>8.2} {:>9.1} {:>8.1}",
         v["name"].as_str().unwrap_or(""),
         wall,
         proc_wall,
         sw / wall / 1e6,
         sw / proc_wall / 1e6,
         wall * 1e9 / sw.max(1.0),
+        steady,
         f("events") / wall / 1e6,
         f("sim_ns") / 1e9 / wall,
         f("peak_rss_kib") / 1024.0
@@ -409,8 +443,17 @@ pub fn main(args: &BenchArgs) -> i32 {
         host["kernel"].as_str().unwrap_or("")
     );
     println!(
-        "{:<44} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}",
-        "case", "run s", "proc s", "M csw/s", "proc", "ns/csw", "M ev/s", "sim/wall", "RSS MiB"
+        "{:<44} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}",
+        "case",
+        "run s",
+        "proc s",
+        "M csw/s",
+        "proc",
+        "ns/csw",
+        "steady",
+        "M ev/s",
+        "sim/wall",
+        "RSS MiB"
     );
     let mut rc = 0;
     let mut results = Vec::new();
