@@ -172,10 +172,24 @@ def _fields(text: str) -> Dict[str, str]:
     return dict(pairs) if pairs else {"buf": text}
 
 
+def _field_frame(texts: List[str]) -> pd.DataFrame:
+    """The fields of an event's lines as text columns. Fast path: one
+    pattern made of the first line's keys, when every line has them in
+    that order (as a tracer writes them); else each line's pairs."""
+    texts = [t.replace(" ==> ", " ") for t in texts]
+    keys = [k for k, _ in _FIELD.findall(texts[0])] if texts else []
+    if keys:
+        pat = re.compile(" ".join(f"{k}=(.*?)" for k in keys) + r"\s*$")
+        matches = [pat.match(t) for t in texts]
+        if all(matches):
+            return pd.DataFrame([m.groups() for m in matches], columns=keys)
+    return pd.DataFrame([_fields(t) for t in texts])
+
+
 def _frame(event: str, rows: list) -> pd.DataFrame:
     """The DataFrame of one event's lines."""
     head = pd.DataFrame(rows, columns=["ns", "__cpu", "__pid", "__comm", "_f", "_line"]).drop(columns="_line")
-    fields = pd.DataFrame([_fields(f) for f in head["_f"]], index=head.index)
+    fields = _field_frame(list(head["_f"])).set_axis(head.index)
     for c in fields.columns:
         if c not in _TEXT_FIELDS and c != "buf":
             fields[c] = _numeric(fields[c])

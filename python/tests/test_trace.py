@@ -113,7 +113,10 @@ def test_reads_gzip_and_kernel_lines_with_tgid_and_spaces(tmp_path):
             "   kworker/u8:1-57    (   57) [002] d..2  10.000100: sched_switch: prev_comm=kworker/u8:1 prev_pid=57 "
             "prev_prio=120 prev_state=I ==> next_comm=Web Content next_pid=900 next_prio=120\n"
             "     Web Content-900   (  880) [002] d..2  10.000200: sched_switch: prev_comm=Web Content prev_pid=900 "
-            "prev_prio=120 prev_state=R+ ==> next_comm=swapper/2 next_pid=0 next_prio=120\n")
+            "prev_prio=120 prev_state=R+ ==> next_comm=swapper/2 next_pid=0 next_prio=120\n"
+            # Fields that differ from line to line (an older kernel's success=).
+            "          <idle>-0     [000] d.h2  10.000300: sched_waking: comm=a b pid=7 prio=120 success=1 target_cpu=001\n"
+            "          <idle>-0     [000] d.h2  10.000400: sched_waking: comm=c pid=8 prio=120 target_cpu=002\n")
     import gzip
 
     p = tmp_path / "k.txt.gz"
@@ -124,3 +127,5 @@ def test_reads_gzip_and_kernel_lines_with_tgid_and_spaces(tmp_path):
     assert list(sw.next_comm) == ["Web Content", "swapper/2"] and list(sw.prev_state) == [0x80, 0x100]
     assert list(sw["__comm"]) == ["kworker/u8:1", "Web Content"] and sw.index[1] == pytest.approx(10.0002)
     assert t.cpus_count == 3
+    wk = t.df_event("sched_waking")
+    assert list(wk.comm) == ["a b", "c"] and list(wk.target_cpu) == [1, 2] and list(wk.pid) == [7, 8]
