@@ -28,7 +28,7 @@ import os
 import shutil
 import tempfile
 import warnings
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
@@ -204,7 +204,7 @@ def run(
     return Result(spec, text)
 
 
-def _traced_run(spec: dict, decisions: bool) -> "tuple[str, Trace]":
+def _traced_run(spec: dict, decisions: bool) -> Tuple[str, Trace]:
     """Run ``spec`` writing an ftrace text trace into a temporary
     directory: the results JSON and the trace, read back."""
     tmp = tempfile.mkdtemp(prefix="schedlab-trace-")
