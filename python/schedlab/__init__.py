@@ -6,6 +6,9 @@ Runs, comparisons and sweeps as pandas DataFrames::
     r = schedlab.run(machine="xeon-8269cy", workloads=["hackbench:groups=4,loops=200"],
                      set={"kernel.wakelist": "idle"}, seed=1)
     r.totals["context_switches"]; r.benchmark; r.tasks; r.cpus; r.trace()
+    t = schedlab.run(machine="vm-2", workloads=["pipe:loops=200"], trace=True).ftrace()
+    t.df_event("sched_switch"); t.df_task_states()     # as LISA's frames
+    schedlab.trace("trace.txt").df_event("sched_wakeup")  # a `schedlab run --trace` file
     c = schedlab.compare(a={"set": {"kernel.hz": 250}}, b={"set": {"kernel.hz": 1000}},
                          machine="vm-2", workloads=["pipe:loops=2000"], runs=5)
     df = schedlab.sweep(grid={"kernel.wakelist": ["on_cpu_nr_le1", "idle"]},
@@ -22,20 +25,24 @@ import json
 import math
 import numbers
 import os
+import shutil
 import tempfile
 import warnings
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
 from . import _native
+from ._ftrace import Trace
 from ._native import InputError
 
 __all__ = [
     "InputError",
     "Result",
     "Comparison",
+    "Trace",
     "run",
+    "trace",
     "compare",
     "sweep",
     "sweep_report",
@@ -108,8 +115,9 @@ class Result:
         cpus: one row per CPU (busy_ns, idle_ns, nr_switches, util_avg, ...).
     """
 
-    def __init__(self, spec: dict, text: str):
+    def __init__(self, spec: dict, text: str, ftrace: Optional[Trace] = None):
         self._spec = spec
+        self._ftrace = ftrace
         self.json: Dict[str, Any] = json.loads(text)
         self.totals: Dict[str, Any] = self.json["totals"]
         self.benchmark: Dict[str, Any] = self.json["benchmark"]
@@ -139,6 +147,19 @@ class Result:
             self._trace = df.reindex(columns=_TRACE_COLUMNS)
         return self._trace
 
+    def ftrace(self) -> Trace:
+        """The run's ftrace text trace as a :class:`Trace`: LISA-shaped
+        frames per event (``df_event``) and task states (``df_task_states``).
+
+        The trace ``run(trace=True)`` recorded (with the decision records
+        when ``run(trace_decisions=True)``); for a run made without, the
+        same scenario is run again with the trace on (once, no decision
+        records), which gives the same run: runs are deterministic.
+        """
+        if self._ftrace is None:
+            _, self._ftrace = _traced_run(self._spec, False)
+        return self._ftrace
+
     def __repr__(self) -> str:
         m = self.json.get("machine", {}).get("name", "?")
         return f"<schedlab.Result {self.benchmark.get('name', '?')} on {m}, seed {self.json['sim']['seed']}>"
@@ -153,6 +174,8 @@ def run(
     set: Optional[Mapping[str, Scalar]] = None,
     seed: Optional[int] = None,
     duration: Union[str, float, None] = None,
+    trace: bool = False,
+    trace_decisions: bool = False,
 ) -> Result:
     """Run one simulation, like ``schedlab run``.
 
@@ -165,13 +188,41 @@ def run(
         seed: the random seed (default 1).
         duration: stop after this much simulated time: seconds (``3``,
             ``0.5``) or a string with a unit (``"3s"``, ``"500ms"``).
+        trace: record the ftrace text trace (``--trace``) as the run goes,
+            for :meth:`Result.ftrace`.
+        trace_decisions: record it with schedlab's decision records
+            (``--trace-decisions``); implies ``trace``.
 
     Raises:
         InputError: bad input, with the CLI's message (file, line and key).
     """
     spec = _spec(scenario, machine, workloads, cgroups, set, seed, duration)
+    if trace or trace_decisions:
+        text, ftrace = _traced_run(spec, trace_decisions)
+        return Result(spec, text, ftrace)
     text, _ = _native.run(json.dumps(spec), False)
     return Result(spec, text)
+
+
+def _traced_run(spec: dict, decisions: bool) -> Tuple[str, Trace]:
+    """Run ``spec`` writing an ftrace text trace into a temporary
+    directory: the results JSON and the trace, read back."""
+    tmp = tempfile.mkdtemp(prefix="schedlab-trace-")
+    try:
+        path = os.path.join(tmp, "trace.txt")
+        sets = {"output.trace": path, "output.trace_format": "ftrace", "output.trace_decisions": decisions}
+        traced = {**spec, "set": spec.get("set", []) + _sets(sets)}
+        text, _ = _native.run(json.dumps(traced), False)
+        return text, Trace.from_file(path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def trace(path: Union[str, os.PathLike]) -> Trace:
+    """Read an ftrace text trace (``schedlab run --trace FILE``, ``.gz``
+    too, or a kernel's own ``trace`` file) as a :class:`Trace`:
+    ``df_event("sched_switch")``, ``df_task_states()``, ... as LISA's."""
+    return Trace.from_file(path)
 
 
 class Comparison:

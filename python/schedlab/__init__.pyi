@@ -3,6 +3,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
+from ._ftrace import Trace as Trace
 from ._native import InputError as InputError
 
 __version__: str
@@ -16,6 +17,7 @@ class Result:
     tasks: pd.DataFrame
     cpus: pd.DataFrame
     def trace(self) -> pd.DataFrame: ...
+    def ftrace(self) -> Trace: ...
 
 class Comparison:
     json: Dict[str, Any]
@@ -31,7 +33,10 @@ def run(
     set: Optional[Mapping[str, Scalar]] = ...,
     seed: Optional[int] = ...,
     duration: Union[str, float, None] = ...,
+    trace: bool = ...,
+    trace_decisions: bool = ...,
 ) -> Result: ...
+def trace(path: PathLike) -> Trace: ...
 def compare(
     a: Optional[Mapping[str, Any]] = ...,
     b: Optional[Mapping[str, Any]] = ...,

@@ -137,6 +137,11 @@ impl Tracer for Collect {
             TraceEvent::Exit { p } => {
                 ("sched_process_exit", n.clone(), Some(p), None, n.clone(), n)
             }
+            // Decision records: built only for a tracer that asks for
+            // them, which this one does not.
+            TraceEvent::Pick { .. } | TraceEvent::Place { .. } | TraceEvent::Resched { .. } => {
+                return
+            }
         };
         self.row([
             ("time_ns", json!(k.now)),
