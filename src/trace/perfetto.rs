@@ -49,7 +49,8 @@ const SCHED_WAKEUP_NEW: u32 = 114;
 const SCHED_PROCESS_EXIT: u32 = 238;
 const SCHED_PROCESS_FORK: u32 = 239;
 const SCHED_PROCESS_FREE: u32 = 240;
-// Added after the others (the perfetto PyPI package's protos have it).
+// In newer ftrace_event.proto versions (and the perfetto 0.59 PyPI
+// package's protos); an older trace_processor skips it, unknown.
 const SCHED_MIGRATE_TASK: u32 = 491;
 
 // protos/perfetto/trace/ftrace/sched.proto: a task's (comm, pid, prio)
