@@ -15,7 +15,7 @@ const LEN: u64 = 2;
 const LEN_BYTES: usize = 4;
 
 /// The largest nested message `end` can close.
-pub const MAX_NESTED: usize = (1 << 28) - 1;
+const MAX_NESTED: usize = (1 << 28) - 1;
 
 fn varint(b: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
