@@ -1,6 +1,8 @@
 //! Output files and exit codes: trace format and compression by
 //! extension, trace-cmd's trace.dat (read back with `trace-cmd report`
-//! when it is installed), `-` for stdout and stdin, exit 4 for an
+//! when it is installed), Perfetto's protobuf trace (its framing and
+//! sched_switch count read here; python/tests/test_perfetto.py decodes it
+//! with Perfetto's own protos), `-` for stdout and stdin, exit 4 for an
 //! unfinished benchmark, durations without a unit, and bad output flags.
 
 mod common;
@@ -141,6 +143,79 @@ fn trace_dat_reads_back_in_trace_cmd_with_the_text_traces_events() {
     assert!(!ns.contains(" 0.000000000:"), "{ns}");
 }
 
+/// The length-delimited fields numbered `field` in protobuf message `m`,
+/// checking that every field of `m` is well framed.
+fn proto_fields(m: &[u8], field: u64) -> Vec<&[u8]> {
+    fn varint(m: &[u8], at: &mut usize) -> u64 {
+        let mut v = 0;
+        for shift in (0..64).step_by(7) {
+            let b = m[*at];
+            *at += 1;
+            v |= ((b & 0x7f) as u64) << shift;
+            if b < 0x80 {
+                break;
+            }
+        }
+        v
+    }
+    let (mut at, mut out) = (0, Vec::new());
+    while at < m.len() {
+        let key = varint(m, &mut at);
+        match key & 7 {
+            0 => drop(varint(m, &mut at)),
+            1 => at += 8,
+            2 => {
+                let len = varint(m, &mut at) as usize;
+                if key >> 3 == field {
+                    out.push(&m[at..at + len]);
+                }
+                at += len;
+            }
+            w => panic!("wire type {w} at {at}"),
+        }
+    }
+    assert_eq!(at, m.len(), "the last field ends at the message's end");
+    out
+}
+
+/// sched_switch events (FtraceEvent field 4) in the ftrace bundles
+/// (TracePacket field 1, bundle field 2) of a Perfetto trace.
+fn perfetto_switches(trace: &[u8]) -> usize {
+    let packets = proto_fields(trace, 1);
+    let bundles = packets.iter().flat_map(|p| proto_fields(p, 1));
+    let events: Vec<&[u8]> = bundles.flat_map(|b| proto_fields(b, 2)).collect();
+    events.iter().map(|e| proto_fields(e, 4).len()).sum()
+}
+
+#[test]
+fn perfetto_trace_by_extension_or_format_holds_the_text_traces_switches() {
+    let (pf, odd, txt) = (path("p.pftrace"), path("p.txt"), path("p-text.txt"));
+    for args in [
+        &["--trace", &pf][..],
+        &["--trace", &odd, "--trace-format", "perfetto"],
+        &["--trace", &txt],
+    ] {
+        let (rc, _, err) = run_with(args);
+        assert_eq!(rc, 0, "{args:?}: {err}");
+    }
+    let raw = std::fs::read(&pf).unwrap();
+    assert_eq!(
+        raw[0], 0x0a,
+        "a Trace starts with a packet: field 1, length-delimited"
+    );
+    assert_eq!(raw, std::fs::read(&odd).unwrap(), "--trace-format perfetto");
+    let text = std::fs::read_to_string(&txt).unwrap();
+    let want = count_events(&text)["sched_switch"] as usize;
+    assert!(want > 0);
+    assert_eq!(perfetto_switches(&raw), want);
+    let (rc, _, err) = run_with(&["--trace", &pf, "--trace-format", "protobuf"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("--trace-format") && err.contains("perfetto"),
+        "{err}"
+    );
+}
+
 #[test]
 fn html_and_trace_say_what_they_wrote_unless_quiet() {
     let (html, trace) = (path("said.html"), path("said.json"));
@@ -203,7 +278,7 @@ fn unfinished_benchmark_exits_4_unless_allowed() {
 
 #[test]
 fn bad_output_flags_exit_2_naming_the_flag() {
-    let dat = path("b.dat");
+    let (dat, pf) = (path("b.dat"), path("b.pftrace"));
     let cases: &[(&[&str], &str)] = &[
         (&["--duration", "1"], "no time unit"),
         (&["--trace", "x.txt.xz"], "--trace"),
@@ -211,6 +286,10 @@ fn bad_output_flags_exit_2_naming_the_flag() {
         (&["--json", "-", "--trace", "-"], "--json and --trace"),
         (
             &["--trace", &dat, "--trace-pelt", "hackbench"],
+            "--trace-pelt",
+        ),
+        (
+            &["--trace", &pf, "--trace-pelt", "hackbench"],
             "--trace-pelt",
         ),
     ];

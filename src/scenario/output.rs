@@ -105,10 +105,17 @@ pub fn check(out: &Output) -> Result<(), String> {
         }
     }
     if let Some(t) = &out.trace {
-        if t.format == Format::Dat && !t.pelt.is_empty() {
+        let holds = match t.format {
+            Format::Dat => "a trace.dat holds the sched tracepoints only",
+            Format::Perfetto => {
+                "a Perfetto trace holds the sched events, wakeup flows and decisions"
+            }
+            Format::Ftrace | Format::Chrome => "",
+        };
+        if !holds.is_empty() && !t.pelt.is_empty() {
             return Err(format!(
-                "--trace {} --trace-pelt: a trace.dat holds the sched tracepoints only, \
-                 not PELT counters; use --trace-format ftrace or chrome for them",
+                "--trace {} --trace-pelt: {holds}, not PELT counters; \
+                 use --trace-format ftrace or chrome for them",
                 t.path
             ));
         }

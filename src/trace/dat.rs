@@ -10,7 +10,7 @@
 //! only at the end, so full pages go to an unlinked scratch file as they
 //! fill and are copied out per CPU in `finish`: memory stays one page per CPU.
 
-use super::{prio, TraceFile};
+use super::{prio, state_bits, TraceFile};
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
@@ -134,18 +134,6 @@ fn format_file(e: &EventFormat) -> String {
         off += size;
     }
     s + &format!("\nprint fmt: {}\n", e.print)
-}
-
-/// prev_state as the kernel reports it (TASK_REPORT bits; 0x100 is
-/// TASK_REPORT_MAX, "+", for a preempted task).
-fn state_bits(k: &Kernel, p: Pid, state: TaskState, preempt: bool) -> u64 {
-    match super::prev_state(k, p, state, preempt) {
-        "R+" => 0x100,
-        "S" => 0x01,
-        "X" => 0x10,
-        "Z" => 0x20,
-        _ => 0,
-    }
 }
 
 /// One CPU's ring buffer: the page being filled and the full pages'

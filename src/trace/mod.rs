@@ -1,6 +1,7 @@
 //! Traces in and out. Export: the kernel's scheduler tracepoints
 //! (include/trace/events/sched.h, the hook in kernel/tracepoint.rs) written
-//! as ftrace text or Chrome JSON while the simulation runs. Import:
+//! as ftrace text, Chrome JSON, a trace-cmd trace.dat or a Perfetto
+//! protobuf trace while the simulation runs. Import:
 //! `perf script`, ftrace and trace-cmd text parsed into records
 //! (`parse.rs`); workload/replay.rs rebuilds them into task programs.
 //!
@@ -12,6 +13,8 @@ pub mod chrome;
 pub mod dat;
 pub mod ftrace;
 pub mod parse;
+pub mod perfetto;
+mod proto;
 
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
@@ -30,6 +33,8 @@ pub enum Format {
     Chrome,
     /// trace-cmd's binary trace.dat (`dat.rs`).
     Dat,
+    /// Perfetto's protobuf trace (`perfetto.rs`).
+    Perfetto,
 }
 
 impl Format {
@@ -38,14 +43,16 @@ impl Format {
             "ftrace" | "text" => Ok(Format::Ftrace),
             "chrome" | "json" => Ok(Format::Chrome),
             "dat" | "trace-cmd" => Ok(Format::Dat),
+            "perfetto" | "pftrace" => Ok(Format::Perfetto),
             _ => Err(format!(
-                "unknown trace format `{s}` (ftrace, chrome or dat)"
+                "unknown trace format `{s}` (ftrace, chrome, dat or perfetto)"
             )),
         }
     }
 
     /// The format a trace path's extension names (past any `.gz`/`.zst`):
-    /// `.json` Chrome JSON, `.dat` trace-cmd, anything else ftrace text.
+    /// `.json` Chrome JSON, `.dat` trace-cmd, `.pftrace` Perfetto,
+    /// anything else ftrace text.
     pub fn from_path(path: &str) -> Format {
         let name = crate::util::sink::uncompressed_name(path);
         match std::path::Path::new(name)
@@ -54,6 +61,7 @@ impl Format {
         {
             Some("json") => Format::Chrome,
             Some("dat") => Format::Dat,
+            Some("pftrace") => Format::Perfetto,
             _ => Format::Ftrace,
         }
     }
@@ -67,7 +75,7 @@ pub struct TraceOptions {
     pub window: Option<(u64, u64)>,
     /// Tasks (by pid or comm) whose PELT signals are written as counters.
     pub pelt: Vec<String>,
-    /// Write the decision records (ftrace text only).
+    /// Write the decision records (ftrace text and Perfetto).
     pub decisions: bool,
 }
 
@@ -102,6 +110,12 @@ impl TraceOptions {
             )),
             Format::Chrome => Box::new(chrome::ChromeWriter::new(file, self.window, sel, k)),
             Format::Dat => Box::new(dat::DatWriter::new(file, self.window, k)?),
+            Format::Perfetto => Box::new(perfetto::PerfettoWriter::new(
+                file,
+                self.window,
+                self.decisions,
+                k,
+            )),
         })
     }
 }
@@ -332,6 +346,18 @@ pub fn prev_state(k: &Kernel, p: Pid, state: TaskState, preempt: bool) -> &'stat
     }
 }
 
+/// prev_state as the kernel reports it (TASK_REPORT bits; 0x100 is
+/// TASK_REPORT_MAX, "+", for a preempted task), for the binary formats.
+pub fn state_bits(k: &Kernel, p: Pid, state: TaskState, preempt: bool) -> u64 {
+    match prev_state(k, p, state, preempt) {
+        "R+" => 0x100,
+        "S" => 0x01,
+        "X" => 0x10,
+        "Z" => 0x20,
+        _ => 0,
+    }
+}
+
 /// A comm safe for space-separated `k=v` trace fields.
 pub fn sanitize(comm: &str) -> String {
     comm.chars()
@@ -388,11 +414,11 @@ impl Tracer for Tee {
 #[derive(clap::Args, Default, Clone)]
 pub struct TraceArgs {
     /// Write a scheduler trace to this file (`-`: stdout); the format follows the
-    /// extension (.json Chrome JSON, .dat trace-cmd trace.dat, else ftrace text),
+    /// extension (.json Chrome JSON, .dat trace-cmd trace.dat, .pftrace Perfetto, else ftrace text),
     /// compressed when it ends in .gz or .zst [output.trace]
     #[arg(long, value_name = "PATH")]
     pub trace: Option<String>,
-    /// Trace format: ftrace, chrome or dat (trace-cmd) [output.trace_format]
+    /// Trace format: ftrace, chrome, dat (trace-cmd) or perfetto [output.trace_format]
     /// [default: by the --trace extension]
     #[arg(long, value_name = "FORMAT")]
     pub trace_format: Option<String>,
@@ -402,8 +428,8 @@ pub struct TraceArgs {
     /// Tasks (pid or comm, comma-separated) whose PELT signals become trace counters [output.trace_pelt]
     #[arg(long, value_name = "TASKS")]
     pub trace_pelt: Option<String>,
-    /// Add schedlab's decision records to an ftrace text trace: each pick, wakeup placement and
-    /// resched request with its numbers (docs/explain.md) [output.trace_decisions]
+    /// Add schedlab's decision records to an ftrace text or Perfetto trace: each pick, wakeup
+    /// placement and resched request with its numbers (docs/explain.md) [output.trace_decisions]
     #[arg(long)]
     pub trace_decisions: bool,
     /// Write a self-contained HTML report to this file [output.html]
