@@ -168,3 +168,25 @@ fn explain_bad_input_exits_2() {
     assert_eq!(rc, 2, "{err}");
     assert!(err.contains("kernel.bogus"), "{err}");
 }
+
+/// Four tasks on two CPUs start together: the longest wait is a new
+/// task's first, which no wakeup began and no preemption either.
+#[test]
+fn a_wait_from_creation_says_so_and_counts_its_picks() {
+    let (rc, out, err) = schedlab(&[
+        "explain",
+        "--machine",
+        "smp:cpus=2",
+        "-w",
+        "periodic:tasks=4,run=3ms,sleep=1ms",
+        "--duration",
+        "100ms",
+        "--task",
+        "periodic",
+        "--worst-wait",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("it was created (fork)"), "{out}");
+    assert!(!out.contains("switched out still runnable"), "{out}");
+    assert!(out.contains("1 pick on its CPU went to others"), "{out}");
+}

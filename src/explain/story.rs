@@ -58,7 +58,7 @@ pub fn render(k: &Kernel, r: &Recorder, w: Wait, about: About) -> String {
     );
     phases(&mut s, k, r);
     if let Some(wait) = &r.wait {
-        began(&mut s, k, wait);
+        began(&mut s, k, wait, r.before.is_empty());
         for &(t, from, to) in &r.moves {
             let _ = writeln!(
                 s,
@@ -121,13 +121,16 @@ fn ended_text(k: &Kernel, e: Ended) -> String {
     }
 }
 
-/// How the wait began: a wakeup and its placement, or a preemption.
-fn began(s: &mut String, k: &Kernel, wait: &Interval) {
+/// How the wait began: a wakeup and its placement, the task's creation
+/// (`first`: nothing of it came before), or a preemption.
+fn began(s: &mut String, k: &Kernel, wait: &Interval, first: bool) {
     let Some(Woken { waker, from, place }) = wait.woken else {
-        let _ = writeln!(
-            s,
-            "\nThe wait began when it was switched out still runnable (above)."
-        );
+        let how = if first {
+            "it was created (fork), runnable from the start"
+        } else {
+            "it was switched out still runnable (above)"
+        };
+        let _ = writeln!(s, "\nThe wait began when {how}.");
         return;
     };
     let by = waker.map_or("an interrupt (a timer)".into(), |p| name(k, p));
@@ -187,7 +190,10 @@ fn behind(s: &mut String, k: &Kernel, r: &Recorder, wait: &Interval) {
     ran.retain(|x| x.1 > 0);
     ran.sort_by_key(|x| std::cmp::Reverse(x.1));
     let list: Vec<String> = (ran.iter().take(6))
-        .map(|(p, t)| format!("{} {}", p.map_or("idle".into(), |p| name(k, p)), dur(*t)))
+        .map(|(p, t)| {
+            let who = p.map_or("(its CPU idle or switching)".into(), |p| name(k, p));
+            format!("{who} {}", dur(*t))
+        })
         .collect();
     let more = ran.len().saturating_sub(6);
     let _ = writeln!(
@@ -296,8 +302,11 @@ fn verdict(k: &Kernel, r: &Recorder, me: Pid) -> String {
         .collect();
     let rest = picked.len().saturating_sub(3);
     format!(
-        "{} picks on its CPU went to others first: {}. Most often {}{}.",
-        others.len(),
+        "{} on its CPU went to others first: {}. Most often {}{}.",
+        match others.len() {
+            1 => "1 pick".to_string(),
+            n => format!("{n} picks"),
+        },
         parts.join(", "),
         top.join(", "),
         if rest > 0 {
