@@ -55,8 +55,9 @@ const NS_PER_US: u64 = 1000;
 /// Cost fields a machine file may omit (0: not measured): machine files
 /// written before `calibrate` measured the cache footprint and the TLB
 /// ASIDs (2026-11-25) or the cross-CPU streams (2026-11-27) do not have
-/// them.
-pub const OPTIONAL: [&str; 7] = [
+/// them, and nothing measures `mem_copy_ps_per_byte` yet.
+pub const OPTIONAL: [&str; 8] = [
+    "mem_copy_ps_per_byte",
     "switch_cache_warm_ns",
     "switch_cache_cold_ns",
     "tlb_asid_miss_ns",
@@ -252,6 +253,11 @@ pub struct CostModel {
     pub pipe_copy_ps_per_byte: u64,
     /// Copying one byte into or out of a socket buffer (one copy), in ps.
     pub socket_copy_ps_per_byte: u64,
+    /// Writing one byte of a user-space buffer (rt-app's `mem` event, a
+    /// memset), in ps; 0: not measured, take `pipe_copy_ps_per_byte`
+    /// ([`CostModel::mem_ps_per_byte`]).
+    #[serde(default)]
+    pub mem_copy_ps_per_byte: u64,
     /// Per-message AF_UNIX stream overhead beyond two syscalls and the copies
     /// (skb allocation and queueing in sendmsg, dequeue and free in recvmsg);
     /// per message, charged half to the sender and half to the receiver.
@@ -314,6 +320,19 @@ impl CostModel {
             .iter()
             .find(|s| !s.polling)
             .map_or(tick_period_ns, |s| s.target_residency_ns)
+    }
+
+    /// What writing one byte of a cache-resident user buffer costs, in ps.
+    /// Unmeasured, it is an estimate: the pipe copy, which calibrate
+    /// measures as the slope of 4–32 KiB write+read pairs (copy_to/from_user
+    /// of cache-resident data, rep movsb), reads and writes each byte, so it
+    /// bounds a memset (stores only) from above, without a page fault or a
+    /// miss to DRAM in either.
+    pub fn mem_ps_per_byte(&self) -> u64 {
+        match self.mem_copy_ps_per_byte {
+            0 => self.pipe_copy_ps_per_byte,
+            ps => ps,
+        }
     }
 
     /// Check the model's internal consistency.
@@ -423,6 +442,8 @@ pub fn kvm_guest() -> CostModel {
         pipe_copy_ps_per_byte: 41,
         // calibrate: as pipe_copy_ps_per_byte for AF_UNIX
         socket_copy_ps_per_byte: 22,
+        // not measured: as pipe_copy_ps_per_byte (mem_ps_per_byte)
+        mem_copy_ps_per_byte: 0,
         // calibrate: AF_UNIX write+read that never sleeps, 647 ns at 1 B − 2 syscalls
         socket_skb_ns: 497,
         // calibrate: pipe read of 100 B that slept, woken on the same CPU, costs the reader
@@ -522,6 +543,8 @@ pub fn cascade_lake() -> CostModel {
         pipe_copy_ps_per_byte: 80,
         // same copy routine as pipes
         socket_copy_ps_per_byte: 80,
+        // not measured: as pipe_copy_ps_per_byte (mem_ps_per_byte)
+        mem_copy_ps_per_byte: 0,
         // estimate: unix_stream_sendmsg skb alloc + queue + recvmsg free ≈ 2×pipe_op + 0.5 µs
         // (the VM measured 2×300 + 1050)
         socket_skb_ns: 900,
@@ -615,6 +638,8 @@ pub fn sandy_bridge_ep() -> CostModel {
         pipe_copy_ps_per_byte: 125,
         // same copy routine as pipes
         socket_copy_ps_per_byte: 125,
+        // not measured: as pipe_copy_ps_per_byte (mem_ps_per_byte)
+        mem_copy_ps_per_byte: 0,
         // estimate: ~1.2× Cascade Lake's 900 ns
         socket_skb_ns: 1100,
         // estimate: vm-2's measured cycle costs scaled by context_switch_ns (550 vs 600)
@@ -698,6 +723,8 @@ pub fn haswell_ex() -> CostModel {
         pipe_copy_ps_per_byte: 100,
         // same copy routine as pipes
         socket_copy_ps_per_byte: 100,
+        // not measured: as pipe_copy_ps_per_byte (mem_ps_per_byte)
+        mem_copy_ps_per_byte: 0,
         // estimate: between Sandy Bridge and Cascade Lake
         socket_skb_ns: 1000,
         // estimate: vm-2's measured cycle costs scaled by context_switch_ns (500 vs 600)
@@ -782,6 +809,8 @@ pub fn milan() -> CostModel {
         pipe_copy_ps_per_byte: 70,
         // same copy routine as pipes
         socket_copy_ps_per_byte: 70,
+        // not measured: as pipe_copy_ps_per_byte (mem_ps_per_byte)
+        mem_copy_ps_per_byte: 0,
         // estimate: as Cascade Lake
         socket_skb_ns: 900,
         // estimate: vm-2's measured cycle costs scaled by context_switch_ns (450 vs 600)
@@ -863,6 +892,8 @@ pub fn altra() -> CostModel {
         pipe_copy_ps_per_byte: 100,
         // same copy routine as pipes
         socket_copy_ps_per_byte: 100,
+        // not measured: as pipe_copy_ps_per_byte (mem_ps_per_byte)
+        mem_copy_ps_per_byte: 0,
         // estimate: as Cascade Lake
         socket_skb_ns: 900,
         // estimate: vm-2's measured cycle costs scaled by context_switch_ns (450 vs 600)
@@ -952,6 +983,8 @@ pub fn power10() -> CostModel {
         pipe_copy_ps_per_byte: 100,
         // same copy routine as pipes
         socket_copy_ps_per_byte: 100,
+        // not measured: as pipe_copy_ps_per_byte (mem_ps_per_byte)
+        mem_copy_ps_per_byte: 0,
         // estimate: ~1.2× Cascade Lake's 900 ns
         socket_skb_ns: 1100,
         // estimate: vm-2's measured cycle costs scaled by context_switch_ns (800 vs 600)

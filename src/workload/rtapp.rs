@@ -2,7 +2,7 @@
 //! loops and phases of events, compiled to task programs. `run` is work in
 //! µs at full capacity (rt-app's calibrated loop, which scales with the
 //! CPU); `runtime` is modelled the same way. Features the model lacks
-//! (sync, mem, iorun, SCHED_DEADLINE, uclamp, external workloads) are
+//! (memrun, semaphores, SCHED_DEADLINE, uclamp, external workloads) are
 //! errors naming the file, line and feature; keys rt-app
 //! itself ignores are ignored with a warning. docs/rtapp.md has the table.
 
@@ -35,6 +35,12 @@ enum Ev {
         cond: String,
         mutex: String,
     },
+    /// pthread_cond_signal, then pthread_cond_wait on the same condition
+    /// (rt-app's sig_and_wait; the file holds the mutex around it).
+    Sync {
+        cond: String,
+        mutex: String,
+    },
     Signal(String),
     Broad(String),
     Barrier(String),
@@ -45,6 +51,11 @@ enum Ev {
     Suspend(String),
     /// Broadcast the named condition; a name nobody suspends on is a no-op.
     Resume(String),
+    /// memset of this many bytes over the thread's buffer (rt-app's memload).
+    Mem(u64),
+    /// write(2) of this many bytes to `io_device`, a buffer at a time
+    /// (rt-app's ioload).
+    IoRun(u64),
 }
 
 #[derive(Clone, Debug)]
@@ -117,7 +128,14 @@ pub struct RtApp {
     threads: Vec<u64>,
     /// global.duration
     pub duration: Option<u64>,
+    /// global.mem_buffer_size: the bytes one `iorun` write moves at most.
+    mem_buffer: u64,
 }
+
+/// rt-app's default `mem_buffer_size` (DEFAULT_MEM_BUF_SIZE, 4 MiB).
+const MEM_BUFFER: u64 = 4 << 20;
+/// The one `io_device` modelled: its write_null copies nothing.
+const DEV_NULL: &str = "/dev/null";
 
 /// A fork event: the task whose phase holds it, the phase's loops and
 /// the event's line.
@@ -213,20 +231,13 @@ impl<'a> CountDfs<'a> {
 
 /// Event keys by prefix, longest first (rt-app matches `run0`, `sleep1`...).
 const EVENTS: &[&str] = &[
-    "runtime", "barrier", "suspend", "resume", "signal", "unlock", "sleep", "timer", "broad",
-    "yield", "lock", "wait", "fork", "run",
+    "runtime", "barrier", "suspend", "resume", "signal", "unlock", "iorun", "sleep", "timer",
+    "broad", "yield", "lock", "wait", "sync", "fork", "run", "mem",
 ];
 
-/// rt-app events the model does not have.
-const UNSUPPORTED: &[&str] = &[
-    "sem_post",
-    "sem_wait",
-    "iorun",
-    "sync",
-    "mem",
-    "pi_",
-    "external_workload",
-];
+/// rt-app events the model does not have, matched before `EVENTS` (rt-app
+/// reads `memrun` before `mem`).
+const UNSUPPORTED: &[&str] = &["sem_post", "sem_wait", "memrun", "pi_", "external_workload"];
 
 /// Global keys about rt-app's own logging and setup, which do not change
 /// the schedule.
@@ -239,8 +250,6 @@ const GLOBAL_IGNORED: &[&str] = &[
     "log_size",
     "ftrace",
     "gnuplot",
-    "io_device",
-    "mem_buffer_size",
     "cumulative_slack",
 ];
 
@@ -300,10 +309,10 @@ impl Ctx<'_> {
     }
 
     fn event(&self, key: &str, n: &Node, path: &str) -> Result<Option<Ev>, String> {
+        if let Some(u) = UNSUPPORTED.iter().find(|e| key.starts_with(**e)) {
+            return Err(self.err(n, path, format!("rt-app event `{u}` is not supported")));
+        }
         let Some(kind) = EVENTS.iter().find(|e| key.starts_with(**e)) else {
-            if let Some(u) = UNSUPPORTED.iter().find(|e| key.starts_with(**e)) {
-                return Err(self.err(n, path, format!("rt-app event `{u}` is not supported")));
-            }
             return Ok(None);
         };
         let name = |s: &Self| s.str(n, path).map(str::to_string);
@@ -336,6 +345,13 @@ impl Ctx<'_> {
                 cond: self.str(self.field(n, path, "ref")?, path)?.to_string(),
                 mutex: self.str(self.field(n, path, "mutex")?, path)?.to_string(),
             },
+            "sync" => Ev::Sync {
+                cond: self.str(self.field(n, path, "ref")?, path)?.to_string(),
+                mutex: self.str(self.field(n, path, "mutex")?, path)?.to_string(),
+            },
+            // rt-app reads the count with json_object_get_int.
+            "mem" => Ev::Mem(self.int(n, path, 0, i32::MAX as i64)? as u64),
+            "iorun" => Ev::IoRun(self.int(n, path, 0, i32::MAX as i64)? as u64),
             "signal" => Ev::Signal(name(self)?),
             "broad" => Ev::Broad(name(self)?),
             "barrier" => Ev::Barrier(name(self)?),
@@ -632,13 +648,22 @@ impl Ctx<'_> {
     }
 }
 
+/// The last `key` of the last `global` object, if any.
+fn global_key<'n>(root: &'n Node, key: &str) -> Option<&'n Node> {
+    let J::Obj(items) = &root.v else { return None };
+    let (_, g) = items.iter().rev().find(|(k, _)| k == "global")?;
+    let J::Obj(gi) = &g.v else { return None };
+    gi.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+}
+
 /// Whether an event always lets simulated time pass: work, a sleep, a
 /// timer, or a wait for another task (a barrier: if it has other users).
 fn takes_time(e: &Ev) -> bool {
     match e {
         Ev::Run(ns) | Ev::Sleep(ns) => *ns > 0,
         Ev::Timer { period, .. } => *period > 0,
-        Ev::Wait { .. } | Ev::Suspend(_) => true,
+        Ev::Mem(bytes) | Ev::IoRun(bytes) => *bytes > 0,
+        Ev::Wait { .. } | Ev::Sync { .. } | Ev::Suspend(_) => true,
         Ev::Barrier(_)
         | Ev::Lock(_)
         | Ev::Unlock(_)
@@ -671,25 +696,21 @@ impl RtApp {
             warnings: Default::default(),
         };
         // global.default_policy applies to every task: read it first.
-        if let J::Obj(items) = &root.v {
-            let g = items.iter().rev().find(|(k, _)| k == "global");
-            if let Some(J::Obj(gi)) = g.map(|(_, g)| &g.v) {
-                if let Some((_, p)) = gi.iter().rev().find(|(k, _)| k == "default_policy") {
-                    let path = "global.default_policy";
-                    let pol = c.str(p, path)?;
-                    if policy_of(pol).is_none() {
-                        let msg = format!("policy `{pol}` is not modelled ({POLICIES})");
-                        return Err(c.err(p, path, msg));
-                    }
-                    c.default_policy = pol.to_string();
-                }
+        if let Some(p) = global_key(&root, "default_policy") {
+            let path = "global.default_policy";
+            let pol = c.str(p, path)?;
+            if policy_of(pol).is_none() {
+                let msg = format!("policy `{pol}` is not modelled ({POLICIES})");
+                return Err(c.err(p, path, msg));
             }
+            c.default_policy = pol.to_string();
         }
         let mut app = RtApp {
             file: file.to_string(),
             tasks: Vec::new(),
             threads: Vec::new(),
             duration: None,
+            mem_buffer: MEM_BUFFER,
         };
         for (k, v) in c.obj(&root, "")? {
             match k.as_str() {
@@ -713,6 +734,9 @@ impl RtApp {
         }
         if app.tasks.is_empty() {
             return Err(c.err(&root, "tasks", "no tasks"));
+        }
+        if let Some(dev) = global_key(&root, "io_device") {
+            app.io_device(&c, dev, "global.io_device")?;
         }
         if app.cgroups().len() > MAX_TASKGROUPS {
             return Err(c.err(
@@ -741,9 +765,26 @@ impl RtApp {
                     self.duration = (d > 0).then(|| d as u64 * 1_000_000_000);
                 }
                 "default_policy" => {}
+                "mem_buffer_size" => self.mem_buffer = c.int(v, &p, 1, i32::MAX as i64)? as u64,
+                "io_device" => {}
                 k if GLOBAL_IGNORED.contains(&k) => {}
                 _ => c.warn(v, &p, "unknown global key, ignored (as rt-app does)"),
             }
+        }
+        Ok(())
+    }
+
+    /// `iorun` writes to /dev/null, which copies nothing (write_null); a
+    /// file or device behind it (page cache, writeback) is not modelled.
+    /// Called once the tasks are read (`global` may come first).
+    fn io_device(&self, c: &Ctx, v: &Node, p: &str) -> Result<(), String> {
+        let dev = c.str(v, p)?;
+        let writes = (self.tasks.iter().flat_map(|t| &t.phases))
+            .flat_map(|ph| &ph.events)
+            .any(|(e, _)| matches!(e, Ev::IoRun(_)));
+        if dev != DEV_NULL && writes {
+            let msg = format!("`iorun` to `{dev}` is not modelled (only {DEV_NULL})");
+            return Err(c.err(v, p, msg));
         }
         Ok(())
     }
@@ -1028,12 +1069,16 @@ impl RtApp {
                     Ev::Unlock(m) => ops.push(Op::Pthread(PthreadOp::MutexUnlock {
                         futex: res.futex(k, "mutex", m),
                     })),
-                    Ev::Wait { cond, mutex } => {
-                        let (c, m) = (res.futex(k, "cond", cond), res.futex(k, "mutex", mutex));
-                        ops.push(Op::Pthread(PthreadOp::MutexUnlock { futex: m }));
-                        ops.push(Op::Pthread(PthreadOp::CondWait { futex: c }));
-                        ops.push(Op::Pthread(PthreadOp::MutexLock { futex: m }));
+                    Ev::Wait { cond, mutex } => res.cond_wait(k, cond, mutex, &mut ops),
+                    Ev::Sync { cond, mutex } => {
+                        ops.push(Op::Pthread(PthreadOp::CondWake {
+                            futex: res.futex(k, "cond", cond),
+                            all: false,
+                        }));
+                        res.cond_wait(k, cond, mutex, &mut ops);
                     }
+                    Ev::Mem(bytes) => ops.extend(self.mem_op(k, *bytes)),
+                    Ev::IoRun(bytes) => ops.extend(self.io_op(k, *bytes)),
                     Ev::Signal(c) => ops.push(Op::Pthread(PthreadOp::CondWake {
                         futex: res.futex(k, "cond", c),
                         all: false,
@@ -1080,6 +1125,26 @@ impl RtApp {
         ops
     }
 
+    /// rt-app's memload: `bytes` of memset in user space, at the machine's
+    /// memory write cost; none for 0 bytes. At least 1 ns, as
+    /// `takes_time` counts on.
+    fn mem_op(&self, k: &Kernel, bytes: u64) -> Option<Op> {
+        let ns = bytes.saturating_mul(k.machine.cost.mem_ps_per_byte()) / 1000;
+        (bytes > 0).then_some(Op::Run(Dist::Fixed(ns.max(1))))
+    }
+
+    /// rt-app's ioload: one write(2) to /dev/null per `mem_buffer_size`
+    /// bytes or part of it, each a syscall entry and exit (write_null
+    /// copies nothing); none for 0 bytes.
+    fn io_op(&self, k: &Kernel, bytes: u64) -> Option<Op> {
+        let writes = bytes.div_ceil(self.mem_buffer);
+        (writes > 0).then_some(Op::KernelRun {
+            dist: Dist::Fixed(writes.saturating_mul(k.machine.cost.syscall_ns)),
+            cond_resched: 0,
+            atomic: false,
+        })
+    }
+
     pub fn report(&self, k: &Kernel, tasks: &[Pid]) -> BenchResult {
         let mut lines = vec![format!("# rt-app {}: {} threads", self.file, tasks.len())];
         let mut threads = Vec::new();
@@ -1119,6 +1184,15 @@ impl Resources {
             .cpusets
             .entry(cpus.clone())
             .or_insert_with(|| k.shm.new_cpuset(cpus))
+    }
+
+    /// pthread_cond_wait: release the mutex, sleep on the condition, take
+    /// the mutex again.
+    fn cond_wait(&mut self, k: &mut Kernel, cond: &str, mutex: &str, ops: &mut Vec<Op>) {
+        let (c, m) = (self.futex(k, "cond", cond), self.futex(k, "mutex", mutex));
+        ops.push(Op::Pthread(PthreadOp::MutexUnlock { futex: m }));
+        ops.push(Op::Pthread(PthreadOp::CondWait { futex: c }));
+        ops.push(Op::Pthread(PthreadOp::MutexLock { futex: m }));
     }
 
     fn futex(&mut self, k: &mut Kernel, kind: &'static str, name: &str) -> usize {
