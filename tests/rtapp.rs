@@ -945,3 +945,58 @@ fn more_threads_than_the_limit_are_refused() {
         "{err}"
     );
 }
+
+/// A thread name longer than the kernel's comm: traces and `comm` keep
+/// its first 15 bytes, as the kernel does (and trace.dat always did); the
+/// JSON's `name` and rt-app's own log keep it whole, and a task can be
+/// named by either (`explain --task`, `--trace-pelt`).
+#[test]
+fn a_long_thread_name_is_cut_to_the_kernels_comm_everywhere_but_name() {
+    let dir = common::tmp("long-name");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("long.json");
+    std::fs::write(
+        &file,
+        r#"{"tasks": {"a-very-long-thread-name": {"loop": -1, "run": 1000, "sleep": 1000}}}"#,
+    )
+    .unwrap();
+    let (trace, json) = (dir.join("t.txt"), dir.join("o.json"));
+    let w = format!("rtapp:{}", file.display());
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "-w",
+        &w,
+        "--duration",
+        "10ms",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--trace-pelt",
+        "a-very-long-thread-name",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("a-very-long-thread-name runtime"), "{out}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(
+        text.contains("next_comm=a-very-long-thr next_pid"),
+        "{text}"
+    );
+    assert!(!text.contains("a-very-long-thre"), "cut at 15 bytes");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let t = &v["tasks"][0];
+    assert_eq!(t["comm"], "a-very-long-thr");
+    assert_eq!(t["name"], "a-very-long-thread-name");
+    let (rc, out, err) = schedlab(&[
+        "explain",
+        "-w",
+        &w,
+        "--duration",
+        "10ms",
+        "--task",
+        "a-very-long-thread-name",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.starts_with("a-very-long-thr-1000"), "{out}");
+}

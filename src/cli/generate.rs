@@ -104,6 +104,8 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
     ("completion", "completions and interrupts: waiters per wakeup, interrupts-off sections"),
     ("cpus", "one entry per CPU: busy/idle time, switches, wakeups, PELT averages of its run queue, capacity"),
     ("tasks", "one entry per task: CPU time, wait time, switches, migrations, wakeups, latency, PELT averages"),
+    ("tasks[].comm", "the task's name as the kernel keeps it (15 bytes, as traces show it)"),
+    ("tasks[].name", "the full name the workload gave (an rt-app thread's, say), longer than comm when that cut it"),
     ("benchmark", "each workload's results under its kind's name (a second one of a kind as NAME#2); the first workload's fields are also repeated here, untyped, as their types depend on the kind"),
     ("scenario", "the resolved scenario: every key with its value, defaults included (see `schedlab keys`)"),
 ];

@@ -40,7 +40,7 @@ impl Selector {
     pub fn matches(&self, k: &Kernel, p: Pid) -> bool {
         match self {
             Selector::Pid(n) => k.tasks[p].pid == *n,
-            Selector::Comm(c) => k.tasks[p].comm == *c,
+            Selector::Comm(c) => k.tasks[p].is_named(c),
         }
     }
 }

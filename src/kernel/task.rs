@@ -109,10 +109,17 @@ impl TaskStats {
     }
 }
 
+/// TASK_COMM_LEN − 1: the bytes of a name the kernel keeps in `comm`.
+pub const COMM_LEN: usize = 15;
+
 pub struct Task {
     pub pid: u32,
     pub tgid: u32,
+    /// The name as the kernel keeps it: cut to [`COMM_LEN`] bytes, as
+    /// set_task_comm (and pthread_setname_np) do.
     pub comm: String,
+    /// The full name the workload gave, when `comm` cut it.
+    pub name: Option<Box<str>>,
     pub workload: usize,
     pub nice: i32,
     /// Scheduling policy and rt_priority (1-99 for FIFO/RR, else 0).
@@ -168,4 +175,27 @@ impl Task {
     pub fn nr_cpus_allowed(&self, ncpus: usize) -> usize {
         self.allowed.as_ref().map_or(ncpus, |v| v.len())
     }
+
+    /// Whether the task is called `n`: its comm, or the full name it was
+    /// given.
+    pub fn is_named(&self, n: &str) -> bool {
+        self.comm == n || self.name.as_deref() == Some(n)
+    }
+
+    /// The full name it was given.
+    pub fn full_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.comm)
+    }
+}
+
+/// `name` as the kernel keeps it in comm, and the full name if that cut it.
+pub fn comm_of(name: &str) -> (String, Option<Box<str>>) {
+    if name.len() <= COMM_LEN {
+        return (name.to_string(), None);
+    }
+    let mut end = COMM_LEN;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    (name[..end].to_string(), Some(name.into()))
 }

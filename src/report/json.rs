@@ -44,6 +44,7 @@ pub fn to_json(out: &RunView) -> Value {
                 "pid": t.pid,
                 "tgid": t.tgid,
                 "comm": t.comm,
+                "name": t.full_name(),
                 "workload": t.workload,
                 "sum_exec_ns": t.se.sum_exec_runtime,
                 "wait_ns": t.stats.wait_sum,

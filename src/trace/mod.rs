@@ -328,7 +328,7 @@ impl Selection {
         let t = &k.tasks[p];
         self.names
             .iter()
-            .any(|n| *n == t.comm || n.parse::<u32>() == Ok(t.pid))
+            .any(|n| t.is_named(n) || n.parse::<u32>() == Ok(t.pid))
     }
 }
 

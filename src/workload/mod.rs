@@ -258,10 +258,12 @@ impl Builder {
             Some(g) => (k.tasks[g].tgid, k.tasks[g].mm),
             None => (pid, pid),
         };
+        let (comm, name) = crate::kernel::task::comm_of(spec.comm);
         k.tasks.push(Task {
             pid,
             tgid,
-            comm: spec.comm.to_string(),
+            comm,
+            name,
             workload: self.workload,
             nice: spec.nice,
             policy: crate::kernel::rt::Policy::Normal,

@@ -1150,14 +1150,16 @@ impl RtApp {
         let mut threads = Vec::new();
         for &p in tasks {
             let t = &k.tasks[p];
+            // rt-app's own log names a thread in full; the kernel's comm
+            // keeps 15 bytes of it.
             lines.push(format!(
                 "{:<16} runtime {:>10.3} ms  switches {:>7}  wait_max {:>8.3} ms",
-                t.comm,
+                t.full_name(),
                 t.se.sum_exec_runtime as f64 / 1e6,
                 t.stats.nr_switches,
                 t.stats.wait_max as f64 / 1e6
             ));
-            threads.push(json!({"comm": t.comm, "runtime_ns": t.se.sum_exec_runtime, "switches": t.stats.nr_switches, "wait_max_ns": t.stats.wait_max}));
+            threads.push(json!({"comm": t.comm, "name": t.full_name(), "runtime_ns": t.se.sum_exec_runtime, "switches": t.stats.nr_switches, "wait_max_ns": t.stats.wait_max}));
         }
         let mut fields = Map::new();
         fields.insert("threads".into(), json!(threads));
