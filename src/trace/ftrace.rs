@@ -8,9 +8,9 @@
 //! (and again if its pid or prio changes), a CPU's ` [NNN] ` and idle
 //! task's fields, a timestamp per simulated instant.
 
-use super::{prev_state, prio, Selection, TraceFile, SEND_AT};
+use super::{decision, prev_state, prio, Arg, Selection, TraceFile, SEND_AT};
 use crate::kernel::task::{Pid, TaskState};
-use crate::kernel::tracepoint::{cause_name, TraceEvent, Tracer};
+use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
 use std::io::{self, Write};
 
@@ -449,71 +449,21 @@ impl FtraceWriter {
     }
 
     /// A decision record (docs/explain.md): `schedlab_pick`,
-    /// `schedlab_place` or `schedlab_resched`, pids as the trace's.
+    /// `schedlab_place` or `schedlab_resched`, its fields as `key=value`
+    /// (a flag as 0 or 1).
     fn decision(&mut self, k: &Kernel, ev: &TraceEvent) {
-        let pid = |p: Pid| k.tasks[p].pid as i64;
-        let opt = |p: Option<Pid>| p.map_or(-1, pid);
-        match *ev {
-            TraceEvent::Pick {
-                cpu,
-                p,
-                eligible,
-                vruntime,
-                deadline,
-                lag,
-                protected,
-                runner_up,
-            } => {
-                self.prefix(k, k.trace_ctx(cpu), cpu, b"d..2 ", b"schedlab_pick: ");
-                let _ = writeln!(
-                    self.buf,
-                    "cpu={cpu} pid={} eligible={eligible} vruntime={vruntime} deadline={deadline} \
-                     lag={lag} protected={} runner_up={}",
-                    pid(p),
-                    u8::from(protected),
-                    opt(runner_up)
-                );
-            }
-            TraceEvent::Place {
-                cpu,
-                p,
-                prev,
-                target,
-                affine,
-                why,
-                scanned,
-                wakelist,
-            } => {
-                self.prefix(k, k.trace_ctx(cpu), cpu, b"d..2 ", b"schedlab_place: ");
-                let _ = writeln!(
-                    self.buf,
-                    "pid={} prev_cpu={prev} waker_cpu={cpu} target_cpu={target} affine={} \
-                     why={} scanned={scanned} wakelist={}",
-                    pid(p),
-                    affine.name(),
-                    why.name(),
-                    u8::from(wakelist)
-                );
-            }
-            TraceEvent::Resched {
-                cpu,
-                curr,
-                cause,
-                lazy,
-                wakee,
-            } => {
-                self.prefix(k, k.trace_ctx(cpu), cpu, b"d..2 ", b"schedlab_resched: ");
-                let (w, rule) = wakee.map_or((-1, "-"), |(w, r)| (pid(w), r.name()));
-                let _ = writeln!(
-                    self.buf,
-                    "cpu={cpu} curr={} cause={} lazy={} wakee={w} rule={rule}",
-                    curr.map_or(0, pid),
-                    cause_name(cause),
-                    u8::from(lazy)
-                );
-            }
-            _ => {}
+        let Some(d) = decision(k, ev) else { return };
+        let event = format!("schedlab_{}: ", d.name);
+        self.prefix(k, k.trace_ctx(d.cpu), d.cpu, b"d..2 ", event.as_bytes());
+        for (i, (key, v)) in d.fields.iter().enumerate() {
+            let sep = if i == 0 { "" } else { " " };
+            let _ = match v {
+                Arg::Int(n) => write!(self.buf, "{sep}{key}={n}"),
+                Arg::Bool(b) => write!(self.buf, "{sep}{key}={}", u8::from(*b)),
+                Arg::Str(t) => write!(self.buf, "{sep}{key}={t}"),
+            };
         }
+        self.buf.push(b'\n');
     }
 }
 

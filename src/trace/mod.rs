@@ -17,7 +17,7 @@ pub mod perfetto;
 mod proto;
 
 use crate::kernel::task::{Pid, TaskState};
-use crate::kernel::tracepoint::{TraceEvent, Tracer};
+use crate::kernel::tracepoint::{cause_name, TraceEvent, Tracer};
 use crate::kernel::Kernel;
 use crate::util::fs::OutputSet;
 use crate::util::sink::Sink;
@@ -455,4 +455,97 @@ impl TraceArgs {
         }
         keys
     }
+}
+
+/// A field value of a trace record (a decision record's, a Perfetto
+/// track event's arg).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arg<'a> {
+    Int(i64),
+    Bool(bool),
+    Str(&'a str),
+}
+
+/// A decision record (docs/explain.md) as every writer gives it: its CPU,
+/// its name (`pick`, `place`, `resched`) and its fields in the ftrace
+/// text's order, pids as the trace's.
+pub struct Decision {
+    pub cpu: usize,
+    pub name: &'static str,
+    pub fields: Vec<(&'static str, Arg<'static>)>,
+}
+
+/// `ev`'s decision record, if it is one.
+pub fn decision(k: &Kernel, ev: &TraceEvent) -> Option<Decision> {
+    let pid = |p: Pid| Arg::Int(k.tasks[p].pid as i64);
+    let opt = |p: Option<Pid>| p.map_or(Arg::Int(-1), pid);
+    let int = |n: i64| Arg::Int(n);
+    let (cpu, name, fields) = match *ev {
+        TraceEvent::Pick {
+            cpu,
+            p,
+            eligible,
+            vruntime,
+            deadline,
+            lag,
+            protected,
+            runner_up,
+        } => (
+            cpu,
+            "pick",
+            vec![
+                ("cpu", int(cpu as i64)),
+                ("pid", pid(p)),
+                ("eligible", int(eligible as i64)),
+                ("vruntime", int(vruntime)),
+                ("deadline", int(deadline)),
+                ("lag", int(lag)),
+                ("protected", Arg::Bool(protected)),
+                ("runner_up", opt(runner_up)),
+            ],
+        ),
+        TraceEvent::Place {
+            cpu,
+            p,
+            prev,
+            target,
+            affine,
+            why,
+            scanned,
+            wakelist,
+        } => (
+            cpu,
+            "place",
+            vec![
+                ("pid", pid(p)),
+                ("prev_cpu", int(prev as i64)),
+                ("waker_cpu", int(cpu as i64)),
+                ("target_cpu", int(target as i64)),
+                ("affine", Arg::Str(affine.name())),
+                ("why", Arg::Str(why.name())),
+                ("scanned", int(scanned as i64)),
+                ("wakelist", Arg::Bool(wakelist)),
+            ],
+        ),
+        TraceEvent::Resched {
+            cpu,
+            curr,
+            cause,
+            lazy,
+            wakee,
+        } => (
+            cpu,
+            "resched",
+            vec![
+                ("cpu", int(cpu as i64)),
+                ("curr", curr.map_or(Arg::Int(0), pid)),
+                ("cause", Arg::Str(cause_name(cause))),
+                ("lazy", Arg::Bool(lazy)),
+                ("wakee", opt(wakee.map(|w| w.0))),
+                ("rule", Arg::Str(wakee.map_or("-", |w| w.1.name()))),
+            ],
+        ),
+        _ => return None,
+    };
+    Some(Decision { cpu, name, fields })
 }

@@ -15,9 +15,9 @@
 //! two line up.
 
 use super::proto::{begin, bytes, end, fixed64, int, uint};
-use super::{prio, state_bits, TraceFile, SEND_AT};
+use super::{decision, prio, state_bits, Arg, TraceFile, SEND_AT};
 use crate::kernel::task::{Pid, TaskState};
-use crate::kernel::tracepoint::{cause_name, TraceEvent, Tracer};
+use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
 use std::io;
 
@@ -119,13 +119,6 @@ const CPU_TRACK: u64 = 2 << 32;
 /// A CPU's bundle becomes a packet at this size: bundles stay small for
 /// trace_processor and per-CPU memory stays bounded.
 const BUNDLE_AT: usize = 1 << 16;
-
-/// A track event's arg value.
-enum Arg<'a> {
-    Int(i64),
-    Bool(bool),
-    Str(&'a str),
-}
 
 pub struct PerfettoWriter {
     out: TraceFile,
@@ -421,78 +414,13 @@ impl PerfettoWriter {
         }
     }
 
-    /// A decision record as an instant on its CPU's track, its numbers as
-    /// args named as in the ftrace text's records (docs/explain.md).
+    /// A decision record as an instant on its CPU's track, its fields as
+    /// args named as in the ftrace text's records (docs/explain.md), but
+    /// for the CPU, which the track is.
     fn decision(&mut self, k: &Kernel, ev: &TraceEvent) {
-        let pid = |p: Pid| Arg::Int(k.tasks[p].pid as i64);
-        let opt = |p: Option<Pid>| Arg::Int(p.map_or(-1, |p| k.tasks[p].pid as i64));
-        let (cpu, name, args) = match *ev {
-            TraceEvent::Pick {
-                cpu,
-                p,
-                eligible,
-                vruntime,
-                deadline,
-                lag,
-                protected,
-                runner_up,
-            } => (
-                cpu,
-                "pick",
-                vec![
-                    ("pid", pid(p)),
-                    ("eligible", Arg::Int(eligible as i64)),
-                    ("vruntime", Arg::Int(vruntime)),
-                    ("deadline", Arg::Int(deadline)),
-                    ("lag", Arg::Int(lag)),
-                    ("protected", Arg::Bool(protected)),
-                    ("runner_up", opt(runner_up)),
-                ],
-            ),
-            TraceEvent::Place {
-                cpu,
-                p,
-                prev,
-                target,
-                affine,
-                why,
-                scanned,
-                wakelist,
-            } => (
-                cpu,
-                "place",
-                vec![
-                    ("pid", pid(p)),
-                    ("prev_cpu", Arg::Int(prev as i64)),
-                    ("waker_cpu", Arg::Int(cpu as i64)),
-                    ("target_cpu", Arg::Int(target as i64)),
-                    ("affine", Arg::Str(affine.name())),
-                    ("why", Arg::Str(why.name())),
-                    ("scanned", Arg::Int(scanned as i64)),
-                    ("wakelist", Arg::Bool(wakelist)),
-                ],
-            ),
-            TraceEvent::Resched {
-                cpu,
-                curr,
-                cause,
-                lazy,
-                wakee,
-            } => (
-                cpu,
-                "resched",
-                vec![
-                    ("curr", Arg::Int(curr.map_or(0, |p| k.tasks[p].pid as i64))),
-                    ("cause", Arg::Str(cause_name(cause))),
-                    ("lazy", Arg::Bool(lazy)),
-                    ("wakee", opt(wakee.map(|w| w.0))),
-                    ("rule", Arg::Str(wakee.map_or("-", |w| w.1.name()))),
-                ],
-            ),
-            _ => return,
-        };
-        self.instant(k.now, CPU_TRACK + cpu as u64, name, |b| {
-            for (key, v) in args {
+        let Some(d) = decision(k, ev) else { return };
+        self.instant(k.now, CPU_TRACK + d.cpu as u64, d.name, |b| {
+            for (key, v) in d.fields.into_iter().filter(|f| f.0 != "cpu") {
                 annotation(b, key, v);
             }
         });
