@@ -33,7 +33,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import pandas as pd
 
 from . import _native
-from ._ftrace import Trace
+from ._ftrace import Trace, _numeric
 from ._native import InputError
 
 __all__ = [
@@ -378,14 +378,6 @@ def read_summary(out: Union[str, os.PathLike]) -> pd.DataFrame:
         if p in df:
             df[p] = _numeric(df[p])
     return df
-
-
-def _numeric(col: pd.Series) -> pd.Series:
-    """The column as numbers when every value is one, else unchanged."""
-    try:
-        return pd.to_numeric(col)
-    except (ValueError, TypeError):
-        return col
 
 
 def sweep_report(out: Union[str, os.PathLike], html: Optional[Union[str, os.PathLike]] = None) -> str:
