@@ -136,7 +136,7 @@ fn began(s: &mut String, k: &Kernel, wait: &Interval, first: bool) {
     let by = waker.map_or("an interrupt (a timer)".into(), |p| name(k, p));
     let _ = writeln!(s, "\nWoken by {by} on CPU {from}.");
     if let Some(p) = place {
-        let affine = match p.affine.name() {
+        let affine = match p.placed.affine.name() {
             "none" => "wake_affine not asked".to_string(),
             "wide" => "wake_wide: spread, wake_affine not asked".to_string(),
             v => format!("wake_affine chose the {v}'s CPU"),
@@ -144,10 +144,10 @@ fn began(s: &mut String, k: &Kernel, wait: &Interval, first: bool) {
         let _ = writeln!(
             s,
             "Placed on CPU {} (prev CPU {}): {affine}; {}{}; {}.",
-            p.target,
+            p.placed.cpu,
             p.prev,
-            why_text(p.why),
-            match p.scanned {
+            why_text(p.placed.why),
+            match p.placed.scanned {
                 0 => String::new(),
                 n => format!(" ({n} CPUs scanned)"),
             },

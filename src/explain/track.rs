@@ -9,7 +9,7 @@
 use crate::engine::Time;
 use crate::kernel::preempt::Cause;
 use crate::kernel::task::{Pid, TaskState};
-use crate::kernel::tracepoint::{Affine, PlaceWhy, TraceEvent, Tracer, WakeupRule};
+use crate::kernel::tracepoint::{Placement, TraceEvent, Tracer, WakeupRule};
 use crate::kernel::Kernel;
 use std::collections::VecDeque;
 use std::io;
@@ -195,17 +195,7 @@ pub struct Woken {
     /// The waker task (None: an interrupt, e.g. a timer).
     pub waker: Option<Pid>,
     pub from: usize,
-    pub place: Option<Place>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Place {
-    pub prev: usize,
-    pub target: usize,
-    pub affine: Affine,
-    pub why: PlaceWhy,
-    pub scanned: u32,
-    pub wakelist: bool,
+    pub place: Option<Placement>,
 }
 
 /// One phase of the task: start, end, CPU, and how it began or ended.
@@ -413,24 +403,7 @@ impl Tracer for Recorder {
                     place: None,
                 })
             }
-            TraceEvent::Place {
-                p,
-                prev,
-                target,
-                affine,
-                why,
-                scanned,
-                wakelist,
-                ..
-            } if p == me => {
-                let place = Place {
-                    prev,
-                    target,
-                    affine,
-                    why,
-                    scanned,
-                    wakelist,
-                };
+            TraceEvent::Place { p, place, .. } if p == me => {
                 if let Some(w) = &mut self.woken {
                     w.place = Some(place);
                 }

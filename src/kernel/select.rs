@@ -17,7 +17,7 @@ const NODE_RECLAIM_DISTANCE: u32 = 30;
 
 /// Where select_task_rq put a wakee and why (its decision record's
 /// fields).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Placed {
     pub cpu: usize,
     pub affine: Affine,

@@ -68,12 +68,7 @@ pub enum TraceEvent {
     Place {
         cpu: usize,
         p: Pid,
-        prev: usize,
-        target: usize,
-        affine: Affine,
-        why: PlaceWhy,
-        scanned: u32,
-        wakelist: bool,
+        place: Placement,
     },
     /// Decision record of a need-resched bit newly set on `cpu` (full or
     /// `lazy`), with its cause; for a wakeup preemption the wakee and the
@@ -201,6 +196,16 @@ pub fn cause_name(c: Cause) -> &'static str {
     }
 }
 
+/// A wakeup's placement as its record gives it: the previous CPU, what
+/// select_task_rq chose and why, and whether the wakeup went through the
+/// target's wakelist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub prev: usize,
+    pub placed: Placed,
+    pub wakelist: bool,
+}
+
 /// A consumer of trace events.
 pub trait Tracer {
     fn event(&mut self, k: &Kernel, ev: &TraceEvent);
@@ -304,15 +309,15 @@ impl Kernel {
         placed: Placed,
         wakelist: bool,
     ) {
+        let place = Placement {
+            prev,
+            placed,
+            wakelist,
+        };
         self.trace(TraceEvent::Place {
             cpu: from,
             p,
-            prev,
-            target: placed.cpu,
-            affine: placed.affine,
-            why: placed.why,
-            scanned: placed.scanned,
-            wakelist,
+            place,
         });
     }
 
