@@ -547,14 +547,40 @@ impl Gate<'_> {
     }
 }
 
+/// Writers that take turns (`xcpu_rotating`): writer `k` of `n` sends
+/// only while the shared counter says `k`'s turn, then passes it on.
+#[derive(Clone, Copy)]
+struct Turns<'a> {
+    word: &'a AtomicU32,
+    k: u32,
+    n: u32,
+}
+
+impl Turns<'_> {
+    /// Spin (untimed, in user space) until it is this writer's turn.
+    fn wait(&self, g: &Gate) -> Result<(), String> {
+        while self.word.load(Acquire) % self.n != self.k {
+            g.check()?;
+            spin_loop();
+        }
+        Ok(())
+    }
+
+    fn pass(&self) {
+        self.word.fetch_add(1, Release);
+    }
+}
+
 /// One writer: `bytes` in 100-byte non-blocking writes, retried at once
-/// on EAGAIN; each successful write timed on its own.
+/// on EAGAIN; each successful write timed on its own. With `turns`, one
+/// message per turn.
 fn xcpu_writer(
     ch: &Channel,
     cpu: usize,
     bytes: usize,
     per: usize,
     g: Gate,
+    turns: Option<Turns>,
 ) -> Result<Vec<f64>, String> {
     g.enter(cpu)?;
     let buf = [1u8; XCPU_MSG];
@@ -562,12 +588,18 @@ fn xcpu_writer(
     let mut sent = 0;
     while sent < bytes {
         g.check()?;
+        if let Some(t) = turns {
+            t.wait(&g)?;
+        }
         let t0 = sys::now_ns();
         let n = ch.try_send(&buf[..XCPU_MSG.min(bytes - sent)]);
         let t1 = sys::now_ns();
         let n = n.map_err(|e| g.fail(e))?;
         if n > 0 && g.timed() {
             b.ok(t1 - t0);
+        }
+        if let (Some(t), true) = (turns, n > 0) {
+            t.pass();
         }
         sent += n;
     }
@@ -609,6 +641,32 @@ pub fn xcpu_stream(
     ipc: Ipc,
     msgs: usize,
 ) -> Result<Xcpu, String> {
+    xcpu_streams(reader, writers, ipc, msgs, false)
+}
+
+/// The same with the writers taking turns, one message each (writer 1,
+/// 2, …, n, 1, …): never two writing at once, yet every message comes
+/// from another CPU than the one before it, as in `perf bench sched
+/// messaging`, where 20 senders on many CPUs write into each receiver.
+/// Against the one-writer stream it isolates what mixed sources cost
+/// (the previous skb a send links to, the slabs a read frees into),
+/// without the writers' contention.
+pub fn xcpu_rotating(
+    reader: usize,
+    writers: &[usize],
+    ipc: Ipc,
+    msgs: usize,
+) -> Result<Xcpu, String> {
+    xcpu_streams(reader, writers, ipc, msgs, true)
+}
+
+fn xcpu_streams(
+    reader: usize,
+    writers: &[usize],
+    ipc: Ipc,
+    msgs: usize,
+    rotate: bool,
+) -> Result<Xcpu, String> {
     let ch = ipc.open()?;
     ch.set_nonblocking()?;
     let mem = SharedMem::new(4096)?;
@@ -617,6 +675,14 @@ pub fn xcpu_stream(
         abort: mem.word(1),
         phase: mem.word(2),
         threads: writers.len() as u32 + 1,
+    };
+    let n = writers.len() as u32;
+    let turn = |k: usize| {
+        rotate.then(|| Turns {
+            word: mem.word(3),
+            k: k as u32,
+            n,
+        })
     };
     let each = msgs.div_ceil(writers.len().max(1));
     let (ch, quota, per) = (&ch, each * XCPU_MSG, writer_batch(each));
@@ -630,7 +696,11 @@ pub fn xcpu_stream(
         };
         let mut threads: Vec<_> = writers
             .iter()
-            .map(|&cpu| spawn(Box::new(move || xcpu_writer(ch, cpu, quota, per, g)) as Job))
+            .enumerate()
+            .map(|(k, &cpu)| {
+                let t = turn(k);
+                spawn(Box::new(move || xcpu_writer(ch, cpu, quota, per, g, t)) as Job)
+            })
             .collect();
         let total = quota * writers.len();
         threads.push(spawn(Box::new(move || xcpu_reader(ch, reader, total, g))));
@@ -900,6 +970,20 @@ mod tests {
             let x = xcpu_stream(cpu, &vec![cpu; writers], ipc, 2000).unwrap();
             assert!(x.read.len() >= 5 && x.read.len() <= 60, "{}", x.read.len());
             assert!(!x.write.is_empty() && x.write.len() <= 60 * writers);
+            assert!(x.read.iter().chain(&x.write).all(|&s| s > 0.0));
+        }
+    }
+
+    /// Two writers taking turns, everyone on the CPUs this test may use:
+    /// each writer's messages are all sent (none lost to a turn never
+    /// passed), and every sample is a positive time per call.
+    #[test]
+    fn rotating_writers_take_turns_to_the_end() {
+        let cpus = crate::util::affinity::allowed_cpus();
+        let (a, b) = (cpus[0], *cpus.last().unwrap());
+        for ipc in [Ipc::Pipe, Ipc::Unix] {
+            let x = xcpu_rotating(a, &[a, b], ipc, 2000).unwrap();
+            assert!(!x.read.is_empty() && !x.write.is_empty());
             assert!(x.read.iter().chain(&x.write).all(|&s| s > 0.0));
         }
     }

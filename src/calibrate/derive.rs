@@ -53,6 +53,11 @@
 //! - `socket_lock_hold_ns` = (m(unix_writers_<N>_write) −
 //!   m(unix_xcpu_<d>_write)) / (N − 1) for the most writers N measured:
 //!   each sender added to one socket makes every send wait this much more.
+//! - `pipe_mix_read_lines` = (m(pipe_rotate_<N>_read) − m(pipe_xcpu_<d>_read))
+//!   / m(line_<d>) for the most writers N taking turns, and `_write` the
+//!   same: what a message from another CPU than the one before it costs
+//!   beyond one writer's stream, without contention; `socket_mix_*` the
+//!   same from `unix_*`.
 //! - `nohz_idle_exit_ns` = m(cycle_<distance>) − m(cycle_same) − irq entry/exit
 //!   − activate − the read's line transfers (mean of pipe and unix): the
 //!   reader's CPU time across a read that slept, woken from another CPU
@@ -153,6 +158,10 @@ fn u64_field<'c>(c: &'c mut CostModel, field: &str) -> Option<&'c mut u64> {
         "pipe_xcpu_lines" => &mut c.pipe_xcpu_lines,
         "socket_xcpu_lines" => &mut c.socket_xcpu_lines,
         "socket_lock_hold_ns" => &mut c.socket_lock_hold_ns,
+        "pipe_mix_read_lines" => &mut c.pipe_mix_read_lines,
+        "pipe_mix_write_lines" => &mut c.pipe_mix_write_lines,
+        "socket_mix_read_lines" => &mut c.socket_mix_read_lines,
+        "socket_mix_write_lines" => &mut c.socket_mix_write_lines,
         _ => return None,
     })
 }
@@ -465,7 +474,57 @@ fn derive_xcpu(x: &mut Ctx) -> Option<[f64; 2]> {
         read_ns[k] = ((own + msg[k]) as f64) * line.unwrap_or(0.0);
     }
     derive_socket_hold(x, d);
+    derive_mix(x, d, line);
     line.map(|_| read_ns)
+}
+
+/// The mix lines (`{pipe,socket}_mix_{read,write}_lines`): writers taking
+/// turns, one message each, against one writer (bench::xcpu_rotating), in
+/// lines at the nearest distance. The turns' writers are the nearest CPUs
+/// first, so on a machine with farther CPUs among them this is an upper
+/// bound of the nearest distance's count.
+fn derive_mix(x: &mut Ctx, d: Option<&str>, line: Option<f64>) {
+    const FIELDS: [(&str, [(&str, &str); 2]); 2] = [
+        (
+            "pipe",
+            [
+                ("read", "pipe_mix_read_lines"),
+                ("write", "pipe_mix_write_lines"),
+            ],
+        ),
+        (
+            "unix",
+            [
+                ("read", "socket_mix_read_lines"),
+                ("write", "socket_mix_write_lines"),
+            ],
+        ),
+    ];
+    for (ipc, sides) in FIELDS {
+        let most = (2..=1024)
+            .rev()
+            .find(|n| x.r.get(&format!("{ipc}_rotate_{n}_read")).is_some());
+        for (side, name) in sides {
+            let rot = most.and_then(|n| x.m(&format!("{ipc}_rotate_{n}_{side}")));
+            let one = d.and_then(|d| x.m(&format!("{ipc}_xcpu_{d}_{side}")));
+            let v = match (rot, one, line) {
+                (Some(r), Some(o), Some(l)) if l > 0.0 => Some((r - o) / l),
+                _ => None,
+            };
+            x.set(
+                name,
+                v,
+                format!(
+                    "{ipc} {side} with {} writers taking turns {} − with one writer {} ({}), / line {} ns",
+                    most.map_or("-".into(), |n| n.to_string()),
+                    opt(rot),
+                    opt(one),
+                    d.unwrap_or("-"),
+                    opt(line)
+                ),
+            );
+        }
+    }
 }
 
 /// socket_lock_hold_ns: what each sender added to one socket adds to a
@@ -826,6 +885,30 @@ mod tests {
     }
 
     #[test]
+    fn writers_taking_turns_set_the_mix_lines_from_the_most_writers() {
+        let r = results(&[
+            ("line_llc", 100.0),
+            ("unix_xcpu_llc_read", 1000.0),
+            ("unix_xcpu_llc_write", 900.0),
+            ("unix_rotate_2_read", 5000.0),
+            ("unix_rotate_15_read", 1320.0),
+            ("unix_rotate_15_write", 1060.0),
+            ("pipe_xcpu_llc_read", 600.0),
+            ("pipe_xcpu_llc_write", 600.0),
+            ("pipe_rotate_15_read", 580.0),
+            ("pipe_rotate_15_write", 650.0),
+        ]);
+        let d = derive(&r, &kvm_guest(), "vm-2", &haltpoll(0));
+        // (1320 − 1000) / 100 and (1060 − 900) / 100, rounded.
+        assert_eq!(d.cost.socket_mix_read_lines, 3);
+        assert_eq!(d.cost.socket_mix_write_lines, 2);
+        assert!(d.notes["socket_mix_read_lines"].contains("15 writers"));
+        // Cheaper than one writer: none, not negative.
+        assert_eq!(d.cost.pipe_mix_read_lines, 0);
+        assert_eq!(d.cost.pipe_mix_write_lines, 1);
+    }
+
+    #[test]
     fn without_other_writers_the_socket_hold_is_kept() {
         let r = results(&[
             ("line_llc", 57.0),
@@ -837,5 +920,7 @@ mod tests {
         assert_eq!(d.cost.socket_lock_hold_ns, kvm_guest().socket_lock_hold_ns);
         assert!(d.notes["socket_lock_hold_ns"].starts_with("kept from vm-2"));
         assert!(d.notes["pipe_xcpu_lines"].starts_with("kept from vm-2"));
+        assert_eq!(d.cost.socket_mix_read_lines, 0);
+        assert!(d.notes["socket_mix_read_lines"].starts_with("kept from vm-2"));
     }
 }

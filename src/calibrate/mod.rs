@@ -206,6 +206,7 @@ pub fn measure_once(cpus: &Cpus, plan: &Plan, r: &mut Results) {
         cross_cpu(home, d, peer, plan, r);
     }
     many_writers(home, &cpus.others, plan, r);
+    rotating_writers(home, &cpus.others, plan, r);
     all_busy(home, &cpus.others, plan, r);
 }
 
@@ -235,6 +236,9 @@ fn all_busy(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
 /// Messages per cross-CPU stream at scale 1 (`Plan::n`).
 const XCPU_MSGS: usize = 6000;
 
+/// A cross-CPU stream's bench: bench::xcpu_stream or bench::xcpu_rotating.
+type StreamFn = fn(usize, &[usize], Ipc, usize) -> Result<bench::Xcpu, String>;
+
 /// A cross-CPU stream of 100-byte messages from `writers` to a reader on
 /// `home` (bench::xcpu_stream): primitives `{id}_read`, `{id}_write`. At
 /// least 2000 messages: three full pipe buffers (16 pages of 40 messages),
@@ -248,7 +252,21 @@ fn xcpu(
     plan: &Plan,
     r: &mut Results,
 ) {
-    match bench::xcpu_stream(home, writers, ipc, plan.n(XCPU_MSGS).max(2000)) {
+    xcpu_with(bench::xcpu_stream, home, writers, ipc, id, what, plan, r)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn xcpu_with(
+    f: StreamFn,
+    home: usize,
+    writers: &[usize],
+    ipc: Ipc,
+    id: &str,
+    what: &str,
+    plan: &Plan,
+    r: &mut Results,
+) {
+    match f(home, writers, ipc, plan.n(XCPU_MSGS).max(2000)) {
         Ok(x) => {
             r.add(
                 &format!("{id}_read"),
@@ -313,6 +331,29 @@ fn many_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
                 plan,
                 r,
             );
+        }
+    }
+}
+
+/// Writers taking turns, one message each, into one reader on `home`
+/// (bench::xcpu_rotating): 2 and all the usable CPUs besides the reader's
+/// (`{ipc}_rotate_{n}_read`, `_write`). Against the one-writer stream,
+/// what messages from mixed CPUs cost without contention.
+fn rotating_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
+    let mut counts = vec![2, others.len()];
+    counts.dedup();
+    for n in counts.into_iter().filter(|&n| n >= 2 && n <= others.len()) {
+        let w = &others[..n];
+        let mut sorted = w.to_vec();
+        sorted.sort_unstable();
+        for ipc in [Ipc::Pipe, Ipc::Unix] {
+            let name = ipc.name();
+            let what = format!(
+                "{name} stream, {n} writers on CPUs {} taking turns (one message each) into one reader on {home}, non-blocking",
+                crate::report::ranges(&sorted)
+            );
+            let id = format!("{name}_rotate_{n}");
+            xcpu_with(bench::xcpu_rotating, home, w, ipc, &id, &what, plan, r);
         }
     }
 }

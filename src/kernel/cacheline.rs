@@ -15,54 +15,96 @@
 //! object's newest data; a read from another CPU pays the message's lines
 //! (its bytes, and for a socket the skb around them) on top of the
 //! object's.
+//!
+//! Messages from mixed CPUs cost more again: a sender links its message
+//! behind one another CPU wrote (the tail skb, the tail pipe buffer), and
+//! a reader of messages from many CPUs frees each into another CPU's slab
+//! (an skb's `struct slab` and memcg vector are rarely the previous one's).
+//! The model remembers the CPU of the newest two messages: a send onto a
+//! queued message of another CPU pays the write's mix lines, a read while
+//! the newest two came from different CPUs the read's, from calibrate's
+//! writers taking turns against one writer (`*_mix_*_lines`).
 
 use super::Kernel;
 
 impl Kernel {
-    /// The time `moved`'s lines take to come to `cpu`: `lines` of the
-    /// object's, and `msg_lines` of the message's, each from the CPU it
-    /// comes from (none from `cpu` itself), counted in `ipc_line_ns`.
-    pub fn lines_moved(&mut self, moved: Moved, cpu: usize, lines: u64, msg_lines: u64) -> u64 {
+    /// The time `moved`'s lines take to come to `cpu`: `n.object` of the
+    /// object's, `n.message` of the message's and `n.mix` for messages
+    /// from mixed CPUs, each from the CPU it comes from (none from `cpu`
+    /// itself), counted in `ipc_line_ns`.
+    pub fn lines_moved(&mut self, moved: Moved, cpu: usize, n: Lines) -> u64 {
         let m = &self.machine;
         let ns = |from: Option<usize>, n: u64| from.map_or(0, |f| n * m.line_transfer_ns(f, cpu));
-        let total = ns(moved.object, lines) + ns(moved.message, msg_lines);
+        let total =
+            ns(moved.object, n.object) + ns(moved.message, n.message) + ns(moved.mix, n.mix);
         self.stats.ipc_line_ns += total;
         total
     }
 }
 
-/// A shared object's lines and its newest message's, as CPUs use them.
+/// A shared object's lines and its newest two messages', as CPUs use them.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SharedLines {
     /// The CPU that touched the object's lines last.
     object: LastTouch,
     /// The CPU that wrote its newest message.
     message: LastTouch,
+    /// The CPU that wrote the message before it.
+    before: LastTouch,
+}
+
+/// How many lines of each kind an operation touches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lines {
+    pub object: u64,
+    pub message: u64,
+    pub mix: u64,
 }
 
 /// Where the lines an operation needs come from (None: from nowhere, they
-/// are on its CPU already).
+/// are on its CPU already, or the operation does not need them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Moved {
     pub object: Option<usize>,
     pub message: Option<usize>,
+    /// Messages from mixed CPUs: the newest message's CPU.
+    pub mix: Option<usize>,
+}
+
+/// What an operation does to a shared object's messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// A write; `queued`: messages wait in the object (it appends to one).
+    Write { queued: bool },
+    /// A read; `message`: it reads a queued message.
+    Read { message: bool },
 }
 
 impl SharedLines {
-    /// `cpu` operates on the object, reading a queued message if
-    /// `reads_message`: where the object's and the message's lines come
-    /// from.
-    pub fn access(&mut self, cpu: usize, reads_message: bool) -> Moved {
+    /// `cpu` uses the object: where the object's, the message's and the
+    /// mixed messages' lines come from.
+    pub fn access(&mut self, cpu: usize, op: Use) -> Moved {
+        let newest = self.message.other_than(cpu);
+        let (message, mix) = match op {
+            Use::Write { queued } => (None, newest.filter(|_| queued)),
+            Use::Read { message: false } => (None, None),
+            Use::Read { message: true } => (newest, newest.filter(|_| self.mixed())),
+        };
         Moved {
             object: self.object.touch(cpu),
-            message: reads_message
-                .then(|| self.message.other_than(cpu))
-                .flatten(),
+            message,
+            mix,
         }
+    }
+
+    /// The newest two messages came from different CPUs.
+    fn mixed(&self) -> bool {
+        self.before.0 != u32::MAX && self.before != self.message
     }
 
     /// `cpu` wrote a message into the object.
     pub fn wrote(&mut self, cpu: usize) {
+        self.before = self.message;
         self.message.touch(cpu);
     }
 }
@@ -115,14 +157,34 @@ mod tests {
     #[test]
     fn a_reader_pulls_the_message_from_its_writer() {
         let mut s = SharedLines::default();
-        s.access(1, false);
+        s.access(1, Use::Write { queued: false });
         s.wrote(1);
-        let read = s.access(2, true);
+        let read = s.access(2, Use::Read { message: true });
         assert_eq!((read.object, read.message), (Some(1), Some(1)));
         // The reader's next look at the object finds its lines at home;
         // a message it reads again still comes from the writer.
-        let again = s.access(2, true);
+        let again = s.access(2, Use::Read { message: true });
         assert_eq!((again.object, again.message), (None, Some(1)));
-        assert_eq!(s.access(1, false).message, None);
+        assert_eq!(s.access(1, Use::Write { queued: true }).message, None);
+    }
+
+    #[test]
+    fn messages_from_mixed_cpus_pay_the_mix_lines() {
+        let mut s = SharedLines::default();
+        let (w, r) = (Use::Write { queued: true }, Use::Read { message: true });
+        // One writer: never mixed, on either side.
+        for _ in 0..3 {
+            assert_eq!(s.access(1, w).mix, None);
+            s.wrote(1);
+            assert_eq!(s.access(0, r).mix, None);
+        }
+        // A second writer appends behind the first's message, and the
+        // reader then sees the newest two from different CPUs.
+        assert_eq!(s.access(2, w).mix, Some(1));
+        assert_eq!(s.access(2, Use::Write { queued: false }).mix, None);
+        s.wrote(2);
+        assert_eq!(s.access(0, r).mix, Some(2));
+        // The writer appending to its own message pays nothing more.
+        assert_eq!(s.access(2, w).mix, None);
     }
 }

@@ -2,7 +2,7 @@
 //! into the last page, exclusive waiters, and sync wakeups only on the
 //! empty→non-empty (readers) and full→not-full (writers) transitions.
 
-use super::cacheline::{data_lines, SharedLines};
+use super::cacheline::{data_lines, Lines, SharedLines, Use};
 use super::lock::ContendedLock;
 use super::task::Pid;
 use super::wait::{WaitQueue, WaitQueueRef};
@@ -108,15 +108,35 @@ impl Kernel {
         own: u64,
         read: Option<u32>,
     ) -> u64 {
-        let lines = self.machine.cost.pipe_xcpu_lines;
-        if lines == 0 {
+        let c = &self.machine.cost;
+        if c.pipe_xcpu_lines == 0 {
             return 0;
         }
-        let syscall = self.machine.cost.syscall_ns;
+        let (syscall, lines) = (c.syscall_ns, c.pipe_xcpu_lines);
+        let (mix_read, mix_write) = (c.pipe_mix_read_lines, c.pipe_mix_write_lines);
         let pipe = &mut self.pipes[i];
         let reads = read.filter(|_| !pipe.is_empty());
-        let moved = pipe.lines.access(cpu, reads.is_some());
-        let xfer = self.lines_moved(moved, cpu, lines, reads.map_or(0, data_lines));
+        let (op, mix) = match read {
+            Some(_) => (
+                Use::Read {
+                    message: reads.is_some(),
+                },
+                mix_read,
+            ),
+            None => (
+                Use::Write {
+                    queued: !pipe.is_empty(),
+                },
+                mix_write,
+            ),
+        };
+        let moved = pipe.lines.access(cpu, op);
+        let n = Lines {
+            object: lines,
+            message: reads.map_or(0, data_lines),
+            mix,
+        };
+        let xfer = self.lines_moved(moved, cpu, n);
         let hold = own.saturating_sub(syscall) + xfer;
         // The hand-off is in `xfer`: the lock word moves with the lines.
         let wait = self.pipes[i].mutex.acquire(at + syscall / 2, hold, 0);

@@ -2,7 +2,7 @@
 //! to the sender's send buffer, a reader woken (sync, non-exclusive) for
 //! every skb, and writers woken once the buffer drains below a quarter.
 
-use super::cacheline::{data_lines, SharedLines};
+use super::cacheline::{data_lines, Lines, SharedLines, Use};
 use super::lock::ContendedLock;
 use super::pipe::Io;
 use super::task::Pid;
@@ -137,11 +137,30 @@ impl Kernel {
             return 0;
         }
         let (lines, hold) = (c.socket_xcpu_lines, c.socket_lock_hold_ns);
+        let (mix_read, mix_write) = (c.socket_mix_read_lines, c.socket_mix_write_lines);
         let s = &mut self.socks[i];
         let reads = read.filter(|_| !s.queue.is_empty());
-        let moved = s.lines.access(cpu, reads.is_some());
-        let skb_lines = reads.map_or(0, |n| SKB_LINES + data_lines(n));
-        let xfer = self.lines_moved(moved, cpu, lines, skb_lines);
+        let (op, mix) = match read {
+            Some(_) => (
+                Use::Read {
+                    message: reads.is_some(),
+                },
+                mix_read,
+            ),
+            None => (
+                Use::Write {
+                    queued: !s.queue.is_empty(),
+                },
+                mix_write,
+            ),
+        };
+        let moved = s.lines.access(cpu, op);
+        let n = Lines {
+            object: lines,
+            message: reads.map_or(0, |n| SKB_LINES + data_lines(n)),
+            mix,
+        };
+        let xfer = self.lines_moved(moved, cpu, n);
         if read.is_some() {
             return xfer;
         }

@@ -56,7 +56,7 @@ const NS_PER_US: u64 = 1000;
 /// written before `calibrate` measured the cache footprint and the TLB
 /// ASIDs (2026-11-25) or the cross-CPU streams (2026-11-27) do not have
 /// them, and nothing measures `mem_copy_ps_per_byte` yet.
-pub const OPTIONAL: [&str; 8] = [
+pub const OPTIONAL: [&str; 12] = [
     "mem_copy_ps_per_byte",
     "switch_cache_warm_ns",
     "switch_cache_cold_ns",
@@ -65,6 +65,10 @@ pub const OPTIONAL: [&str; 8] = [
     "pipe_xcpu_lines",
     "socket_xcpu_lines",
     "socket_lock_hold_ns",
+    "pipe_mix_read_lines",
+    "pipe_mix_write_lines",
+    "socket_mix_read_lines",
+    "socket_mix_write_lines",
 ];
 
 /// One cpuidle state, as in `struct cpuidle_state`.
@@ -246,6 +250,28 @@ pub struct CostModel {
     /// pipe_write hold it for their whole work.
     #[serde(default)]
     pub socket_lock_hold_ns: u64,
+    /// Lines a pipe read pays beyond `pipe_xcpu_lines` when the pipe's
+    /// newest two messages came from different CPUs, as in messaging's
+    /// 20 senders to one receiver: calibrate's writers taking turns
+    /// (`pipe_rotate_*`) against one writer (`pipe_xcpu_*`). 0: not
+    /// modelled.
+    #[serde(default)]
+    pub pipe_mix_read_lines: u64,
+    /// The same for a pipe write that appends to a message another CPU
+    /// wrote (the tail buffer's page and `struct pipe_buffer`).
+    #[serde(default)]
+    pub pipe_mix_write_lines: u64,
+    /// Lines an AF_UNIX stream read pays beyond `socket_xcpu_lines` when
+    /// the socket's newest two skbs came from different CPUs: the frees
+    /// go to other CPUs' slabs (`struct slab`, the memcg object vector)
+    /// and usercopy hardening reads the slab of each skb. calibrate:
+    /// `unix_rotate_*` against `unix_xcpu_*`. 0: not modelled.
+    #[serde(default)]
+    pub socket_mix_read_lines: u64,
+    /// The same for a send that links its skb behind one another CPU
+    /// allocated and wrote (the tail skb's `next`, the queue's tail).
+    #[serde(default)]
+    pub socket_mix_write_lines: u64,
     /// Fixed cost of one pipe `read` or `write` beyond the syscall entry
     /// (pipe mutex, buffer bookkeeping, wakeup check).
     pub pipe_op_ns: u64,
@@ -436,6 +462,10 @@ pub fn kvm_guest() -> CostModel {
         pipe_xcpu_lines: 0,
         socket_xcpu_lines: 0,
         socket_lock_hold_ns: 0,
+        pipe_mix_read_lines: 0,
+        pipe_mix_write_lines: 0,
+        socket_mix_read_lines: 0,
+        socket_mix_write_lines: 0,
         // calibrate: pipe write+read that never sleeps, 337 ns at 1 B: c/2 − syscall
         pipe_op_ns: 93,
         // calibrate: slope of the never-sleeping write+read pairs, 4 KiB to 32 KiB, halved
@@ -537,6 +567,10 @@ pub fn cascade_lake() -> CostModel {
         pipe_xcpu_lines: 0,
         socket_xcpu_lines: 0,
         socket_lock_hold_ns: 0,
+        pipe_mix_read_lines: 0,
+        pipe_mix_write_lines: 0,
+        socket_mix_read_lines: 0,
+        socket_mix_write_lines: 0,
         // estimate: pipe_write/pipe_read fixed path (mutex, buffer, wakeup check) ~200 ns
         pipe_op_ns: 200,
         // estimate: copy_user with ERMS rep movsb ~12 GB/s for L1/L2-resident data → ~80 ps/B
@@ -632,6 +666,10 @@ pub fn sandy_bridge_ep() -> CostModel {
         pipe_xcpu_lines: 0,
         socket_xcpu_lines: 0,
         socket_lock_hold_ns: 0,
+        pipe_mix_read_lines: 0,
+        pipe_mix_write_lines: 0,
+        socket_mix_read_lines: 0,
+        socket_mix_write_lines: 0,
         // estimate: ~1.2× Cascade Lake's 200 ns
         pipe_op_ns: 240,
         // estimate: no ERMS on Sandy Bridge (rep movsq) ~8 GB/s → ~125 ps/B
@@ -717,6 +755,10 @@ pub fn haswell_ex() -> CostModel {
         pipe_xcpu_lines: 0,
         socket_xcpu_lines: 0,
         socket_lock_hold_ns: 0,
+        pipe_mix_read_lines: 0,
+        pipe_mix_write_lines: 0,
+        socket_mix_read_lines: 0,
+        socket_mix_write_lines: 0,
         // estimate: between Sandy Bridge and Cascade Lake
         pipe_op_ns: 220,
         // estimate: ERMS rep movsb ~10 GB/s → 100 ps/B
@@ -803,6 +845,10 @@ pub fn milan() -> CostModel {
         pipe_xcpu_lines: 0,
         socket_xcpu_lines: 0,
         socket_lock_hold_ns: 0,
+        pipe_mix_read_lines: 0,
+        pipe_mix_write_lines: 0,
+        socket_mix_read_lines: 0,
+        socket_mix_write_lines: 0,
         // estimate: as Cascade Lake
         pipe_op_ns: 200,
         // estimate: Zen 3 FSRM/ERMS copies ~14 GB/s in cache → ~70 ps/B
@@ -886,6 +932,10 @@ pub fn altra() -> CostModel {
         pipe_xcpu_lines: 0,
         socket_xcpu_lines: 0,
         socket_lock_hold_ns: 0,
+        pipe_mix_read_lines: 0,
+        pipe_mix_write_lines: 0,
+        socket_mix_read_lines: 0,
+        socket_mix_write_lines: 0,
         // estimate: as Cascade Lake
         pipe_op_ns: 200,
         // estimate: arm64 copy_to_user ~10 GB/s in cache → 100 ps/B
@@ -977,6 +1027,10 @@ pub fn power10() -> CostModel {
         pipe_xcpu_lines: 0,
         socket_xcpu_lines: 0,
         socket_lock_hold_ns: 0,
+        pipe_mix_read_lines: 0,
+        pipe_mix_write_lines: 0,
+        socket_mix_read_lines: 0,
+        socket_mix_write_lines: 0,
         // estimate: ~1.25× Cascade Lake's 200 ns
         pipe_op_ns: 250,
         // estimate: POWER copy_tofrom_user ~10 GB/s in cache → 100 ps/B

@@ -5,7 +5,7 @@
 /// Every primitive name, `{x}` standing for a word of [`WORDS`] and `{n}`
 /// for a number. `{ipc}_read_cpu` is one calibrate wrote before: files
 /// that hold it still load.
-const PRIMITIVES: [&str; 26] = [
+const PRIMITIVES: [&str; 27] = [
     "clock",
     "getppid",
     "futex_wake_empty",
@@ -23,6 +23,7 @@ const PRIMITIVES: [&str; 26] = [
     "{ipc}_stream_{n}_all",
     "{ipc}_xcpu_{d}_{rw}",
     "{ipc}_writers_{n}_{rw}",
+    "{ipc}_rotate_{n}_{rw}",
     "{ipc}_cycle_same",
     "{ipc}_cycle_{d}",
     "{ipc}_read_cpu",
@@ -92,6 +93,7 @@ mod tests {
             "unix_stream_100_all",
             "unix_xcpu_llc_write",
             "pipe_writers_8_read",
+            "unix_rotate_15_write",
             "ring_unix_process_16",
             "wake_idle_short_target_numa",
             "waker_busy_normal_smt",
