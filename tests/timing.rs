@@ -273,3 +273,46 @@ fn a_pipe_op_from_another_cpu_pulls_the_pipes_lines_and_the_readers_data() {
         "{slower} ns vs {per_op}"
     );
 }
+
+/// Messaging's sockets on emr-16 (`perf bench sched messaging -g 1`,
+/// 20 senders into each receiver), with the mix lines of its machine file
+/// or with them set to 0.
+fn messaging_on_emr16(mix: bool, name: &str) -> serde_json::Value {
+    let mut text = std::fs::read_to_string("scenarios/machines/emr-16.toml").unwrap();
+    if !mix {
+        for f in ["socket_mix_read_lines", "socket_mix_write_lines"] {
+            let at = text.find(&format!("{f} = ")).unwrap();
+            let end = at + text[at..].find('#').unwrap();
+            text.replace_range(at..end, &format!("{f} = 0  "));
+        }
+    }
+    let file = tmp(&format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    let f = file.display().to_string();
+    let args = [
+        "run",
+        "--machine",
+        &f,
+        "--set",
+        "noise.enabled=false",
+        "--workload",
+        "hackbench:groups=1,loops=100,output=perf",
+    ];
+    json_of(&args, &format!("{name}.json"))
+}
+
+#[test]
+fn messages_from_many_senders_pay_the_mix_lines_on_nearly_every_message() {
+    let on = messaging_on_emr16(true, "mix-on");
+    let off = messaging_on_emr16(false, "mix-off");
+    let lines = |j: &serde_json::Value| j["totals"]["ipc_line_ns"].as_f64().unwrap();
+    // 20 senders × 20 receivers × 100 loops; emr-16: 4 read + 3 write
+    // mix lines of 71 ns (line_llc) a message at most.
+    let msgs = 40_000.0;
+    let most = 7.0 * 71.0;
+    let added = (lines(&on) - lines(&off)) / msgs;
+    // Each receiver's newest two skbs nearly always come from two CPUs,
+    // and a send nearly always finds another CPU's skb queued: at least
+    // half of the messages pay the lines, none pays them twice.
+    assert!(added > 0.5 * most && added <= most, "{added} ns of {most}");
+}
