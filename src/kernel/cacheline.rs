@@ -32,6 +32,7 @@ impl Kernel {
     /// object's, `n.message` of the message's and `n.mix` for messages
     /// from mixed CPUs, each from the CPU it comes from (none from `cpu`
     /// itself), counted in `ipc_line_ns`.
+    #[inline]
     pub fn lines_moved(&mut self, moved: Moved, cpu: usize, n: Lines) -> u64 {
         let m = &self.machine;
         let ns = |from: Option<usize>, n: u64| from.map_or(0, |f| n * m.line_transfer_ns(f, cpu));

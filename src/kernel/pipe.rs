@@ -100,6 +100,7 @@ impl Kernel {
     /// op holds from after its syscall entry to before its exit, line
     /// transfers included. 0 where the machine does not model it
     /// (`pipe_xcpu_lines` = 0).
+    #[inline]
     pub fn pipe_access(
         &mut self,
         i: usize,

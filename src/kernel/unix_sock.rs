@@ -124,6 +124,7 @@ impl Kernel {
     /// read slowed by 36 ns per writer added where a write slowed by 233
     /// (scenarios/machines/emr-16.toml, `unix_writers_*`). 0 where the
     /// machine does not model it (`socket_xcpu_lines` = 0).
+    #[inline]
     pub fn unix_access(
         &mut self,
         i: usize,
