@@ -9,7 +9,7 @@ use crate::kernel::preempt::Cause;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::tracepoint::{Placement, TraceEvent, Tracer, WakeupRule};
 use crate::kernel::Kernel;
-use crate::trace::phase::{changes, out_phase, Phase, Phases};
+use crate::trace::phase::{changes, out_phase, run_end, Phase, Phases, RunEnd};
 use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -283,11 +283,11 @@ impl Recorder {
     ) {
         let me = self.w.pid;
         if prev == Some(me) {
-            let ended = match (out_phase(st), pre) {
-                (_, _) if k.tasks[me].state == TaskState::Dead => Ended::Exited,
-                (Phase::Runnable, true) => Ended::Preempted(self.resched[cpu]),
-                (Phase::Runnable, false) => Ended::Yielded,
-                _ => Ended::Slept,
+            let ended = match run_end(k, me, st, pre) {
+                RunEnd::Exited => Ended::Exited,
+                RunEnd::Preempted => Ended::Preempted(self.resched[cpu]),
+                RunEnd::Yielded => Ended::Yielded,
+                RunEnd::Slept => Ended::Slept,
             };
             self.begin(k, out_phase(st), cpu, ended);
         }

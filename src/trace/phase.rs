@@ -7,6 +7,7 @@
 use crate::engine::Time;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::tracepoint::TraceEvent;
+use crate::kernel::Kernel;
 
 /// A task's phase, as its trace shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,5 +68,25 @@ impl Phases {
     /// `p`'s phase (Unknown before its first event).
     pub fn get(&self, p: Pid) -> Phase {
         self.0.get(p).map_or(Phase::Unknown, |x| x.0)
+    }
+}
+
+/// How a run ended, as its switch out shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    Slept,
+    /// Switched out in state R without a preemption (a yield).
+    Yielded,
+    Preempted,
+    Exited,
+}
+
+/// How `p`'s run ended at a switch out in `state` (`preempt`: SM_PREEMPT).
+pub fn run_end(k: &Kernel, p: Pid, state: TaskState, preempt: bool) -> RunEnd {
+    match (out_phase(state), preempt) {
+        _ if k.tasks[p].state == TaskState::Dead => RunEnd::Exited,
+        (Phase::Runnable, true) => RunEnd::Preempted,
+        (Phase::Runnable, false) => RunEnd::Yielded,
+        _ => RunEnd::Slept,
     }
 }
