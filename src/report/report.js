@@ -306,7 +306,8 @@ function laneOptions(sel, D) {
   const comms = count((p) => D.tasks[p][0]), cgs = count((p) => L.info.get(p).tg), wls = count((p) => L.info.get(p).wl);
   if (comms.length > 1) for (const [c, n] of comms) opt("comm:" + c, "comm " + c + " (" + n + ")");
   if (cgs.length > 1) for (const [g, n] of cgs) opt("cg:" + g, "cgroup " + L.cgroups[g] + " (" + n + ")");
-  if (wls.length > 1) for (const [w, n] of wls) opt("wl:" + w, "workload " + (w + 1) + " (" + n + ")");
+  const wlComm = (w) => D.tasks[L.order.find((p) => L.info.get(p).wl === w)][0];
+  if (wls.length > 1) for (const [w, n] of wls) opt("wl:" + w, "workload " + (w + 1) + ": " + wlComm(w) + " (" + n + ")");
 }
 
 // The per-task lanes on canvas `cv`, on the timeline's time axis: running
