@@ -138,8 +138,8 @@ impl Lanes {
             TraceEvent::Pick { cpu, .. } => self.pick[cpu] = Some(*ev),
             TraceEvent::Resched { cpu, .. } => self.resched[cpu] = Some(*ev),
             TraceEvent::Wakeup { p, target, .. } | TraceEvent::WakeupNew { p, target, .. } => {
-                // No sched_waking before it: a task the run created
-                // before the tracer, woken by no task.
+                // No sched_waking or fork seen before it (a task the
+                // workload created): woken by no task.
                 let new = matches!(ev, TraceEvent::WakeupNew { .. });
                 let w = self.wake[p].take().unwrap_or(wake(None, new));
                 let began = Began::Woken {
@@ -263,9 +263,13 @@ impl Lanes {
         let mut cost = vec![0usize; self.waited.len()];
         slices.iter().for_each(|s| cost[s.p as usize] += 1);
         self.waits.iter().for_each(|w| cost[w.p] += 1);
-        let mut order: Vec<Pid> = (0..cost.len()).filter(|&p| self.waited[p] > 0).collect();
-        order.sort_by_key(|&p| (Reverse(self.waited[p]), p));
         let must = self.tail_tasks();
+        // A tail task has a lane even if its wait took no time (woken and
+        // run at the same ns): the page opens it from the tail.
+        let mut order: Vec<Pid> = (0..cost.len())
+            .filter(|&p| self.waited[p] > 0 || must.contains(&p))
+            .collect();
+        order.sort_by_key(|&p| (Reverse(self.waited[p]), p));
         let mut on = vec![false; cost.len()];
         let mut budget = LANE_RECORDS;
         for p in must.iter().chain(&order).copied() {

@@ -296,6 +296,19 @@ function laneTasks(D, mode, q, focus) {
   if (kind === "wl") return L.order.filter((p) => L.info.get(p).wl === +v);
   return L.order;
 }
+// After each task its most frequent waker that has a lane, so that its
+// wake arrows join two lanes.
+function withWakers(D, list) {
+  const out = [], seen = new Set(), add = (p) => { if (!seen.has(p)) { seen.add(p); out.push(p); } };
+  for (const p of list) {
+    add(p);
+    const n = new Map();
+    for (const w of D.lanes.byTask.get(p).waits) if (w.how === 0 && D.lanes.byTask.has(w.waker)) n.set(w.waker, (n.get(w.waker) || 0) + 1);
+    const top = [...n.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0];
+    if (top) add(top[0]);
+  }
+  return out;
+}
 // The filter's choices: top, the text, then each comm, cgroup and
 // workload of the lane tasks when there is more than one.
 function laneOptions(sel, D) {
@@ -401,12 +414,15 @@ function lanes(cv, D, view, els) {
 // The lanes panel: its filter, its note, and the tail waits the latency
 // CDF links to (`#tail=N` opens the Nth longest on load).
 function lanesPanel(D, view, el) {
-  const L = D.lanes, sel = el("lanesel"), n = el("lanen"), q = el("lanefind");
+  const L = D.lanes, sel = el("lanesel"), n = el("lanen"), q = el("lanefind"), wk = el("lanewakers");
   const ln = lanes(el("lanes"), D, view, { tip: $("tip"), count: el("lanecount") });
   laneOptions(sel, D);
   let focus = [], mark = null;
-  const update = () => ln.show(laneTasks(D, sel.value, q.value, focus).slice(0, Math.max(1, +n.value || 16)), sel.value === "wait" ? mark : null);
-  for (const e of [sel, n, q]) e.addEventListener("input", update);
+  const update = () => {
+    const list = laneTasks(D, sel.value, q.value, focus).slice(0, Math.max(1, +n.value || 16));
+    ln.show(wk.checked && sel.value !== "wait" ? withWakers(D, list) : list, sel.value === "wait" ? mark : null);
+  };
+  for (const e of [sel, n, q, wk]) e.addEventListener("input", update);
   q.addEventListener("input", () => { if (sel.value !== "find") { sel.value = "find"; update(); } });
   el("lanenote").textContent = "Lanes hold the " + grouped(L.order.length) + " tasks with most runnable time (sched_wakeup or preemption to running) of the "
     + grouped(L.of) + " that waited" + (L.order.length < L.of ? ", as many as fit " + grouped(L.budget) + " slices and waits, and the tasks of the latency tail with their wakers" : "")
