@@ -277,6 +277,8 @@ fn run_side_html(
             i == 0,
         ) {
             d["header"] = crate::report::meta::run_header(&r.view());
+            // The compare page draws no per-task lanes: keep it small.
+            d.as_object_mut().map(|o| o.remove("lanes"));
         }
         Ok(metrics(&to_json(&r.view())))
     })

@@ -333,7 +333,8 @@ fn chromium(chrome: &str, page: &Path, profile: &str, args: &[String]) -> (Strin
 
 /// Load `page` in Chromium: the script must run to its end with nothing
 /// written to the console or the page's error box; save a screenshot.
-fn check_in_chromium(chrome: &str, page: &Path, shot: &str) {
+/// Returns the page's DOM after its script ran.
+fn check_in_chromium(chrome: &str, page: &Path, shot: &str) -> String {
     let (dom, err) = chromium(chrome, page, shot, &["--dump-dom".into()]);
     let console: Vec<&str> = err.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console output: {console:#?}");
@@ -359,6 +360,123 @@ fn check_in_chromium(chrome: &str, page: &Path, shot: &str) {
     let be = |i: usize| u32::from_be_bytes(bytes[i..i + 4].try_into().unwrap());
     assert_eq!((be(16), be(20)), (1400, 2000));
     println!("screenshot: {}", png.display());
+    dom
+}
+
+/// A 104-CPU hackbench, the target of issue 35's per-task view: lanes
+/// with runnable time and wake arrows, in a page of at most 10 MB.
+const HACKBENCH_104: &[&str] = &["--machine", "xeon-8269cy", "--workload", "hackbench"];
+
+/// The lanes' waits (task, start, length, CPU, how, waker + 1, lead,
+/// record + 1) of a page's flat, delta-coded array.
+fn lane_waits(v: &Value) -> Vec<[i64; 8]> {
+    let f: Vec<i64> = serde_json::from_value(v["lanes"]["waits"].clone()).unwrap();
+    let mut t = 0;
+    f.chunks(8)
+        .map(|c| {
+            t += c[1];
+            [c[0], t, c[2], c[3], c[4], c[5], c[6], c[7]]
+        })
+        .collect()
+}
+
+/// The decision record `id` (+ 1) of the lanes: its kind and fields by name.
+fn lane_record(v: &Value, id: i64) -> (String, Vec<(String, i64)>) {
+    let d = &v["lanes"]["decisions"];
+    let r: Vec<i64> = serde_json::from_value(d["recs"][id as usize - 1].clone()).unwrap();
+    let kind = &d["kinds"][r[0] as usize];
+    let names = kind[1].as_array().unwrap().iter();
+    let fields = names
+        .zip(&r[1..])
+        .map(|(f, &x)| (f[0].as_str().unwrap().to_string(), x));
+    (kind[0].as_str().unwrap().to_string(), fields.collect())
+}
+
+#[test]
+fn lanes_of_a_104_cpu_hackbench_fit_in_10_mb() {
+    let (page, _) = report_with("hb104.html", HACKBENCH_104, &[]);
+    let size = std::fs::metadata(&page).unwrap().len();
+    assert!(size <= 10 << 20, "{size} bytes");
+    let v = page_data(&std::fs::read_to_string(&page).unwrap(), "D");
+    assert_eq!(v["ncpus"], 104);
+    let lanes = &v["lanes"];
+    let tasks = lanes["tasks"].as_array().unwrap();
+    assert!(tasks.len() >= 16, "{} lanes", tasks.len());
+    // Most runnable time first.
+    let waited: Vec<u64> = tasks.iter().map(|t| t[1].as_u64().unwrap()).collect();
+    assert!(waited.windows(2).all(|w| w[0] >= w[1]), "{waited:?}");
+    let waits = lane_waits(&v);
+    let woken = waits.iter().filter(|w| w[4] == 0 && w[5] > 0).count();
+    assert!(woken > 1000, "{woken} waits woken by a task (the arrows)");
+    // A woken wait's record is its placement, of that task.
+    let w = waits.iter().find(|w| w[4] == 0 && w[7] > 0).unwrap();
+    let (kind, fields) = lane_record(&v, w[7]);
+    assert_eq!(kind, "place");
+    assert_eq!(
+        fields[0],
+        ("pid".into(), v["tasks"][w[0] as usize][1].as_i64().unwrap())
+    );
+    // Each run of a lane points into the slices, most with a pick record.
+    let runs: Vec<i64> = serde_json::from_value(lanes["runs"].clone()).unwrap();
+    let picked = runs.chunks(4).filter(|r| r[1] > 0).count();
+    assert!(
+        picked * 10 > runs.len() / 4 * 9,
+        "{picked} of {}",
+        runs.len() / 4
+    );
+    assert!(
+        runs.chunks(4).any(|r| r[2] == 3 && r[3] > 0),
+        "no preemption with its record"
+    );
+    assert_eq!(lanes["tail"].as_array().unwrap().len(), 20);
+}
+
+/// The lanes and `schedlab explain` follow tasks the same way: the demo's
+/// longest hackbench-recv wait is the same in both.
+#[test]
+fn lanes_agree_with_explain_on_the_worst_wait() {
+    let h = tmp("demo-lanes.html");
+    let (rc, _, err) = schedlab(&["demo", "--html", &h.display().to_string(), "-q"]);
+    assert_eq!(rc, 0, "{err}");
+    let v = page_data(&std::fs::read_to_string(&h).unwrap(), "D");
+    let recv = |w: &&[i64; 8]| v["tasks"][w[0] as usize][0] == "hackbench-recv";
+    let worst = lane_waits(&v)
+        .iter()
+        .filter(recv)
+        .max_by_key(|w| w[2])
+        .copied()
+        .unwrap();
+    let (rc, out, err) = schedlab(&[
+        "explain",
+        "demo",
+        "--task",
+        "hackbench-recv",
+        "--worst-wait",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let pid = v["tasks"][worst[0] as usize][1].as_u64().unwrap();
+    let line = out.lines().next().unwrap();
+    assert!(
+        line.starts_with(&format!("hackbench-recv-{pid} ")),
+        "{line}"
+    );
+    let ms = format!("{:.6} ms", worst[2] as f64 / 1e6);
+    let from = format!("from {:.9}", worst[1] as f64 / 1e9);
+    assert!(
+        line.contains(&ms) && line.contains(&from),
+        "{line} vs {ms} {from}"
+    );
+}
+
+/// A number the page's script wrote into `data-NAME` of the lanes canvas.
+fn lanes_attr(dom: &str, name: &str) -> u64 {
+    let canvas = dom
+        .split("<canvas id=\"lanes\"")
+        .nth(1)
+        .expect("lanes canvas");
+    let tag = &canvas[..canvas.find('>').unwrap()];
+    let at = tag.find(&format!("data-{name}=\"")).expect(name) + name.len() + 7;
+    tag[at..].split('"').next().unwrap().parse().unwrap()
 }
 
 #[test]
@@ -375,6 +493,7 @@ fn html_scripts_run_without_errors() {
         for (page, shot) in &pages {
             check_in_chromium(&chrome, page, shot);
         }
+        lanes_in_chromium(&chrome);
         return;
     }
     println!(
@@ -397,4 +516,19 @@ fn html_scripts_run_without_errors() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// The 104-CPU hackbench page opened at its longest wait (`#tail=0`): two
+/// lanes (the task and its waker) with runnable time and a wake arrow.
+fn lanes_in_chromium(chrome: &str) {
+    let (page, _) = report_with("hb104b.html", HACKBENCH_104, &[]);
+    let url = PathBuf::from(format!("{}#tail=0", page.display()));
+    let dom = check_in_chromium(chrome, &url, "hackbench-104-lanes.png");
+    assert_eq!(
+        lanes_attr(&dom, "lanes"),
+        2,
+        "the wait's task and its waker"
+    );
+    assert!(lanes_attr(&dom, "waits") >= 1);
+    assert!(lanes_attr(&dom, "arrows") >= 1);
 }

@@ -3,11 +3,12 @@
 //! preemption), who ran meanwhile, each pick on its CPU with the numbers
 //! that decided it, and a one-line verdict.
 
-use super::track::{Ended, Interval, Phase, PickRec, Recorder, Wait, Woken};
+use super::track::{Ended, Interval, PickRec, Recorder, Wait, Woken};
 use crate::engine::Time;
 use crate::kernel::task::Pid;
 use crate::kernel::tracepoint::{cause_name, PlaceWhy};
 use crate::kernel::Kernel;
+use crate::trace::phase::Phase;
 use std::fmt::Write;
 
 /// Which wait the story is about.

@@ -2,15 +2,14 @@
 //! the selector names and keeps the wait to explain; `Recorder` follows
 //! that one task again, with the decision records, around that wait.
 //!
-//! A task's phases are the ones its ftrace trace shows: running from its
-//! sched_switch in; runnable from its sched_wakeup (or wakeup_new), or a
-//! switch out in state R; sleeping from a switch out in any other state.
+//! A task's phases are the ones its ftrace trace shows (`trace::phase`).
 
 use crate::engine::Time;
 use crate::kernel::preempt::Cause;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::tracepoint::{Placement, TraceEvent, Tracer, WakeupRule};
 use crate::kernel::Kernel;
+use crate::trace::phase::{changes, out_phase, run_end, Phase, Phases, RunEnd};
 use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -43,15 +42,6 @@ impl Selector {
             Selector::Comm(c) => k.tasks[p].is_named(c),
         }
     }
-}
-
-/// A task's phase, as its trace shows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    Unknown,
-    Running,
-    Runnable,
-    Sleeping,
 }
 
 /// One runnable wait: the task, on which CPU, from when to when.
@@ -87,8 +77,7 @@ fn better(w: &Wait, than: &Wait, at: Option<Time>) -> bool {
 pub struct Finder {
     sel: Selector,
     at: Option<Time>,
-    /// Per task: its phase and since when.
-    phase: Vec<(Phase, Time)>,
+    phases: Phases,
     best: Option<Wait>,
     slot: Slot<Option<Wait>>,
 }
@@ -98,7 +87,7 @@ impl Finder {
         Finder {
             sel,
             at,
-            phase: Vec::new(),
+            phases: Phases::default(),
             best: None,
             slot,
         }
@@ -108,12 +97,7 @@ impl Finder {
         if !self.sel.matches(k, p) {
             return;
         }
-        if self.phase.len() <= p {
-            self.phase
-                .resize(k.tasks.len().max(p + 1), (Phase::Unknown, 0));
-        }
-        let (was, since) = self.phase[p];
-        if was == Phase::Runnable && to == Phase::Running {
+        if let Some(since) = self.phases.set(p, to, k.now) {
             let w = Wait {
                 pid: p,
                 cpu: k.tasks[p].cpu,
@@ -124,40 +108,13 @@ impl Finder {
                 self.best = Some(w);
             }
         }
-        if !(to == Phase::Runnable && matches!(was, Phase::Running | Phase::Runnable)) {
-            self.phase[p] = (to, k.now);
-        }
-    }
-}
-
-/// The phase a task switched out in `state` enters.
-fn out_phase(state: TaskState) -> Phase {
-    match state {
-        TaskState::Running => Phase::Runnable,
-        _ => Phase::Sleeping,
     }
 }
 
 impl Tracer for Finder {
     fn event(&mut self, k: &Kernel, ev: &TraceEvent) {
-        match *ev {
-            TraceEvent::Switch {
-                prev,
-                prev_state,
-                next,
-                ..
-            } => {
-                if let Some(p) = prev {
-                    self.set(k, p, out_phase(prev_state));
-                }
-                if let Some(n) = next {
-                    self.set(k, n, Phase::Running);
-                }
-            }
-            TraceEvent::Wakeup { p, .. } | TraceEvent::WakeupNew { p, .. } => {
-                self.set(k, p, Phase::Runnable)
-            }
-            _ => {}
+        for (p, to) in changes(ev).into_iter().flatten() {
+            self.set(k, p, to);
         }
     }
 
@@ -326,11 +283,11 @@ impl Recorder {
     ) {
         let me = self.w.pid;
         if prev == Some(me) {
-            let ended = match (out_phase(st), pre) {
-                (_, _) if k.tasks[me].state == TaskState::Dead => Ended::Exited,
-                (Phase::Runnable, true) => Ended::Preempted(self.resched[cpu]),
-                (Phase::Runnable, false) => Ended::Yielded,
-                _ => Ended::Slept,
+            let ended = match run_end(k, me, st, pre) {
+                RunEnd::Exited => Ended::Exited,
+                RunEnd::Preempted => Ended::Preempted(self.resched[cpu]),
+                RunEnd::Yielded => Ended::Yielded,
+                RunEnd::Slept => Ended::Slept,
             };
             self.begin(k, out_phase(st), cpu, ended);
         }

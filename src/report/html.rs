@@ -7,6 +7,7 @@
 //! that shares the same script (report.js).
 
 use super::bins::Bins;
+use super::lanes::{End, Lanes};
 use crate::kernel::task::Pid;
 use crate::kernel::tracepoint::{TraceEvent, Tracer};
 use crate::kernel::Kernel;
@@ -17,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 /// At most this many timeline slices (and as many wakeups) are kept; past
 /// them the timeline shows the binned overview, and the page says so.
-const MAX_SLICES: usize = 200_000;
+pub const MAX_SLICES: usize = 200_000;
 /// At most this many samples per counter series.
 const MAX_SAMPLES: usize = 20_000;
 /// Above this many CPUs, per-CPU signals are heatmaps rather than lines
@@ -36,10 +37,9 @@ pub struct HtmlReport {
     sel: Selection,
     /// The simulated time range the page shows (`--trace-window`).
     window: (u64, u64),
-    /// Per CPU: (task, since) running now.
-    running: Vec<Option<(Pid, u64)>>,
-    /// (cpu, start, end, task)
-    slices: Vec<(u32, u64, u64, u32)>,
+    /// Per CPU: (task, since, its pick record) running now.
+    running: Vec<Option<(Pid, u64, Option<u32>)>>,
+    slices: Vec<Slice>,
     /// (time, target cpu, task) of each sched_wakeup/_new, for the search.
     wakeups: Vec<(u64, u32, u32)>,
     cut_at: Option<u64>,
@@ -54,6 +54,18 @@ pub struct HtmlReport {
     bins: Bins,
     /// Per selected task: (time, util_avg, load_avg).
     task_series: Vec<(Pid, Series)>,
+    lanes: Lanes,
+}
+
+/// A task's time on a CPU: from when to when, its pick record (in
+/// `Lanes`) and how it ended.
+pub struct Slice {
+    pub cpu: u32,
+    pub start: u64,
+    pub end: u64,
+    pub p: u32,
+    pub pick: Option<u32>,
+    pub how: End,
 }
 
 impl HtmlReport {
@@ -73,6 +85,7 @@ impl HtmlReport {
             cpu_series: vec![Vec::new(); if n > HEATMAP_ABOVE { 0 } else { n }],
             bins: Bins::new(n, window),
             task_series: Vec::new(),
+            lanes: Lanes::new(window, n),
         }
     }
 
@@ -116,8 +129,8 @@ impl HtmlReport {
 
     /// The slice running on `cpu` ends at `now`: keep its part inside the
     /// window, while there is room.
-    fn close(&mut self, cpu: usize, now: u64) {
-        let Some((p, since)) = self.running[cpu].take() else {
+    fn close(&mut self, cpu: usize, now: u64, how: End) {
+        let Some((p, since, pick)) = self.running[cpu].take() else {
             return;
         };
         let (a, b) = (since.max(self.window.0), now.min(self.window.1));
@@ -125,9 +138,17 @@ impl HtmlReport {
             return;
         }
         if self.slices.len() < MAX_SLICES && self.cut_at.is_none() {
-            self.slices.push((cpu as u32, a, b, p as u32));
+            self.slices.push(Slice {
+                cpu: cpu as u32,
+                start: a,
+                end: b,
+                p: p as u32,
+                pick,
+                how,
+            });
         } else if self.cut_at.is_none() {
             self.cut_at = Some(a);
+            self.lanes.stop(a);
         }
     }
 
@@ -168,19 +189,20 @@ impl HtmlReport {
             "pelt_warning": pelt_warning(k, &self.sel),
             "busy": k.rqs.iter().map(|rq| rq.stats.busy_ns as f64 / k.now.max(1) as f64).collect::<Vec<_>>(),
             "counters": counters(k),
+            "lanes": self.lanes.to_json(k, &self.slices),
         })
     }
 
-    /// The slices by start time as one flat array of (cpu, start − the
-    /// previous start, length, task): small numbers keep the page small.
+    /// The slices (by start time since `finish`) as one flat array of
+    /// (cpu, start − the previous start, length, task): small numbers keep
+    /// the page small.
     fn slices_flat(&self) -> Vec<u64> {
-        let mut v = self.slices.clone();
-        v.sort_unstable_by_key(|s| (s.1, s.0));
         let mut prev = 0;
-        v.iter()
-            .flat_map(|&(cpu, a, b, p)| {
-                let d = a - std::mem::replace(&mut prev, a);
-                [cpu as u64, d, b - a, p as u64]
+        self.slices
+            .iter()
+            .flat_map(|s| {
+                let d = s.start - std::mem::replace(&mut prev, s.start);
+                [s.cpu as u64, d, s.end - s.start, s.p as u64]
             })
             .collect()
     }
@@ -313,13 +335,15 @@ impl Tracer for HtmlReport {
             TraceEvent::Switch {
                 cpu, prev, next, ..
             } => {
-                self.close(cpu, k.now);
+                let (how, pick) = self.lanes.switch(k, ev);
+                self.close(cpu, k.now, how);
                 if let Some(n) = next {
-                    self.running[cpu] = Some((n, k.now));
+                    self.running[cpu] = Some((n, k.now, pick));
                     let (w, new) = std::mem::replace(&mut self.woken_at[n], (u64::MAX, false));
                     if w != u64::MAX && self.in_window(w) {
                         self.latency[n].0.push(k.now - w);
                         self.latency[n].1 += u64::from(new);
+                        self.lanes.latency(n, cpu, w, k.now);
                     }
                 }
                 self.sample_cpu(k, cpu);
@@ -343,12 +367,21 @@ impl Tracer for HtmlReport {
             }
             _ => {}
         }
+        if !matches!(ev, TraceEvent::Switch { .. }) {
+            self.lanes.event(k, ev);
+        }
+    }
+
+    /// The lanes show the decision records behind each slice and wait.
+    fn decisions(&self) -> bool {
+        true
     }
 
     fn finish(mut self: Box<Self>, k: &Kernel) -> io::Result<()> {
         for cpu in 0..self.running.len() {
-            self.close(cpu, k.now);
+            self.close(cpu, k.now, End::Open);
         }
+        self.slices.sort_unstable_by_key(|s| (s.start, s.cpu));
         self.bins.finish(k.now);
         let data = self.data(k);
         *self.out.lock().unwrap_or_else(|e| e.into_inner()) = Some(data);

@@ -10,6 +10,7 @@ pub mod cgroup;
 pub mod completion;
 pub mod html;
 pub mod json;
+pub mod lanes;
 pub mod meta;
 pub mod summary;
 

@@ -1,8 +1,8 @@
 // schedlab report charts, shared by the run page (report.html) and the
 // compare page (compare.html). A run's data D: {title, header, meta, start,
 // end, ncpus, groups, capacity, tasks, slices, wakeups, cut_at, cdfs,
-// cpu_series, bins, task_series, pelt_warning, busy, counters}; see
-// src/report/html.rs and bins.rs.
+// cpu_series, bins, task_series, pelt_warning, busy, counters, lanes}; see
+// src/report/html.rs, bins.rs and lanes.rs.
 const COLORS = ["#1f77b4","#ff7f0e","#2ca02c","#d62728","#9467bd","#8c564b","#e377c2","#7f7f7f","#bcbd22","#17becf"];
 const $ = (id) => document.getElementById(id);
 const HEATMAP_ABOVE = 16;
@@ -231,6 +231,234 @@ function timeline(tl, D, view, els) {
   };
 }
 
+// The per-task lanes' data (src/report/lanes.rs) back into records: per
+// lane task its runs [start, end, cpu, pick, end, resched] and waits
+// {start, end, cpu, how, waker, at, rec}.
+function decodeLanes(D) {
+  const L = D.lanes;
+  if (!L || L.byTask) return;
+  L.order = L.tasks.map((t) => t[0]);
+  L.info = new Map(L.tasks.map((t) => [t[0], { waited: t[1], tg: t[2], wl: t[3] }]));
+  L.byTask = new Map(L.order.map((p) => [p, { runs: [], waits: [] }]));
+  for (let i = 0; i + 3 < L.runs.length; i += 4) {
+    const s = D.slices[L.runs[i]];
+    if (s) L.byTask.get(s[3]).runs.push([s[1], s[2], s[0], L.runs[i + 1], L.runs[i + 2], L.runs[i + 3]]);
+  }
+  let t = 0;
+  const w = L.waits;
+  for (let i = 0; i + 7 < w.length; i += 8) {
+    t += w[i + 1];
+    L.byTask.get(w[i]).waits.push({ start: t, end: t + w[i + 2], cpu: w[i + 3], how: w[i + 4], waker: w[i + 5] - 1, at: t - w[i + 6], rec: w[i + 7] });
+  }
+  L.pidIndex = new Map(D.tasks.map((x, i) => [x[1], i]));
+}
+const taskName = (D, p) => D.tasks[p][0] + "-" + D.tasks[p][1];
+// Decision record fields that hold a pid: shown as comm-pid.
+const PID_FIELDS = new Set(["pid", "runner_up", "wakee", "curr"]);
+// A decision record as --trace-decisions writes it: "pick: eligible=3 ...".
+function recText(D, id) {
+  const dec = D.lanes.decisions, r = dec.recs[id - 1];
+  if (!r) return "";
+  const [name, fields] = dec.kinds[r[0]];
+  const pid = (v) => v < 0 ? "-" : D.lanes.pidIndex.has(v) ? taskName(D, D.lanes.pidIndex.get(v)) : String(v);
+  const val = (f, v) => f[1] === "b" ? String(v !== 0) : f[1] === "s" ? dec.strs[v] : PID_FIELDS.has(f[0]) ? pid(v) : String(v);
+  return name + ": " + fields.map((f, i) => f[0] + "=" + val(f, r[i + 1])).join(" ");
+}
+const END_TEXT = ["still running", "slept", "yielded", "preempted", "exited"];
+// A time as ftrace and explain print it: seconds to the ns.
+const stamp = (ns) => (ns / 1e9).toFixed(9);
+const span = (a, b) => stamp(a) + " .. " + stamp(b) + " (" + fmt(b - a) + ")";
+function runText(D, p, r) {
+  const lines = [taskName(D, p) + " running on CPU " + r[2] + ": " + span(r[0], r[1])];
+  lines.push(r[3] ? "chosen by " + recText(D, r[3]) : "chosen without a fair pick record (RT, idle or before the window)");
+  lines.push("then " + END_TEXT[r[4]] + (r[5] ? " by " + recText(D, r[5]) : ""));
+  return lines.join("\n");
+}
+function waitText(D, p, w) {
+  const lines = [taskName(D, p) + " runnable on CPU " + w.cpu + ": " + span(w.start, w.end)];
+  const by = w.waker < 0 ? "an interrupt" : taskName(D, w.waker);
+  if (w.how === 0) lines.push("woken by " + by + " (sched_waking " + fmt(w.start - w.at) + " before)");
+  else if (w.how === 1) lines.push("a new task" + (w.waker >= 0 ? ", forked by " + by : ""));
+  else lines.push(w.how === 2 ? "preempted" : "yielded");
+  if (w.rec) lines.push(recText(D, w.rec));
+  return lines.join("\n");
+}
+
+// The lane tasks a filter selects: "top" (most runnable time first),
+// "find" (the text), "comm:", "cg:", "wl:" or "wait" (`focus`).
+function laneTasks(D, mode, q, focus) {
+  const L = D.lanes;
+  if (mode === "wait") return focus;
+  if (mode === "find") { const m = matchTasks(D, q); return m ? L.order.filter((p) => m.has(p)) : []; }
+  const [kind, v] = mode.split(/:(.*)/s);
+  if (kind === "comm") return L.order.filter((p) => D.tasks[p][0] === v);
+  if (kind === "cg") return L.order.filter((p) => L.info.get(p).tg === +v);
+  if (kind === "wl") return L.order.filter((p) => L.info.get(p).wl === +v);
+  return L.order;
+}
+// After each task its most frequent waker that has a lane, so that its
+// wake arrows join two lanes.
+function withWakers(D, list) {
+  const out = [], seen = new Set(), add = (p) => { if (!seen.has(p)) { seen.add(p); out.push(p); } };
+  for (const p of list) {
+    add(p);
+    const n = new Map();
+    for (const w of D.lanes.byTask.get(p).waits) if (w.how === 0 && D.lanes.byTask.has(w.waker)) n.set(w.waker, (n.get(w.waker) || 0) + 1);
+    const top = [...n.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0];
+    if (top) add(top[0]);
+  }
+  return out;
+}
+// The filter's choices: top, the text, then each comm, cgroup and
+// workload of the lane tasks when there is more than one.
+function laneOptions(sel, D) {
+  const L = D.lanes, opt = (v, t) => { const o = document.createElement("option"); o.value = v; o.textContent = t; sel.appendChild(o); };
+  opt("top", "most runnable time first");
+  opt("find", "tasks matching the text");
+  const count = (key) => { const m = new Map(); for (const p of L.order) m.set(key(p), (m.get(key(p)) || 0) + 1); return [...m.entries()]; };
+  const comms = count((p) => D.tasks[p][0]), cgs = count((p) => L.info.get(p).tg), wls = count((p) => L.info.get(p).wl);
+  if (comms.length > 1) for (const [c, n] of comms) opt("comm:" + c, "comm " + c + " (" + n + ")");
+  if (cgs.length > 1) for (const [g, n] of cgs) opt("cg:" + g, "cgroup " + L.cgroups[g] + " (" + n + ")");
+  const wlComm = (w) => D.tasks[L.order.find((p) => L.info.get(p).wl === w)][0];
+  if (wls.length > 1) for (const [w, n] of wls) opt("wl:" + w, "workload " + (w + 1) + ": " + wlComm(w) + " (" + n + ")");
+}
+
+// The per-task lanes on canvas `cv`, on the timeline's time axis: running
+// above, runnable below, waker → wakee arrows; `mark` outlines one wait.
+function lanes(cv, D, view, els) {
+  const LEFT = 120, AXIS = 22, MAX_ARROWS = 3000;
+  let tasks = [], row = new Map(), ROW = 20, mark = null;
+  function band(c, x0, x1, y, h) { c.fillRect(x0, y, Math.max(0.5, x1 - x0), h); }
+  function arrow(c, x0, y0, x1, y1) {
+    c.beginPath(); c.moveTo(x0, y0); c.lineTo(x1, y1); c.stroke();
+    const a = Math.atan2(y1 - y0, x1 - x0);
+    c.beginPath(); c.moveTo(x1, y1);
+    c.lineTo(x1 - 6 * Math.cos(a - 0.4), y1 - 6 * Math.sin(a - 0.4));
+    c.lineTo(x1 - 6 * Math.cos(a + 0.4), y1 - 6 * Math.sin(a + 0.4)); c.fill();
+  }
+  function draw() {
+    cv.height = Math.max(1, tasks.length) * ROW + AXIS;
+    const c = cv.getContext("2d"), W = cv.width - LEFT, v0 = view.v0, v1 = view.v1, scale = W / (v1 - v0);
+    const X = (t) => LEFT + Math.min(W, Math.max(0, (t - v0) * scale));
+    c.clearRect(0, 0, cv.width, cv.height);
+    c.font = "11px sans-serif";
+    let nwaits = 0, narrows = 0;
+    tasks.forEach((p, i) => {
+      const y = i * ROW, lane = D.lanes.byTask.get(p);
+      if (i % 2) { c.fillStyle = "#f7f7f7"; c.fillRect(LEFT, y, W, ROW); }
+      c.fillStyle = "#333"; c.fillText(taskName(D, p), 4, y + ROW / 2 + 4, LEFT - 8);
+      c.fillStyle = taskColor(D, p, 1);
+      for (const r of lane.runs) if (r[1] >= v0 && r[0] <= v1) band(c, X(r[0]), X(r[1]), y + 1, ROW * 0.55);
+      c.fillStyle = "#f5a623";
+      for (const w of lane.waits) if (w.end >= v0 && w.start <= v1) { band(c, X(w.start), X(w.end), y + ROW * 0.6, ROW * 0.35); nwaits++; }
+    });
+    c.strokeStyle = c.fillStyle = "rgba(30,30,30,0.7)";
+    tasks.forEach((p, i) => {
+      for (const w of D.lanes.byTask.get(p).waits) {
+        if (w.how > 1 || w.start < v0 || w.at > v1 || narrows >= MAX_ARROWS) continue;
+        const from = row.get(w.waker), y = i * ROW + ROW * 0.6;
+        if (from !== undefined) arrow(c, X(w.at), from * ROW + ROW * 0.3, X(w.start), y);
+        else arrow(c, X(w.start), i * ROW, X(w.start), y);
+        narrows++;
+      }
+    });
+    if (mark) {
+      const i = row.get(mark.p);
+      if (i !== undefined) { c.strokeStyle = "#c00"; c.lineWidth = 2; c.strokeRect(X(mark.w.start) - 2, i * ROW, X(mark.w.end) - X(mark.w.start) + 4, ROW); c.lineWidth = 1; }
+    }
+    c.fillStyle = "#333";
+    const tk = ticks(v0, v1, 8), H = tasks.length * ROW;
+    for (const t of tk.list) {
+      const label = fmtTime(t, tk.step), w = c.measureText(label).width || 0, x = LEFT + (t - v0) * scale;
+      c.fillRect(x, H, 1, 4);
+      c.fillText(label, Math.min(cv.width - w, Math.max(LEFT, x - w / 2)), H + 16);
+    }
+    // What is drawn, for the reader and the browser test.
+    cv.dataset.lanes = tasks.length; cv.dataset.waits = nwaits; cv.dataset.arrows = narrows;
+    if (els.count) els.count.textContent = tasks.length + " lane(s), " + grouped(nwaits) + " waits and " + grouped(narrows) + " wake arrows in view" + (narrows >= MAX_ARROWS ? " (arrows capped: zoom in)" : "");
+  }
+  view.draws.push(draw);
+  // The run or wait under the mouse, within 3 pixels.
+  function hit(e) {
+    const r = cv.getBoundingClientRect(), W = cv.width - LEFT;
+    const x = (e.clientX - r.left) * cv.width / r.width - LEFT, y = (e.clientY - r.top) * cv.height / r.height;
+    const i = Math.floor(y / ROW), p = tasks[i];
+    if (p === undefined || x < 0) return null;
+    const t = view.v0 + (view.v1 - view.v0) * x / W, slack = 3 * (view.v1 - view.v0) / W, lane = D.lanes.byTask.get(p);
+    if (y - i * ROW < ROW * 0.58) {
+      const run = lane.runs.find((q) => q[0] - slack <= t && t <= q[1] + slack);
+      return run ? runText(D, p, run) : null;
+    }
+    const w = lane.waits.find((q) => q.start - slack <= t && t <= q.end + slack);
+    return w ? waitText(D, p, w) : null;
+  }
+  cv.addEventListener("mouseleave", () => { els.tip.style.display = "none"; });
+  cv.addEventListener("mousemove", (e) => {
+    const text = hit(e);
+    els.tip.style.display = text ? "block" : "none";
+    if (!text) return;
+    els.tip.style.left = (e.clientX + 12) + "px"; els.tip.style.top = (e.clientY + 12) + "px";
+    els.tip.textContent = text;
+  });
+  cv.addEventListener("dblclick", () => view.set(view.t0, view.t1));
+  return {
+    show(list, m) {
+      tasks = list; mark = m || null;
+      row = new Map(tasks.map((p, i) => [p, i]));
+      ROW = Math.max(10, Math.min(24, Math.floor(600 / Math.max(1, tasks.length))));
+      draw();
+    },
+  };
+}
+
+// The lanes panel: its filter, its note, and the tail waits the latency
+// CDF links to (`#tail=N` opens the Nth longest on load).
+function lanesPanel(D, view, el) {
+  const L = D.lanes, sel = el("lanesel"), n = el("lanen"), q = el("lanefind"), wk = el("lanewakers");
+  const ln = lanes(el("lanes"), D, view, { tip: $("tip"), count: el("lanecount") });
+  laneOptions(sel, D);
+  let focus = [], mark = null;
+  const update = () => {
+    const list = laneTasks(D, sel.value, q.value, focus).slice(0, Math.max(1, +n.value || 16));
+    ln.show(wk.checked && sel.value !== "wait" ? withWakers(D, list) : list, sel.value === "wait" ? mark : null);
+  };
+  for (const e of [sel, n, q, wk]) e.addEventListener("input", update);
+  q.addEventListener("input", () => { if (sel.value !== "find") { sel.value = "find"; update(); } });
+  el("lanenote").textContent = "Lanes hold the " + grouped(L.order.length) + " tasks with most runnable time (sched_wakeup or preemption to running) of the "
+    + grouped(L.of) + " that waited" + (L.order.length < L.of ? ", as many as fit " + grouped(L.budget) + " slices and waits, and the tasks of the latency tail with their wakers" : "")
+    + "; the per-CPU timeline above has every task." + (L.cut_at !== null ? " Waits kept up to " + fmt(L.cut_at) + "." : "");
+  // Show the tail's i-th wait: its task and waker, zoomed around it.
+  function open(i) {
+    const [p, from, lat] = L.tail[i], w = L.byTask.get(p).waits.find((x) => x.end === from + lat);
+    focus = w && w.waker >= 0 && w.waker !== p && L.byTask.has(w.waker) ? [w.waker, p] : [p];
+    mark = w ? { p: p, w: w } : null;
+    if (![...sel.options].some((o) => o.value === "wait")) {
+      const o = document.createElement("option"); o.value = "wait"; o.textContent = "the chosen wait's task and waker"; sel.appendChild(o);
+    }
+    sel.value = "wait";
+    const a = Math.min(from, w ? w.start : from), pad = Math.max(lat, 1000) * 0.6;
+    view.set(Math.max(view.t0, a - pad), Math.min(view.t1, from + lat + pad));
+    update();
+  }
+  update();
+  return open;
+}
+// The longest waits of the latency tail at or above `min` ns, as links.
+function tailList(box, D, min, open) {
+  box.textContent = "";
+  const T = D.lanes.tail;
+  const head = box.appendChild(document.createElement("p")); head.className = "note";
+  head.textContent = "The " + T.length + " longest waits behind the tail (sched_waking → running; click the CDF to keep those above a latency, a wait to show it in the lanes):";
+  T.forEach((t, i) => {
+    if (t[2] < min) return;
+    const a = box.appendChild(document.createElement("a"));
+    a.href = "#tail=" + i; a.className = "chip";
+    a.textContent = fmt(t[2]) + " " + taskName(D, t[0]) + " on CPU " + t[3] + " at " + stamp(t[1]);
+    a.addEventListener("click", () => open(i));
+    box.appendChild(document.createTextNode(" "));
+  });
+}
+
 // The colour legend of the timeline: the comms by time on CPU.
 function legend(el, D) {
   if (!el) return;
@@ -288,7 +516,7 @@ function plot(cv, series, opt) {
   for (const s of series) for (const p of s.pts) { xs.push(p[0]); ys.push(p[1]); }
   c.clearRect(0, 0, cv.width, cv.height);
   c.font = "11px sans-serif"; c.fillStyle = "#333";
-  if (xs.length === 0) { c.fillText(opt.empty || "no data", box.L, 20); return; }
+  if (xs.length === 0) { c.fillText(opt.empty || "no data", box.L, 20); return null; }
   const tx = (x) => opt.xlog ? Math.log10(Math.max(x, 1)) : x;
   let x0 = tx(opt.xmin !== undefined ? opt.xmin : xs.reduce((a, b) => Math.min(a, b)));
   let x1 = tx(opt.xmax !== undefined ? opt.xmax : xs.reduce((a, b) => Math.max(a, b)));
@@ -322,6 +550,8 @@ function plot(cv, series, opt) {
     c.fillStyle = last ? "#333" : s.color || COLORS[i % COLORS.length];
     c.fillText(last ? "+" + (series.length - i) + " more" : s.name, box.L + box.W + 8, 20 + i * 14, legendW - 10);
   });
+  // The x value at a pixel column, for clicks.
+  return { valueAt: (px) => { const v = x0 + (px - box.L) / box.W * (x1 - x0); return opt.xlog ? Math.pow(10, v) : v; } };
 }
 
 // Heatmap of a binned per-CPU signal (rows: CPUs by group, the group's
@@ -458,7 +688,8 @@ function runCharts(D, p, shared) {
   const total = D.cdfs.length ? D.cdfs[0].n : 0;
   if (el("cdfnote")) el("cdfnote").textContent = grouped(total) + " samples: each time a task runs after sched_waking, the time since it (a new task: since sched_wakeup_new), from this run's simulated tracepoints"
  + (D.window ? " inside --trace-window" : "") + "; the five comms with most samples." + (total < 100 ? " Few samples: read the tails with care." : "");
-  plot(el("cdf"), cdfSeries(D), { xlab: "sched_waking → running latency (log scale)", ylab: "fraction of wakeups", xlog: true, xmin: lo, xmax: hi, xfmt: fmtTime });
+  const cdf = plot(el("cdf"), cdfSeries(D), { xlab: "sched_waking → running latency (log scale)", ylab: "fraction of wakeups", xlog: true, xmin: lo, xmax: hi, xfmt: fmtTime });
+  if (el("lanes") && D.lanes) lanesAndTail(D, view, el, cdf);
   const cap = Math.max(...D.capacity);
   const xo = { xlab: "simulated time", step: true, xmin: t0, xmax: t1, xfmt: fmtTime };
   if (D.ncpus > HEATMAP_ABOVE) {
@@ -482,6 +713,19 @@ function runCharts(D, p, shared) {
       Object.assign({ ylab: "util_avg", empty: "no samples: the selected tasks never ran" }, xo));
   }
   counters(el("counters"), el("percpu"), D);
+}
+
+// The lanes panel, and the CDF's tail list linked to it.
+function lanesAndTail(D, view, el, cdf) {
+  decodeLanes(D);
+  const open = lanesPanel(D, view, el), cv = el("cdf");
+  tailList(el("tail"), D, 0, open);
+  cv.addEventListener("click", (e) => {
+    const r = cv.getBoundingClientRect();
+    if (cdf) tailList(el("tail"), D, cdf.valueAt((e.clientX - r.left) * cv.width / r.width), open);
+  });
+  const m = location.hash.match(/^#tail=(\d+)$/);
+  if (m && D.lanes.tail[+m[1]]) open(+m[1]);
 }
 
 // Uncaught errors and console errors are also written into the page (the

@@ -14,6 +14,7 @@ pub mod dat;
 pub mod ftrace;
 pub mod parse;
 pub mod perfetto;
+pub mod phase;
 mod proto;
 
 use crate::kernel::task::{Pid, TaskState};

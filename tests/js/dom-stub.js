@@ -16,7 +16,7 @@ const ctx = new Proxy({
 });
 const el = () => {
   const e = {
-    width: 1200, height: 200, style: {}, textContent: "", innerHTML: "", value: "",
+    width: 1200, height: 200, style: {}, dataset: {}, textContent: "", innerHTML: "", value: "",
     getContext: () => ctx, addEventListener: () => {}, lastChild: null,
     getBoundingClientRect: () => ({ left: 0, top: 0, width: 1200, height: 200 }),
     insertRow: () => ({ insertCell: () => ({}), appendChild: () => {} }),
@@ -32,6 +32,7 @@ global.document = {
   body: { dataset: {} },
 };
 global.window = { addEventListener: () => {} };
+global.location = { hash: "" };
 try {
   new Function(m[1])();
 } catch (e) {
