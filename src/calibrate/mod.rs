@@ -340,9 +340,13 @@ fn many_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
 /// (`{ipc}_rotate_{n}_read`, `_write`). Against the one-writer stream,
 /// what messages from mixed CPUs cost without contention.
 fn rotating_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
+    if others.len() < 2 {
+        let why = format!("{} usable CPU(s) besides the reader's", others.len());
+        return r.skip("streams of writers taking turns into one reader", &why);
+    }
     let mut counts = vec![2, others.len()];
     counts.dedup();
-    for n in counts.into_iter().filter(|&n| n >= 2 && n <= others.len()) {
+    for n in counts {
         let w = &others[..n];
         let mut sorted = w.to_vec();
         sorted.sort_unstable();
