@@ -225,12 +225,14 @@ fn a_calibrated_pipe_hop_takes_what_its_ring_measured() {
     );
 }
 
-/// `perf bench sched pipe` free on emr-16 (the 16-CPU host's machine
-/// file), with its cross-CPU pipe costs or with them set to 0.
-fn free_pipe_on_emr16(lines: bool, name: &str) -> serde_json::Value {
+/// `workload` on emr-16 (the 16-CPU host's machine file) with the cost
+/// `fields` set to 0, noise off: the run's JSON.
+fn on_emr16(workload: &str, zeroed: &[&str], name: &str) -> serde_json::Value {
     let mut text = std::fs::read_to_string("scenarios/machines/emr-16.toml").unwrap();
-    if !lines {
-        text = text.replace("pipe_xcpu_lines = 4", "pipe_xcpu_lines = 0");
+    for f in zeroed {
+        let at = text.find(&format!("\n{f} = ")).unwrap() + 1;
+        let end = at + text[at..].find('#').unwrap();
+        text.replace_range(at..end, &format!("{f} = 0  "));
     }
     let file = tmp(&format!("{name}.toml"));
     std::fs::write(&file, text).unwrap();
@@ -242,9 +244,16 @@ fn free_pipe_on_emr16(lines: bool, name: &str) -> serde_json::Value {
         "--set",
         "noise.enabled=false",
         "--workload",
-        "pipe:loops=2000,variant=pingpong",
+        workload,
     ];
     json_of(&args, &format!("{name}.json"))
+}
+
+/// `perf bench sched pipe` free on emr-16, with its cross-CPU pipe costs
+/// or with them set to 0.
+fn free_pipe_on_emr16(lines: bool, name: &str) -> serde_json::Value {
+    let zeroed: &[&str] = if lines { &[] } else { &["pipe_xcpu_lines"] };
+    on_emr16("pipe:loops=2000,variant=pingpong", zeroed, name)
 }
 
 #[test]
@@ -278,27 +287,9 @@ fn a_pipe_op_from_another_cpu_pulls_the_pipes_lines_and_the_readers_data() {
 /// 20 senders into each receiver), with the mix lines of its machine file
 /// or with them set to 0.
 fn messaging_on_emr16(mix: bool, name: &str) -> serde_json::Value {
-    let mut text = std::fs::read_to_string("scenarios/machines/emr-16.toml").unwrap();
-    if !mix {
-        for f in ["socket_mix_read_lines", "socket_mix_write_lines"] {
-            let at = text.find(&format!("{f} = ")).unwrap();
-            let end = at + text[at..].find('#').unwrap();
-            text.replace_range(at..end, &format!("{f} = 0  "));
-        }
-    }
-    let file = tmp(&format!("{name}.toml"));
-    std::fs::write(&file, text).unwrap();
-    let f = file.display().to_string();
-    let args = [
-        "run",
-        "--machine",
-        &f,
-        "--set",
-        "noise.enabled=false",
-        "--workload",
-        "hackbench:groups=1,loops=100,output=perf",
-    ];
-    json_of(&args, &format!("{name}.json"))
+    let lines = ["socket_mix_read_lines", "socket_mix_write_lines"];
+    let zeroed: &[&str] = if mix { &[] } else { &lines };
+    on_emr16("hackbench:groups=1,loops=100,output=perf", zeroed, name)
 }
 
 #[test]

@@ -240,23 +240,12 @@ const XCPU_MSGS: usize = 6000;
 type StreamFn = fn(usize, &[usize], Ipc, usize) -> Result<bench::Xcpu, String>;
 
 /// A cross-CPU stream of 100-byte messages from `writers` to a reader on
-/// `home` (bench::xcpu_stream): primitives `{id}_read`, `{id}_write`. At
-/// least 2000 messages: three full pipe buffers (16 pages of 40 messages),
-/// so that the timed three quarters are the steady state.
-fn xcpu(
-    home: usize,
-    writers: &[usize],
-    ipc: Ipc,
-    id: &str,
-    what: &str,
-    plan: &Plan,
-    r: &mut Results,
-) {
-    xcpu_with(bench::xcpu_stream, home, writers, ipc, id, what, plan, r)
-}
-
+/// `home` (`f`: bench::xcpu_stream or bench::xcpu_rotating): primitives
+/// `{id}_read`, `{id}_write`. At least 2000 messages: three full pipe
+/// buffers (16 pages of 40 messages), so that the timed three quarters
+/// are the steady state.
 #[allow(clippy::too_many_arguments)]
-fn xcpu_with(
+fn xcpu(
     f: StreamFn,
     home: usize,
     writers: &[usize],
@@ -323,6 +312,7 @@ fn many_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
                 crate::report::ranges(&w)
             );
             xcpu(
+                bench::xcpu_stream,
                 home,
                 &others[..n],
                 ipc,
@@ -357,7 +347,7 @@ fn rotating_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results)
                 crate::report::ranges(&sorted)
             );
             let id = format!("{name}_rotate_{n}");
-            xcpu_with(bench::xcpu_rotating, home, w, ipc, &id, &what, plan, r);
+            xcpu(bench::xcpu_rotating, home, w, ipc, &id, &what, plan, r);
         }
     }
 }
@@ -524,6 +514,7 @@ fn cross_cpu(home: usize, d: &str, peer: usize, plan: &Plan, r: &mut Results) {
         let what =
             format!("{name} stream, writer on CPU {peer} ({d}) to reader on {home}, non-blocking");
         xcpu(
+            bench::xcpu_stream,
             home,
             &[peer],
             ipc,

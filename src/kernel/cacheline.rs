@@ -81,9 +81,31 @@ pub enum Use {
     Read { message: bool },
 }
 
+impl Use {
+    /// A read (`read`: its bytes) or a write, on an object where messages
+    /// are `queued` or not.
+    #[inline]
+    pub fn of(read: Option<u32>, queued: bool) -> Use {
+        match read {
+            Some(_) => Use::Read { message: queued },
+            None => Use::Write { queued },
+        }
+    }
+
+    /// Its mix lines: `read`'s or `write`'s.
+    #[inline]
+    pub fn mix(self, read: u64, write: u64) -> u64 {
+        match self {
+            Use::Read { .. } => read,
+            Use::Write { .. } => write,
+        }
+    }
+}
+
 impl SharedLines {
     /// `cpu` uses the object: where the object's, the message's and the
     /// mixed messages' lines come from.
+    #[inline]
     pub fn access(&mut self, cpu: usize, op: Use) -> Moved {
         let newest = self.message.other_than(cpu);
         let (message, mix) = match op {

@@ -114,28 +114,15 @@ impl Kernel {
             return 0;
         }
         let (syscall, lines) = (c.syscall_ns, c.pipe_xcpu_lines);
-        let (mix_read, mix_write) = (c.pipe_mix_read_lines, c.pipe_mix_write_lines);
+        let mix = (c.pipe_mix_read_lines, c.pipe_mix_write_lines);
         let pipe = &mut self.pipes[i];
         let reads = read.filter(|_| !pipe.is_empty());
-        let (op, mix) = match read {
-            Some(_) => (
-                Use::Read {
-                    message: reads.is_some(),
-                },
-                mix_read,
-            ),
-            None => (
-                Use::Write {
-                    queued: !pipe.is_empty(),
-                },
-                mix_write,
-            ),
-        };
+        let op = Use::of(read, !pipe.is_empty());
         let moved = pipe.lines.access(cpu, op);
         let n = Lines {
             object: lines,
             message: reads.map_or(0, data_lines),
-            mix,
+            mix: op.mix(mix.0, mix.1),
         };
         let xfer = self.lines_moved(moved, cpu, n);
         let hold = own.saturating_sub(syscall) + xfer;

@@ -138,28 +138,15 @@ impl Kernel {
             return 0;
         }
         let (lines, hold) = (c.socket_xcpu_lines, c.socket_lock_hold_ns);
-        let (mix_read, mix_write) = (c.socket_mix_read_lines, c.socket_mix_write_lines);
+        let mix = (c.socket_mix_read_lines, c.socket_mix_write_lines);
         let s = &mut self.socks[i];
         let reads = read.filter(|_| !s.queue.is_empty());
-        let (op, mix) = match read {
-            Some(_) => (
-                Use::Read {
-                    message: reads.is_some(),
-                },
-                mix_read,
-            ),
-            None => (
-                Use::Write {
-                    queued: !s.queue.is_empty(),
-                },
-                mix_write,
-            ),
-        };
+        let op = Use::of(read, !s.queue.is_empty());
         let moved = s.lines.access(cpu, op);
         let n = Lines {
             object: lines,
             message: reads.map_or(0, |n| SKB_LINES + data_lines(n)),
-            mix,
+            mix: op.mix(mix.0, mix.1),
         };
         let xfer = self.lines_moved(moved, cpu, n);
         if read.is_some() {
