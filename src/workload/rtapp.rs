@@ -414,6 +414,11 @@ impl Ctx<'_> {
                 unsupported("a phase's dl-runtime, dl-period or dl-deadline")
             }
             "util_min" | "util_max" => unsupported("utilization clamping (uclamp)"),
+            "dl-reclaim" => {
+                let msg = "rt-app never reads it (no SCHED_FLAG_RECLAIM, no GRUB), ignored";
+                self.warn(v, p, msg);
+                Ok(true)
+            }
             "membind_nodes" => {
                 self.warn(v, p, "NUMA memory binding is not modelled, ignored");
                 Ok(true)
