@@ -121,9 +121,10 @@ impl DlEntity {
         }
     }
 
-    /// dl_next_period: the start of the next period.
+    /// dl_next_period: the start of the next period (u64 arithmetic that
+    /// wraps, as the kernel's, for an entity never started).
     fn next_period(&self) -> Time {
-        self.deadline - self.dl_deadline + self.dl_period
+        (self.deadline.wrapping_sub(self.dl_deadline)).wrapping_add(self.dl_period)
     }
 
     /// replenish_dl_new_period: a new instance starting now.
@@ -322,10 +323,14 @@ impl Kernel {
         }
     }
 
-    /// dequeue_task_dl: charge curr, then out of the tree or the throttled
-    /// list. Returns whether it counted in nr_running.
+    /// dequeue_task_dl: charge `p` if it runs, then out of the tree or the
+    /// throttled list. Returns whether it counted in nr_running. (The
+    /// kernel charges curr whichever task leaves; a push or pull here runs
+    /// on another CPU's behalf, where throttling curr would need an IPI.)
     pub fn dequeue_dl(&mut self, cpu: usize, p: Pid) -> bool {
-        self.update_curr_dl(cpu);
+        if self.rqs[cpu].curr == Some(p) {
+            self.update_curr_dl(cpu);
+        }
         let dl = &mut self.rqs[cpu].dl;
         if let Some(i) = dl.queue.iter().position(|&q| q == p) {
             dl.queue.remove(i);
@@ -384,7 +389,7 @@ impl Kernel {
     /// at once.
     fn start_dl_timer(&mut self, p: Pid) -> bool {
         let act = self.tasks[p].dl.next_period();
-        if act + 1_000 <= self.now {
+        if act.saturating_add(1_000) <= self.now {
             return false;
         }
         let id = DL_TIMER_BASE + p;
