@@ -184,3 +184,28 @@ fn periodic_takes_policy_deadline_with_its_dl_keys() {
         "{err}"
     );
 }
+
+#[test]
+fn sched_yield_ends_the_instance_and_a_constrained_task_keeps_its_bandwidth() {
+    // run 1 ms, sched_yield, forever, with 5 ms per 10 ms: the yield gives
+    // up the rest of each instance, so 1 ms per period (100 ms in 1 s).
+    let f = write(
+        "yield.json",
+        r#"{"tasks": {"y": {"loop": -1, "run": 1000, "yield": "",
+            "policy": "SCHED_DEADLINE", "dl-runtime": 5000, "dl-period": 10000}},
+        "global": {"duration": 1}}"#,
+    );
+    let got = runtime_ms(&run_ok(&f, &[]), "y");
+    assert!((got / 100.0 - 1.0).abs() < 0.05, "{got} ms");
+    // 3 ms of work between 1 ms sleeps against 2 ms per 10 ms with a 4 ms
+    // deadline: each wakeup is throttled or cut to the density (revised
+    // wakeup rule, dl_check_constrained_dl): 20 % of 1 s.
+    let f = write(
+        "constrained.json",
+        r#"{"tasks": {"c": {"loop": -1, "run": 3000, "sleep": 1000, "cpus": [0],
+            "policy": "SCHED_DEADLINE", "dl-runtime": 2000, "dl-deadline": 4000, "dl-period": 10000}},
+        "global": {"duration": 1}}"#,
+    );
+    let got = runtime_ms(&run_ok(&f, &[]), "c");
+    assert!((got / 200.0 - 1.0).abs() < 0.02, "{got} ms");
+}
