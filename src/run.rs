@@ -2,6 +2,7 @@
 //! the kernel, run it, and hand back everything the reports need.
 
 use crate::engine::NSEC_PER_SEC;
+use crate::kernel::deadline::DlBw;
 use crate::kernel::task::Pid;
 use crate::kernel::task_group::{CgroupSpec, TaskGroups, CGROUP_WEIGHT_DFL};
 use crate::kernel::tracepoint::Tracer;
@@ -141,10 +142,12 @@ pub fn run_in(
         m.cost.governor = g;
     }
     let mut parsed = Vec::new();
+    let mut rd = DlBw::new(&m, &sc.kernel);
     for (i, p) in sc.workloads.iter().enumerate() {
         let (p, cgroup) = take_cgroup(p);
         let w = Workload::parse(&p)
             .and_then(|w| w.check_machine(m.nr_cpus()).map(|_| w))
+            .and_then(|w| w.admit_dl(&mut rd).map(|_| w))
             .map_err(|e| RunError::Input(workload_error(src, i, &p, e)))?;
         parsed.push((w, cgroup));
     }

@@ -467,7 +467,8 @@ fn rt_parameters_are_checked() {
         "cyclictest:prio=100",
         "periodic:policy=fifo,prio=120",
         "periodic:policy=normal,prio=10",
-        "periodic:policy=deadline",
+        "hackbench:policy=deadline",
+        "periodic:policy=deadline,prio=10",
     ] {
         let (rc, _, err) = schedlab(&["run", "--workload", spec]);
         assert_eq!(rc, 2, "{spec}: {err}");

@@ -99,10 +99,21 @@ fn unsupported_and_mistyped_input_exit_2_with_file_and_line() {
             ":3: ",
             "expected an integer",
         ),
+        // No dl-runtime: rt-app passes 0, which sched_setattr refuses.
         (
             "{\"tasks\": {\"t\": {\"policy\": \"SCHED_DEADLINE\",\n \"run\": 1}}}",
-            ":1: ",
-            "SCHED_DEADLINE",
+            ":1: `tasks.t.dl-runtime`",
+            "sched_setattr(SCHED_DEADLINE) refuses a deadline of 0 (EINVAL)",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"policy\": \"SCHED_DEADLINE\", \"dl-runtime\": 1000,\n \"run\": 1, \"fork\": \"t\"}}}",
+            ":2: `tasks.t`",
+            "a SCHED_DEADLINE thread cannot fork",
+        ),
+        (
+            "{\"tasks\": {\"t\": {\"phases\": {\"a\": {\"run\": 1,\n \"policy\": \"SCHED_DEADLINE\"}}}}}",
+            ":2: `tasks.t.phases.a`",
+            "from or to SCHED_DEADLINE is not supported",
         ),
         (
             "{\"tasks\": {\"t\": {\"run\": 1,}},\n \"global\": {\"duration\": 1,, }}",
@@ -581,10 +592,22 @@ const EXAMPLES: &[(&str, &str, Want)] = &[
         Want::Rejected(7, "malformed JSON: expected `:` after \"suspend\""),
     ),
     ("custom-slice.json", "custom-slice", Want::Timeline),
+    // 5 ms every 50 ms within a 6 ms runtime: CBS never throttles.
+    ("deadline.json", "deadline", Want::Timeline),
+    // 15 ms of work per 100 ms, 12 ms runtime: throttled to 12 ms per
+    // period, 20 periods in 2 s. The others ask more than their runtime
+    // too; rt-app never reads dl-reclaim.
     (
-        "deadline*.json (deadline, deadline_reclaim-1..5, deadline_no_reclaim-1..3)",
-        "deadline",
-        Want::Rejected(10, "policy `SCHED_DEADLINE` is not modelled"),
+        "deadline_no_reclaim-1, -3.json, deadline_reclaim-1, -3..5.json",
+        "deadline-overrun",
+        Want::Busy(&[("thread0", 240.0)]),
+    ),
+    // 11 × 33.3 % is more than 2 CPUs' 190 % (and, with the fair
+    // servers, than 4 CPUs' 360 %).
+    (
+        "deadline_no_reclaim-2.json, deadline_reclaim-2.json",
+        "deadline-many",
+        Want::Rejected(10, "of thread 6 of 11 refused (EBUSY)"),
     ),
 ];
 

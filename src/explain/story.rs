@@ -165,6 +165,7 @@ fn why_text(w: PlaceWhy) -> &'static str {
     match w {
         PlaceWhy::Pinned => "the only CPU it may run on",
         PlaceWhy::Rt => "the RT class placed it",
+        PlaceWhy::Dl => "the deadline class placed it",
         PlaceWhy::TargetIdle => "the target CPU was idle",
         PlaceWhy::PrevIdle => "its previous CPU was idle",
         PlaceWhy::RecentIdle => "its recently used CPU was idle",

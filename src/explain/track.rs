@@ -331,7 +331,7 @@ impl Recorder {
 /// The waiting task's eligibility, deadline and lag on `cpu`.
 fn waiter_view(k: &Kernel, p: Pid, cpu: usize) -> Option<(bool, i64, i64)> {
     let t = &k.tasks[p];
-    if !t.se.on_rq || t.cpu != cpu || k.is_rt(p) {
+    if !t.se.on_rq || t.cpu != cpu || k.is_rt(p) || k.is_dl(p) {
         return None;
     }
     let (cfs, ents) = (k.cfs_rq(cpu, t.tg), k.ents(cpu));

@@ -114,6 +114,7 @@ pub struct Rq {
     /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
     pub pre: RqPreempt,
     pub rt: RtRq,
+    pub dl: super::deadline::DlRq,
     pub act: Activity,
     pub tick_on: bool,
     /// rq->__lock, as remote wakers contend for it.
@@ -155,6 +156,7 @@ impl Rq {
             woke_itself: false,
             pre: RqPreempt::default(),
             rt: RtRq::default(),
+            dl: Default::default(),
             act: Activity::Idle { since: 0 },
             tick_on: false,
             lock: Default::default(),
@@ -498,6 +500,12 @@ impl Kernel {
                         return;
                     }
                 }
+                Action::Yield if self.is_dl(p) => {
+                    self.yield_task_dl(cpu, p);
+                    if !self.schedule(cpu, SchedMode::Preempt) {
+                        return;
+                    }
+                }
                 Action::Yield => {
                     self.yield_task_fair(cpu, p);
                     self.rqs[cpu].cfs.resched_req = false;
@@ -548,10 +556,13 @@ impl Kernel {
             }
             return next.is_some();
         }
-        // put_prev_task_rt / set_next_task_rt age rq->avg_rt.
+        // put_prev_task_rt/_dl and set_next_task_rt/_dl age rq->avg_rt
+        // and avg_dl.
         let prev_rt = prev.is_some_and(|p| self.is_rt(p));
-        if prev_rt || next.is_some_and(|p| self.is_rt(p)) {
-            self.update_rq_class_avgs(cpu, prev_rt);
+        let prev_dl = prev.is_some_and(|p| self.is_dl(p));
+        let next_rt_dl = next.is_some_and(|p| self.is_rt(p) || self.is_dl(p));
+        if prev_rt || prev_dl || next_rt_dl {
+            self.update_rq_class_avgs(cpu, prev_rt, prev_dl);
         }
         let preempt = mode == SchedMode::Preempt;
         let prev_state = prev.map_or(TaskState::Running, |p| self.tasks[p].state);
@@ -691,6 +702,13 @@ impl Kernel {
     fn block_task(&mut self, cpu: usize, p: Pid) {
         self.touch_cpu(cpu);
         self.touch_task(p);
+        if self.is_dl(p) {
+            if self.dequeue_dl(cpu, p) {
+                self.rqs[cpu].nr_running -= 1;
+            }
+            self.tasks[p].on_rq = false;
+            return;
+        }
         if self.is_rt(p) {
             self.dequeue_rt(cpu, p);
             self.rqs[cpu].nr_running -= 1;
@@ -705,15 +723,23 @@ impl Kernel {
         }
     }
 
-    /// pick_next_task → pick_next_task_fair: update curr, pick the EEVDF
-    /// winner (finishing the dequeue of delayed tasks it meets), swap prev
+    /// pick_next_task in class order (deadline, RT, fair; a CPU whose DL
+    /// or RT prev left its class's queue pulls first) → pick_next_task_fair:
+    /// update curr, pick the EEVDF winner (finishing the dequeue of delayed tasks it meets), swap prev
     /// and next; with nothing queued, try a newidle pull, else go idle.
     fn pick_next_task(&mut self, cpu: usize, prev: Option<Pid>) -> Option<Pid> {
         self.update_curr_rt(cpu);
+        self.update_curr_dl(cpu);
+        if prev.is_some_and(|p| self.is_dl(p) && !self.rqs[cpu].dl.queue.contains(&p)) {
+            self.pull_dl_task(cpu);
+        }
         if prev.is_some_and(|p| self.is_rt(p)) && self.rqs[cpu].rt.queue.is_empty() {
             self.pull_rt_task(cpu);
         }
         loop {
+            if let Some(n) = self.pick_next_dl(cpu, prev) {
+                return Some(n);
+            }
             if let Some(n) = self.pick_next_rt(cpu, prev) {
                 return Some(n);
             }
@@ -739,7 +765,9 @@ impl Kernel {
     fn activate_task(&mut self, cpu: usize, p: Pid, flags: u32) {
         self.touch_cpu(cpu);
         self.touch_task(p);
-        let counted = if self.is_rt(p) {
+        let counted = if self.is_dl(p) {
+            self.enqueue_dl(cpu, p, flags)
+        } else if self.is_rt(p) {
             self.enqueue_rt(cpu, p, false);
             true
         } else {
@@ -793,6 +821,9 @@ impl Kernel {
     /// The class part of wakeup_preempt: the idle task always yields; a
     /// running fair task is checked by check_preempt_wakeup_fair.
     fn wakeup_preempt_class(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
+        if self.is_dl(p) {
+            return self.wakeup_preempt_dl(cpu, p, from);
+        }
         if self.is_rt(p) {
             return self.wakeup_preempt_rt(cpu, p, from);
         }
@@ -972,7 +1003,9 @@ impl Kernel {
         self.touch_cpu(src);
         self.touch_cpu(dst);
         self.touch_task(p);
-        let counted = if self.is_rt(p) {
+        let counted = if self.is_dl(p) {
+            self.dequeue_dl(src, p)
+        } else if self.is_rt(p) {
             self.rqs[src].rt.queue.retain(|&q| q != p);
             true
         } else {
@@ -1090,8 +1123,11 @@ impl Kernel {
         }
         self.tick_upgrade_lazy(cpu);
         if self.rqs[cpu].curr.is_some_and(|p| self.is_rt(p)) {
-            self.update_rq_class_avgs(cpu, true);
+            self.update_rq_class_avgs(cpu, true, false);
+        } else if self.rqs[cpu].curr.is_some_and(|p| self.is_dl(p)) {
+            self.update_rq_class_avgs(cpu, false, true);
         }
+        self.task_tick_dl(cpu);
         self.task_tick_rt(cpu);
         if let Some(p) = self.rqs[cpu]
             .curr
@@ -1161,6 +1197,7 @@ impl Kernel {
         self.tasks[p].state = TaskState::Dead;
         self.alive -= 1;
         self.remove_entity_load_avg(p, cpu);
+        self.task_dead_dl(p);
         if let Some(f) = self.tasks[p].clear_child_tid {
             self.futex_store_wake(f, 0, 1, cpu, p);
         }

@@ -776,8 +776,10 @@ impl Kernel {
             }
         }
         // __update_blocked_others
-        let rt_running = self.rqs[cpu].curr.is_some_and(|p| self.is_rt(p));
-        self.update_rq_class_avgs(cpu, rt_running);
+        let curr = self.rqs[cpu].curr;
+        let rt_running = curr.is_some_and(|p| self.is_rt(p));
+        let dl_running = curr.is_some_and(|p| self.is_dl(p));
+        self.update_rq_class_avgs(cpu, rt_running, dl_running);
         self.update_irq_load_avg(cpu, 0);
         let now = self.clock_pelt(cpu);
         let cfs = &mut self.rqs[cpu].cfs;

@@ -16,6 +16,7 @@ pub mod cacheline;
 pub mod cfs_legacy;
 pub mod completion;
 pub mod core;
+pub mod deadline;
 pub mod fair;
 pub mod fair_class;
 pub mod features;
@@ -230,6 +231,8 @@ pub struct Kernel {
     pub bandwidth: Vec<bandwidth::CfsBandwidth>,
     /// Some group has a cpu.max quota.
     pub bandwidth_on: bool,
+    /// The root domain's deadline bandwidth (deadline.rs).
+    pub dl_bw: deadline::DlBw,
     /// Sched domains of every CPU, with their balancing state and schedstats.
     pub sd: sched_domain::SchedDomains,
     /// The load balancer's per-CPU state and counters.
@@ -294,6 +297,7 @@ impl Kernel {
     pub fn new(machine: Machine, cfg: KernelConfig) -> Self {
         let n = machine.nr_cpus();
         let variant = cfg.completion;
+        let dl_bw = deadline::DlBw::new(&machine, &cfg);
         Kernel {
             base_slice: cfg.scaled_base_slice(n),
             legacy_cfs: (cfg.fair == features::FairClass::Cfs)
@@ -334,6 +338,7 @@ impl Kernel {
             groups: Default::default(),
             bandwidth: vec![Default::default()],
             bandwidth_on: false,
+            dl_bw,
             alive: 0,
             check: false,
             marks: CheckMarks::default(),
@@ -370,6 +375,9 @@ impl Kernel {
                 }
                 EventKind::Timer if i >= bandwidth::BW_TIMER_BASE => {
                     self.on_bandwidth_timer(i - bandwidth::BW_TIMER_BASE)
+                }
+                EventKind::Timer if i >= deadline::DL_TIMER_BASE => {
+                    self.dl_task_timer(i - deadline::DL_TIMER_BASE)
                 }
                 EventKind::Timer => self.on_timer(i),
                 EventKind::Resched => self.on_resched(i),

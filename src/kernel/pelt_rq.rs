@@ -5,9 +5,9 @@
 //! scale_rt_capacity, the capacity they leave to the fair class.
 //!
 //! No CPU runs below its highest frequency here (no cpufreq model), so the
-//! frequency factor (arch_scale_freq_capacity) is always 1024. There is no
-//! deadline class, so avg_dl only decays from 0; with it, dl_server time is
-//! accounted to the fair tasks it runs, as in the kernel.
+//! frequency factor (arch_scale_freq_capacity) is always 1024. avg_dl
+//! follows SCHED_DEADLINE tasks; the fair server's time is accounted to the
+//! fair tasks it runs, as in the kernel.
 
 use super::pelt::{
     update_load_avg, update_load_sum, SchedAvg, LOAD_AVG_MAX, SCHED_CAPACITY_SCALE,
@@ -77,16 +77,18 @@ impl Kernel {
         p.at = self.now;
     }
 
-    /// update_rt_rq_load_avg and update_dl_rq_load_avg: `rt_running` is
-    /// whether an RT task ran on `cpu` since the last update.
-    pub(super) fn update_rq_class_avgs(&mut self, cpu: usize, rt_running: bool) {
+    /// update_rt_rq_load_avg and update_dl_rq_load_avg: `rt_running`
+    /// (`dl_running`) is whether an RT (DL) task ran on `cpu` since the
+    /// last update.
+    pub(super) fn update_rq_class_avgs(&mut self, cpu: usize, rt_running: bool, dl_running: bool) {
         let now = self.clock_pelt(cpu);
         let p = &mut self.rqs[cpu].pelt;
         let r = rt_running as u64;
         if update_load_sum(now, &mut p.avg_rt, r, r, r) {
             update_load_avg(&mut p.avg_rt, 1);
         }
-        if update_load_sum(now, &mut p.avg_dl, 0, 0, 0) {
+        let d = dl_running as u64;
+        if update_load_sum(now, &mut p.avg_dl, d, d, d) {
             update_load_avg(&mut p.avg_dl, 1);
         }
     }

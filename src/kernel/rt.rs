@@ -19,6 +19,8 @@ pub const RT_PERIOD_NS: u64 = 1_000_000_000;
 pub const RT_RUNTIME_NS: u64 = 950_000_000;
 /// The fair server's runtime per period (debugfs fair_server/cpuN/runtime).
 pub const FAIR_SERVER_RUNTIME_NS: u64 = 50_000_000;
+/// cpupri's CPUPRI_HIGHER: a CPU running a DL task, above every RT one.
+const CPUPRI_HIGHER: u32 = 101;
 
 /// A task's scheduling policy (sched_setscheduler).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -29,6 +31,8 @@ pub enum Policy {
     Idle,
     Fifo,
     Rr,
+    /// SCHED_DEADLINE (deadline.rs).
+    Deadline,
 }
 
 impl Policy {
@@ -39,6 +43,7 @@ impl Policy {
             "idle" => Policy::Idle,
             "fifo" => Policy::Fifo,
             "rr" => Policy::Rr,
+            "deadline" => Policy::Deadline,
             _ => return None,
         })
     }
@@ -100,12 +105,13 @@ impl Kernel {
     }
 
     /// The priority `cpu` runs at, for find_lowest_rq (cpupri): 0 idle,
-    /// 1 a fair task, 1 + rt_priority for an RT one.
+    /// 1 a fair task, 1 + rt_priority for an RT one, above all for DL.
     fn cpu_prio(&self, cpu: usize) -> u32 {
         match self.rqs[cpu].curr {
             None if self.rqs[cpu].nr_running == 0 => 0,
             None => 1,
             Some(c) if self.is_rt(c) => 1 + self.tasks[c].rt_prio,
+            Some(c) if self.is_dl(c) => CPUPRI_HIGHER,
             Some(_) => 1,
         }
     }
@@ -179,19 +185,21 @@ impl Kernel {
     }
 
     /// The class test of wakeup_preempt: a fair wakee never preempts an RT
-    /// task (check_preempt_wakeup_fair weighs it against a fair one).
+    /// or DL task (check_preempt_wakeup_fair weighs it against a fair one).
     pub fn fair_wakeup_may_preempt(&self, cpu: usize) -> bool {
-        self.rqs[cpu].curr.is_none_or(|c| !self.is_rt(c))
+        self.rqs[cpu]
+            .curr
+            .is_none_or(|c| !self.is_rt(c) && !self.is_dl(c))
     }
 
-    /// wakeup_preempt across and within classes for an RT wakee: it
-    /// preempts any fair task (a higher class: the full bit under the lazy
+    /// wakeup_preempt across and within classes for an RT wakee: never a
+    /// DL task; it preempts any fair task (a higher class: the full bit under the lazy
     /// models that distinguish it) and a lower-priority RT task.
     pub fn wakeup_preempt_rt(&mut self, cpu: usize, p: Pid, from: Option<usize>) {
         let preempt = match self.rqs[cpu].curr {
             None => true,
             Some(c) if self.is_rt(c) => self.tasks[p].rt_prio > self.tasks[c].rt_prio,
-            Some(_) => true,
+            Some(c) => !self.is_dl(c),
         };
         if preempt && self.now >= self.rqs[cpu].rt.blocked_until {
             if self.decisions {
@@ -332,7 +340,9 @@ impl Kernel {
     fn rt_bandwidth_tick(&mut self, cpu: usize) {
         let now = self.now;
         let fair_waiting = self.rqs[cpu].cfs.nr_queued > 0;
-        let rt_running = self.rqs[cpu].curr.is_some_and(|c| self.is_rt(c));
+        // A DL task starves fair ones as an RT one does (the fair server
+        // is a DL entity, and before it DL time counted as RT time).
+        let rt_running = (self.rqs[cpu].curr).is_some_and(|c| self.is_rt(c) || self.is_dl(c));
         let rq = &mut self.rqs[cpu];
         if now >= rq.rt.period_start + RT_PERIOD_NS {
             rq.rt.period_start = now - now % RT_PERIOD_NS;
@@ -396,6 +406,7 @@ mod tests {
         rq.enqueue(&prio, 1, false);
         assert_eq!(rq.queue, vec![3, 4, 1, 0, 2]);
         assert_eq!(Policy::parse("rr"), Some(Policy::Rr));
-        assert!(Policy::parse("deadline").is_none());
+        assert_eq!(Policy::parse("deadline"), Some(Policy::Deadline));
+        assert!(Policy::parse("sporadic").is_none());
     }
 }

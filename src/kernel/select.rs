@@ -54,6 +54,9 @@ impl Kernel {
             let cpu = self.tasks[p].allowed.as_ref().map_or(prev, |v| v[0]);
             return Placed::at(cpu, PlaceWhy::Pinned);
         }
+        if self.is_dl(p) {
+            return Placed::at(self.select_task_rq_dl(p, prev), PlaceWhy::Dl);
+        }
         if self.is_rt(p) {
             return Placed::at(self.select_task_rq_rt(p, prev), PlaceWhy::Rt);
         }

@@ -52,7 +52,9 @@ impl Kernel {
             return;
         }
         let dst = self.any_and_distribute(cpu, p);
-        if self.is_rt(p) {
+        if self.is_dl(p) {
+            self.update_curr_dl(cpu);
+        } else if self.is_rt(p) {
             self.update_curr_rt(cpu);
         } else {
             self.put_prev_task_fair(cpu, p);
@@ -79,7 +81,8 @@ impl Kernel {
     /// dequeue (its PELT averages leave the old cfs_rq, as
     /// `detach_task_cfs_rq`), put_prev, change the group, enqueue (attached
     /// to the new cfs_rq, `attach_task_cfs_rq`), set_next, and reschedule
-    /// (the new group may be throttled). An RT task only changes group.
+    /// (the new group may be throttled). An RT or DL task only changes
+    /// group.
     /// Returns whether `p` must reschedule.
     pub fn sched_move_task(&mut self, p: Pid, cpu: usize, tg: usize) -> bool {
         self.touch_cpu(cpu);
@@ -87,8 +90,9 @@ impl Kernel {
         if self.tasks[p].tg == tg {
             return false;
         }
-        if self.is_rt(p) {
+        if self.is_rt(p) || self.is_dl(p) {
             self.update_curr_rt(cpu);
+            self.update_curr_dl(cpu);
             self.change_group_usage(p, tg);
             return false;
         }

@@ -140,6 +140,8 @@ pub struct Task {
     /// CPUs the task may run on; None means all.
     pub allowed: Option<Vec<usize>>,
     pub se: Entity,
+    /// struct sched_dl_entity (a SCHED_DEADLINE task's; unused otherwise).
+    pub dl: super::deadline::DlEntity,
     /// The task group (cgroup) the task belongs to; 0 = the root.
     pub tg: usize,
     pub parent: Option<Pid>,

@@ -103,6 +103,8 @@ pub enum PlaceWhy {
     Pinned,
     /// The RT class placed it (select_task_rq_rt).
     Rt,
+    /// The deadline class placed it (select_task_rq_dl).
+    Dl,
     /// select_idle_sibling: the target (prev or the waker's CPU) is idle.
     TargetIdle,
     /// select_idle_sibling: prev is idle and shares the target's LLC.
@@ -142,6 +144,8 @@ pub enum WakeupRule {
     Legacy,
     /// An RT wakee preempts a fair task or a lower-priority RT one.
     Rt,
+    /// A DL wakee preempts a lower class or a later deadline.
+    Dl,
 }
 
 impl Affine {
@@ -160,6 +164,7 @@ impl PlaceWhy {
         match self {
             PlaceWhy::Pinned => "pinned",
             PlaceWhy::Rt => "rt",
+            PlaceWhy::Dl => "dl",
             PlaceWhy::TargetIdle => "target-idle",
             PlaceWhy::PrevIdle => "prev-idle",
             PlaceWhy::RecentIdle => "recent-idle",
@@ -182,6 +187,7 @@ impl WakeupRule {
             WakeupRule::Deadline => "deadline",
             WakeupRule::Legacy => "cfs",
             WakeupRule::Rt => "rt",
+            WakeupRule::Dl => "dl",
         }
     }
 }

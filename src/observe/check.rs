@@ -5,6 +5,7 @@
 
 use crate::engine::EventKind;
 use crate::kernel::bandwidth::{BANDWIDTH_SLICE_NS, BW_TIMER_BASE};
+use crate::kernel::deadline::DL_TIMER_BASE;
 use crate::kernel::fair::{se_group, SeStore, GROUP_SE};
 use crate::kernel::pelt::LOAD_AVG_MAX;
 use crate::kernel::program::Blocked;
@@ -36,6 +37,9 @@ impl Kernel {
                 n => self.marks.events.is_multiple_of(n),
             };
         match kind {
+            EventKind::Timer if idx >= DL_TIMER_BASE && !bandwidth => {
+                self.touch_task(idx - DL_TIMER_BASE)
+            }
             EventKind::Timer if !bandwidth => self.touch_task(idx),
             EventKind::Timer | EventKind::End => {}
             _ => self.touch_cpu(idx),
@@ -164,11 +168,12 @@ impl Kernel {
                 self.check_cfs_rq(cpu, g, stamp, gen)?;
             }
         }
-        for &p in &rq.rt.queue {
+        let (rt, dl) = (&rq.rt.queue, &rq.dl);
+        for &p in rt.iter().chain(&dl.queue).chain(&dl.throttled) {
             self.found(stamp, gen, p, cpu)?;
             if self.tasks[p].cpu != cpu {
                 return Err(format!(
-                    "task {} on cpu{cpu}'s RT queue but task_cpu is {}",
+                    "task {} on cpu{cpu}'s RT or DL queue but task_cpu is {}",
                     self.tasks[p].pid, self.tasks[p].cpu
                 ));
             }
@@ -182,10 +187,11 @@ impl Kernel {
                 ));
             }
         }
-        if queued + rq.rt.queue.len() != rq.nr_running {
+        // Throttled DL tasks are on the run queue but not in nr_running.
+        let queued = queued + rq.rt.queue.len() + rq.dl.queue.len();
+        if queued != rq.nr_running {
             return Err(format!(
-                "cpu{cpu}: {} queued tasks but nr_running {}",
-                queued + rq.rt.queue.len(),
+                "cpu{cpu}: {queued} queued tasks but nr_running {}",
                 rq.nr_running
             ));
         }
@@ -195,7 +201,7 @@ impl Kernel {
                 rq.act
             ));
         }
-        if let Some(c) = rq.curr.filter(|&c| !self.is_rt(c)) {
+        if let Some(c) = rq.curr.filter(|&c| !self.is_rt(c) && !self.is_dl(c)) {
             self.check_curr_chain(cpu, c)?;
         }
         Ok(())

@@ -366,10 +366,13 @@ pub fn sanitize(comm: &str) -> String {
         .collect()
 }
 
-/// p->prio: 99 - rt_priority for an RT task, 120 + nice otherwise.
+/// p->prio: -1 for a DL task, 99 - rt_priority for an RT one, 120 + nice
+/// otherwise.
 pub fn prio(k: &Kernel, p: Pid) -> i32 {
     let t = &k.tasks[p];
-    if t.policy.is_rt() {
+    if k.is_dl(p) {
+        -1
+    } else if t.policy.is_rt() {
         99 - t.rt_prio as i32
     } else {
         120 + t.nice

@@ -73,6 +73,8 @@ const fn p(name: &'static str, ty: Ty, default: &'static str) -> Param {
 }
 
 const POLICIES: &[&str] = &["normal", "batch", "idle", "fifo", "rr"];
+/// POLICIES and SCHED_DEADLINE, for the kinds with the `dl-*` keys.
+const DL_POLICIES: &[&str] = &["normal", "batch", "idle", "fifo", "rr", "deadline"];
 const SPAWN: &[&str] = &["fork", "vfork", "clone"];
 
 pub const KINDS: &[Kind] = &[
@@ -166,9 +168,12 @@ pub const KINDS: &[Kind] = &[
             p("mode", Ty::Choice(&["user", "kernel"]), "user"),
             p("cond_resched", Ty::Duration, "0"),
             p("atomic", Ty::Bool, "false"),
-            p("policy", Ty::Choice(POLICIES), "normal"),
+            p("policy", Ty::Choice(DL_POLICIES), "normal"),
             p("prio", Ty::Int, "50"),
             p("slice", Ty::Duration, "0"),
+            p("dl-runtime", Ty::Duration, "10ms"),
+            p("dl-period", Ty::Duration, "20ms"),
+            p("dl-deadline", Ty::Duration, "(dl-period)"),
         ],
         doc: "tasks that run then sleep forever (durations: 8ms, 1ms..3ms, exp:2ms)",
         parse: |p| Ok(Workload::Periodic(periodic::Periodic::parse(p)?)),

@@ -119,6 +119,16 @@ impl Workload {
         }
     }
 
+    /// Admission control of the workload's SCHED_DEADLINE tasks against
+    /// the root domain's bandwidth `rd` (what earlier workloads took).
+    pub fn admit_dl(&self, rd: &mut crate::kernel::deadline::DlBw) -> Result<(), String> {
+        match self {
+            Workload::RtApp(w) => w.admit_dl(rd),
+            Workload::Periodic(w) => w.attr.admit(rd, w.tasks),
+            _ => Ok(()),
+        }
+    }
+
     /// Cgroups the workload's own input names (rt-app's `taskgroup`),
     /// which the run creates with the defaults unless declared.
     pub fn cgroups(&self) -> Vec<String> {
@@ -276,6 +286,7 @@ impl Builder {
             mm,
             allowed: spec.allowed,
             se: Entity::new(spec.nice),
+            dl: Default::default(),
             tg: self.cgroup,
             parent: None,
             clear_child_tid: None,

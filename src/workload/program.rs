@@ -775,10 +775,11 @@ impl Kernel {
         self.hrtimer_sleep_until(p, cpu, self.now + ns);
     }
 
-    /// Arm an absolute hrtimer: an RT task has no timer slack
-    /// (hrtimer_nanosleep uses 0 for rt_task), others the default.
+    /// Arm an absolute hrtimer: an RT or DL task has no timer slack
+    /// (hrtimer_nanosleep uses 0 for rt_or_dl_task_policy), others the
+    /// default.
     fn hrtimer_sleep_until(&mut self, p: Pid, cpu: usize, at: u64) {
-        let slack = if self.is_rt(p) {
+        let slack = if self.is_rt(p) || self.is_dl(p) {
             0
         } else {
             self.cfg.timer_slack_ns

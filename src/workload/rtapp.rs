@@ -2,8 +2,8 @@
 //! loops and phases of events, compiled to task programs. `run` is work in
 //! µs at full capacity (rt-app's calibrated loop, which scales with the
 //! CPU); `runtime` is modelled the same way. Features the model lacks
-//! (memrun, semaphores, SCHED_DEADLINE, uclamp, external workloads) are
-//! errors naming the file, line and feature; keys rt-app
+//! (memrun, semaphores, a phase's deadline parameters, uclamp, external
+//! workloads) are errors naming the file, line and feature; keys rt-app
 //! itself ignores are ignored with a warning. docs/rtapp.md has the table.
 
 use super::lenient_json::{self, Node, J};
@@ -11,6 +11,7 @@ use super::params::Params;
 use super::program::{Dist, Mark, Op};
 use super::sched_attr::SchedAttr;
 use super::{BenchResult, Builder, TaskSpec, MAX_TASKS};
+use crate::kernel::deadline::{DlBw, DlParams};
 use crate::kernel::futex::Barrier;
 use crate::kernel::pthread::PthreadOp;
 use crate::kernel::rt::Policy;
@@ -80,6 +81,8 @@ struct Phase {
 struct PhaseSched {
     policy: Option<Policy>,
     prio: Option<(i64, usize)>,
+    /// The line of its `policy` key, else of its `priority`.
+    line: usize,
 }
 
 impl PhaseSched {
@@ -107,12 +110,30 @@ struct TaskDef {
     rt_prio: u32,
     /// `dl-runtime` of a fair task: its custom slice, ns (0: none).
     slice: u64,
+    /// A SCHED_DEADLINE task's parameters, with the line of `dl-runtime`
+    /// (or of the task).
+    dl: Option<(DlParams, usize)>,
     /// The affinity and the line of its key.
     cpus: Option<(Vec<usize>, usize)>,
     /// The cgroup the threads start in.
     taskgroup: Option<String>,
     delay: u64,
 }
+
+/// A task's keys that are not events.
+const TASK_KEYS: &[&str] = &[
+    "instance",
+    "loop",
+    "phases",
+    "policy",
+    "priority",
+    "cpus",
+    "delay",
+    "taskgroup",
+    "dl-runtime",
+    "dl-period",
+    "dl-deadline",
+];
 
 /// More iterations than this of a loop that takes no time are a hang.
 const MAX_IDLE_ITERATIONS: u128 = 1_000_000;
@@ -260,7 +281,7 @@ struct Ctx<'a> {
     warnings: std::cell::RefCell<Vec<String>>,
 }
 
-const POLICIES: &str = "SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR";
+const POLICIES: &str = "SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR, SCHED_DEADLINE";
 
 /// rt-app's policy names.
 fn policy_of(s: &str) -> Option<Policy> {
@@ -390,9 +411,14 @@ impl Ctx<'_> {
         let unsupported = |what: &str| Err(self.err(v, p, format!("{what} is not supported")));
         match k {
             "dl-runtime" | "dl-period" | "dl-deadline" => {
-                unsupported("SCHED_DEADLINE (or a phase's dl-runtime)")
+                unsupported("a phase's dl-runtime, dl-period or dl-deadline")
             }
             "util_min" | "util_max" => unsupported("utilization clamping (uclamp)"),
+            "dl-reclaim" => {
+                let msg = "rt-app never reads it (no SCHED_FLAG_RECLAIM, no GRUB), ignored";
+                self.warn(v, p, msg);
+                Ok(true)
+            }
             "membind_nodes" => {
                 self.warn(v, p, "NUMA memory binding is not modelled, ignored");
                 Ok(true)
@@ -407,17 +433,6 @@ impl Ctx<'_> {
 
     fn task(&self, name: &str, n: &Node) -> Result<TaskDef, String> {
         let path = format!("tasks.{name}");
-        const TASK_KEYS: &[&str] = &[
-            "instance",
-            "loop",
-            "phases",
-            "policy",
-            "priority",
-            "cpus",
-            "delay",
-            "taskgroup",
-            "dl-runtime",
-        ];
         let mut t = TaskDef {
             name: name.to_string(),
             instances: 1,
@@ -428,6 +443,7 @@ impl Ctx<'_> {
             policy: Policy::Normal,
             rt_prio: 0,
             slice: 0,
+            dl: None,
             cpus: None,
             taskgroup: None,
             delay: 0,
@@ -435,6 +451,7 @@ impl Ctx<'_> {
         let mut policy = self.default_policy.to_string();
         let mut priority = None;
         let mut runtime = None;
+        let mut dl_keys = Vec::new();
         let mut has_phases = false;
         for (k, v) in self.obj(n, &path)? {
             let p = format!("{path}.{k}");
@@ -447,6 +464,7 @@ impl Ctx<'_> {
                 "policy" => policy = self.str(v, &p)?.to_string(),
                 "priority" => priority = Some((v, p.clone())),
                 "dl-runtime" => runtime = Some((v, p.clone())),
+                "dl-period" | "dl-deadline" => dl_keys.push((k.as_str(), v, p.clone())),
                 "delay" => t.delay = self.usec(v, &p)?,
                 "cpus" => t.cpus = Some((self.cpus(v, &p)?, v.line)),
                 "taskgroup" => t.taskgroup = self.taskgroup(v, &p)?,
@@ -466,6 +484,17 @@ impl Ctx<'_> {
                 format!("policy `{policy}` is not modelled ({POLICIES})"),
             )
         })?;
+        if t.policy == Policy::Deadline {
+            t.dl = Some(self.dl_params(n, &path, priority, runtime, &dl_keys)?);
+            return self.task_rest(t, n, &path, has_phases);
+        }
+        for (_, v, p) in &dl_keys {
+            self.warn(
+                v,
+                p,
+                "used only by SCHED_DEADLINE, ignored (as rt-app does)",
+            );
+        }
         // priority: nice for OTHER/BATCH/IDLE [0], RT priority for FIFO/RR [10].
         match (priority, t.policy.is_rt()) {
             (Some((v, p)), true) => t.rt_prio = self.int(v, &p, 1, 99)? as u32,
@@ -481,17 +510,72 @@ impl Ctx<'_> {
             }
             t.slice = self.usec(v, &p)?;
         }
+        self.task_rest(t, n, &path, has_phases)
+    }
+
+    /// A SCHED_DEADLINE task's `dl-runtime` [0], `dl-period` [the runtime]
+    /// and `dl-deadline` [the period] in µs, as rt-app defaults them, and
+    /// its `priority`, which must be 0; checked as sched_setattr does.
+    fn dl_params(
+        &self,
+        n: &Node,
+        path: &str,
+        priority: Option<(&Node, String)>,
+        runtime: Option<(&Node, String)>,
+        keys: &[(&str, &Node, String)],
+    ) -> Result<(DlParams, usize), String> {
+        if let Some((v, p)) = priority {
+            if self.int(v, &p, i64::MIN, i64::MAX)? != 0 {
+                return Err(self.err(
+                    v,
+                    &p,
+                    "a SCHED_DEADLINE task's priority must be 0 (sched_setattr: EINVAL)",
+                ));
+            }
+        }
+        let (runtime, at) = match &runtime {
+            Some((v, p)) => (self.usec(v, p)?, *v),
+            None => (0, n),
+        };
+        let mut dl = DlParams {
+            runtime,
+            deadline: 0,
+            period: runtime,
+        };
+        for (_, v, p) in keys.iter().filter(|k| k.0 == "dl-period") {
+            dl.period = self.usec(v, p)?;
+        }
+        dl.deadline = dl.period;
+        for (_, v, p) in keys.iter().filter(|k| k.0 == "dl-deadline") {
+            dl.deadline = self.usec(v, p)?;
+        }
+        dl.check().map_err(|e| {
+            let what = format!("sched_setattr(SCHED_DEADLINE) refuses {e} (EINVAL)");
+            self.err(at, &format!("{path}.dl-runtime"), what)
+        })?;
+        Ok((dl, at.line))
+    }
+
+    /// The rest of a task: its phases (or its own events as one phase),
+    /// the loop count, suspend names and the per-phase policy checks.
+    fn task_rest(
+        &self,
+        mut t: TaskDef,
+        n: &Node,
+        path: &str,
+        has_phases: bool,
+    ) -> Result<TaskDef, String> {
         if !has_phases {
             t.phases.push(Phase {
                 name: "0".into(),
                 line: n.line,
                 loops: 1,
-                events: self.events(n, &path, TASK_KEYS)?,
+                events: self.events(n, path, TASK_KEYS)?,
                 cpus: None,
                 taskgroup: None,
                 sched: None,
             });
-        } else if let Some(&(_, line)) = self.events(n, &path, TASK_KEYS)?.first() {
+        } else if let Some(&(_, line)) = self.events(n, path, TASK_KEYS)?.first() {
             return Err(format!(
                 "{}:{line}: `{path}`: events next to `phases` are not supported",
                 self.file
@@ -509,6 +593,14 @@ impl Ctx<'_> {
             }
         }
         self.check_phase_sched(&t)?;
+        let fork = t.phases.iter().flat_map(|p| &p.events);
+        let mut fork = fork.filter(|(e, _)| matches!(e, Ev::Fork(_)));
+        if let Some((_, line)) = fork.next().filter(|_| t.policy == Policy::Deadline) {
+            return Err(format!(
+                "{}:{line}: `{path}`: a SCHED_DEADLINE thread cannot fork (sched_fork fails with EAGAIN)",
+                self.file
+            ));
+        }
         Ok(t)
     }
 
@@ -530,14 +622,17 @@ impl Ctx<'_> {
             Some((_, v)) => self.taskgroup(v, &format!("{path}.taskgroup"))?,
             None => None,
         };
-        let policy = match key("policy")? {
-            Some((_, v)) => Some(self.policy(v, &format!("{path}.policy"))?),
-            None => None,
+        let (policy, mut sched_line) = match key("policy")? {
+            Some((_, v)) => (Some(self.policy(v, &format!("{path}.policy"))?), v.line),
+            None => (None, n.line),
         };
         let prio = match key("priority")? {
             Some((_, v)) => Some((self.int(v, &format!("{path}.priority"), -20, 99)?, v.line)),
             None => None,
         };
+        if let (None, Some((_, l))) = (policy, prio) {
+            sched_line = l;
+        }
         Ok(Phase {
             name: name.to_string(),
             line,
@@ -549,7 +644,11 @@ impl Ctx<'_> {
             )?,
             cpus,
             taskgroup,
-            sched: (policy.is_some() || prio.is_some()).then_some(PhaseSched { policy, prio }),
+            sched: (policy.is_some() || prio.is_some()).then_some(PhaseSched {
+                policy,
+                prio,
+                line: sched_line,
+            }),
         })
     }
 
@@ -567,6 +666,12 @@ impl Ctx<'_> {
         let mut cur = t.policy;
         for ph in t.phases.iter().chain(&t.phases) {
             let Some(s) = &ph.sched else { continue };
+            if cur == Policy::Deadline || s.policy == Some(Policy::Deadline) {
+                return Err(format!(
+                    "{}:{}: `tasks.{}.phases.{}`: a phase's policy or priority change from or to SCHED_DEADLINE is not supported",
+                    self.file, s.line, t.name, ph.name
+                ));
+            }
             cur = s.policy.unwrap_or(cur);
             let Some((v, line)) = s.prio else { continue };
             let (lo, hi) = if cur.is_rt() { (1, 99) } else { (-20, 19) };
@@ -869,6 +974,28 @@ impl RtApp {
             .all(|(t, &n)| t.loops > 0 || n == 0)
     }
 
+    /// Admission control (sched_dl_overflow) of the SCHED_DEADLINE threads,
+    /// in file order, as if all lived at once (forked threads and ones that
+    /// end release their bandwidth in the kernel: the check is the
+    /// stricter one).
+    pub fn admit_dl(&self, rd: &mut DlBw) -> Result<(), String> {
+        for (t, &n) in self.tasks.iter().zip(&self.threads) {
+            let Some((dl, line)) = t.dl else { continue };
+            for i in 0..n {
+                if !rd.admit(dl.bw()) {
+                    return Err(format!(
+                        "{}:{line}: `tasks.{}.dl-runtime`: sched_setattr(SCHED_DEADLINE) of thread {} of {n} refused (EBUSY): {}",
+                        self.file,
+                        t.name,
+                        i + 1,
+                        rd.describe(dl.bw())
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Reject an affinity naming a CPU the machine lacks.
     pub fn check_machine(&self, ncpus: usize) -> Result<(), String> {
         for t in &self.tasks {
@@ -952,6 +1079,7 @@ impl RtApp {
                     policy: t.policy,
                     prio: t.rt_prio,
                     slice: t.slice,
+                    dl: t.dl.map(|d| d.0),
                 };
                 attr.apply(k, p);
                 pids.push(p);
