@@ -99,6 +99,9 @@ struct MachineFile<'a> {
     text: &'a str,
 }
 
+/// The most cache lines a cost field may count: 256 KiB of 64-byte lines.
+const MAX_LINES: i64 = 4096;
+
 impl MachineFile<'_> {
     /// The line where `key` of table `section` ("" = top level) is set,
     /// else that table's header, else 1.
@@ -345,6 +348,7 @@ impl MachineFile<'_> {
     }
 
     /// `[cost]` over the base's model (or alone, then complete).
+    /// A `*_lines` field is at most [`MAX_LINES`].
     fn cost(&self, t: &Table, base: Option<&CostModel>) -> Result<CostModel, String> {
         const S: &str = "cost";
         let template = Table::try_from(base.cloned().unwrap_or_else(cost::kvm_guest))
@@ -363,6 +367,14 @@ impl MachineFile<'_> {
                 (Value::Array(_), _) => self.idle_states(v)?,
                 (Value::Integer(_), Value::Integer(n)) if *n < 0 => {
                     return Err(self.err(S, k, format!("negative cost {n}")))
+                }
+                // A line count beyond a 256 KiB object is a typo, and would
+                // stall a run in one operation of hours.
+                (Value::Integer(_), Value::Integer(n))
+                    if k.ends_with("_lines") && *n > MAX_LINES =>
+                {
+                    let msg = format!("{n} cache lines: at most {MAX_LINES} (256 KiB)");
+                    return Err(self.err(S, k, msg));
                 }
                 (Value::Integer(_), Value::Integer(_)) => {}
                 (Value::String(_), Value::String(g)) if k == "governor" => {
@@ -649,6 +661,7 @@ mod tests {
             ("base = \"vm-2\"\n[cost\n", 2, "malformed TOML"),
             ("base = \"vm-2\"\n[cost]\nsyscal_ns = 5\n", 3, "cost.syscal_ns: unknown key"),
             ("base = \"vm-2\"\n[cost]\n\nsyscall_ns = -5\n", 4, "cost.syscall_ns: negative cost -5"),
+            ("base = \"vm-2\"\n[cost]\nsocket_mix_read_lines = 99999\n", 3, "cost.socket_mix_read_lines: 99999 cache lines: at most 4096"),
             ("base = \"vm-2\"\n[cost]\nsyscall_ns = 1.5\n", 3, "cost.syscall_ns: expected a whole number"),
             ("[topology]\nsockets = 1\ncores_per_socket = 2\nthreads_per_core = 1\n[cost]\nsyscall_ns = 5\n", 5, "missing (give every cost"),
             ("[cost]\nsyscall_ns = 5\n", 1, "topology: missing"),
