@@ -31,7 +31,12 @@ fn decision_lines_only_with_the_flag_and_nothing_else_changes() {
         !plain.contains("schedlab_"),
         "decision lines without the flag"
     );
-    for ev in ["schedlab_pick: ", "schedlab_place: ", "schedlab_resched: "] {
+    for ev in [
+        "schedlab_pick: ",
+        "schedlab_place: ",
+        "schedlab_resched: ",
+        "schedlab_balance: ",
+    ] {
         assert!(with.contains(ev), "no {ev} line");
     }
     let pick = with
@@ -63,6 +68,95 @@ fn decision_lines_only_with_the_flag_and_nothing_else_changes() {
     let mut a = vec!["run"];
     a.extend(traced);
     assert_eq!(json_of(&a, "d.json"), json_of(RUN, "p.json"));
+}
+
+/// Three tasks that run 3 ms and sleep 1 ms on two CPUs: a CPU whose
+/// task sleeps goes newly idle while the other runs two, and pulls one.
+#[test]
+fn balance_records_say_what_was_balanced_and_moved() {
+    let path = tmp("balance.txt");
+    let p = path.display().to_string();
+    let (rc, _, err) = schedlab(&[
+        "run",
+        "--machine",
+        "smp:cpus=2",
+        "-w",
+        "periodic:tasks=3,run=3ms,sleep=1ms",
+        "--duration",
+        "100ms",
+        "-q",
+        "--trace",
+        &p,
+        "--trace-decisions",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    // The existing reader takes it (the records are lines it skips).
+    let recs = schedlab::trace::parse::parse(&p, &text).unwrap();
+    assert!(recs.len() > 100, "{} records", recs.len());
+    let lines: Vec<&str> = text.lines().collect();
+    let mut pulls = 0;
+    for (i, l) in lines.iter().enumerate() {
+        if !l.contains(": schedlab_balance: ") {
+            continue;
+        }
+        check_balance_line(l);
+        let f = |k| line_field(l, k);
+        if f("idle=") == "newly-idle" && f("why=") == "moved" {
+            pulls += 1;
+            assert_eq!(f("moved="), "1", "newly idle pulls one task: {l}");
+            assert_eq!(f("migration="), "task", "{l}");
+            assert!(f("imbalance=").parse::<i64>().unwrap() > 0, "{l}");
+            assert_ne!(f("src_cpu="), f("dst_cpu="), "{l}");
+            // Its sched_migrate_task, just before it: the task named.
+            let m = lines[i - 1];
+            assert!(m.contains(": sched_migrate_task: "), "{m}\n{l}");
+            assert_eq!(line_field(m, "pid="), f("pid="), "{m}\n{l}");
+            assert_eq!(line_field(m, "orig_cpu="), f("src_cpu="), "{m}\n{l}");
+            assert_eq!(line_field(m, "dest_cpu="), f("dst_cpu="), "{m}\n{l}");
+            assert_eq!(line_ts(m), line_ts(l));
+        }
+    }
+    assert!(pulls > 0, "no newly idle pull in:\n{text}");
+}
+
+/// One balance record's fields are all there and agree with its outcome.
+fn check_balance_line(l: &str) {
+    let f = |k| line_field(l, k);
+    for key in [
+        "dst_cpu=",
+        "domain=",
+        "level=",
+        "idle=",
+        "why=",
+        "group=",
+        "src_cpu=",
+        "migration=",
+        "imbalance=",
+        "moved=",
+        "pid=",
+        "active=",
+    ] {
+        assert!(!f(key).is_empty(), "{key} missing: {l}");
+    }
+    assert_eq!(f("domain="), "MC", "{l}");
+    assert!(
+        ["idle", "newly-idle", "not-idle"].contains(&f("idle=")),
+        "{l}"
+    );
+    let moved: u32 = f("moved=").parse().unwrap();
+    match f("why=") {
+        "moved" => assert!(moved > 0 && f("pid=") != "-1", "{l}"),
+        "balanced" | "not-this-cpu" => {
+            assert_eq!((f("src_cpu="), f("migration=")), ("-1", "-"), "{l}")
+        }
+        "no-busiest-rq" => assert_eq!(f("src_cpu="), "-1", "{l}"),
+        "all-pinned" | "cache-hot" | "nothing-movable" => {
+            assert!(moved == 0 && f("src_cpu=") != "-1", "{l}")
+        }
+        "pushed" | "push-failed" => {}
+        why => panic!("why={why}: {l}"),
+    }
 }
 
 /// The longest wakeup/preemption → switch-in wait of the tasks named
@@ -144,6 +238,29 @@ fn explain_worst_wait_is_the_longest_wait_the_trace_shows() {
     let (rc, out2, err) = schedlab(&at);
     assert_eq!(rc, 0, "{err}");
     assert!(out2.lines().next().unwrap().contains(&ms), "{out2}");
+}
+
+/// In RUN the worst wait of a receiver ends on CPU 1, where an idle
+/// balance pulled it: the story names that balance and its numbers.
+#[test]
+fn explain_names_the_load_balance_that_moved_the_task() {
+    let mut args = vec!["explain"];
+    args.extend(&RUN[1..]);
+    args.extend(["--task", "hackbench-recv"]);
+    let (rc, out, err) = schedlab(&args);
+    assert_eq!(rc, 0, "{err}");
+    let moved = out
+        .lines()
+        .find(|l| l.starts_with("Moved from CPU "))
+        .unwrap_or_else(|| panic!("no move in:\n{out}"));
+    for part in [
+        "while it waited: a load balance by CPU ",
+        "at its MC domain (level 0)",
+        " the busiest: migrate_",
+        ", imbalance ",
+    ] {
+        assert!(moved.contains(part), "{part:?} not in {moved}");
+    }
 }
 
 #[test]

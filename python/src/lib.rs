@@ -139,9 +139,10 @@ impl Tracer for Collect {
             }
             // Decision records: built only for a tracer that asks for
             // them, which this one does not.
-            TraceEvent::Pick { .. } | TraceEvent::Place { .. } | TraceEvent::Resched { .. } => {
-                return
-            }
+            TraceEvent::Pick { .. }
+            | TraceEvent::Place { .. }
+            | TraceEvent::Resched { .. }
+            | TraceEvent::Balance { .. } => return,
         };
         self.row([
             ("time_ns", json!(k.now)),

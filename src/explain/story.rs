@@ -3,10 +3,10 @@
 //! preemption), who ran meanwhile, each pick on its CPU with the numbers
 //! that decided it, and a one-line verdict.
 
-use super::track::{Ended, Interval, PickRec, Recorder, Wait, Woken};
+use super::track::{Ended, Interval, Move, PickRec, Recorder, Wait, Woken};
 use crate::engine::Time;
 use crate::kernel::task::Pid;
-use crate::kernel::tracepoint::{cause_name, PlaceWhy};
+use crate::kernel::tracepoint::{cause_name, idle_name, migration_name, LbWhy, PlaceWhy};
 use crate::kernel::Kernel;
 use crate::trace::phase::Phase;
 use std::fmt::Write;
@@ -60,11 +60,14 @@ pub fn render(k: &Kernel, r: &Recorder, w: Wait, about: About) -> String {
     phases(&mut s, k, r);
     if let Some(wait) = &r.wait {
         began(&mut s, k, wait, r.before.is_empty());
-        for &(t, from, to) in &r.moves {
+        for m in &r.moves {
             let _ = writeln!(
                 s,
-                "Moved from CPU {from} to CPU {to} at {} while it waited (migrated: load balance).",
-                ts(t)
+                "Moved from CPU {} to CPU {} at {} while it waited: {}.",
+                m.from,
+                m.to,
+                ts(m.at),
+                move_text(m)
             );
         }
         behind(&mut s, k, r, wait);
@@ -85,8 +88,8 @@ fn phases(s: &mut String, k: &Kernel, r: &Recorder) {
             false => "",
         };
         let mut text = phase_text(k, i);
-        if let (Some(&(_, from, _)), false) = (r.moves.first(), mark.is_empty()) {
-            text = format!("runnable on CPU {from}, then CPU {}", i.cpu);
+        if let (Some(m), false) = (r.moves.first(), mark.is_empty()) {
+            text = format!("runnable on CPU {}, then CPU {}", m.from, i.cpu);
         }
         let _ = writeln!(s, "  {:>14}  {len:>14}  {text}{mark}", ts(i.start));
     }
@@ -159,6 +162,40 @@ fn began(s: &mut String, k: &Kernel, wait: &Interval, first: bool) {
             }
         );
     }
+}
+
+/// Why the task moved while it waited: the load balance that moved it,
+/// from its decision record.
+fn move_text(m: &Move) -> String {
+    let Some((on, lb)) = m.by else {
+        return "by no load balance (an RT or deadline push or pull, or an affinity change)".into();
+    };
+    let src = lb.src.map_or("?".into(), |c| c.to_string());
+    if lb.why == LbWhy::Pushed {
+        return format!(
+            "CPU {src}'s stopper pushed it (an active balance for CPU {}, queued when balancing \
+             its {} domain kept failing)",
+            lb.dst, lb.domain
+        );
+    }
+    let by = match on == lb.dst {
+        true => String::new(),
+        false => format!(", run by CPU {on} for it (nohz idle balance)"),
+    };
+    format!(
+        "a load balance by CPU {} ({}) at its {} domain (level {}){by} found CPU {src} the \
+         busiest: migrate_{}, imbalance {}; {} moved",
+        lb.dst,
+        idle_name(lb.idle),
+        lb.domain,
+        lb.level,
+        migration_name(lb.migration),
+        lb.imbalance,
+        match lb.moved {
+            1 => "it alone".to_string(),
+            n => format!("{n} tasks"),
+        }
+    )
 }
 
 fn why_text(w: PlaceWhy) -> &'static str {

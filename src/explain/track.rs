@@ -7,7 +7,7 @@
 use crate::engine::Time;
 use crate::kernel::preempt::Cause;
 use crate::kernel::task::{Pid, TaskState};
-use crate::kernel::tracepoint::{Placement, TraceEvent, Tracer, WakeupRule};
+use crate::kernel::tracepoint::{LbDecision, Placement, TraceEvent, Tracer, WakeupRule};
 use crate::kernel::Kernel;
 use crate::trace::phase::{changes, out_phase, run_end, Phase, Phases, RunEnd};
 use std::collections::VecDeque;
@@ -184,6 +184,16 @@ pub struct PickRec {
     pub waiter: Option<(bool, i64, i64)>,
 }
 
+/// A migration while the task waited, and the load balance that made it
+/// (its record and the CPU that ran it), if one did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Move {
+    pub at: Time,
+    pub from: usize,
+    pub to: usize,
+    pub by: Option<(usize, LbDecision)>,
+}
+
 /// Intervals kept before the wait.
 const BEFORE: usize = 4;
 
@@ -197,8 +207,8 @@ pub struct Recorder {
     /// Who ran on the wait's CPU from when (None: idle).
     pub behind: Vec<(Option<Pid>, Time)>,
     pub picks: Vec<PickRec>,
-    /// Migrations during the wait: when, from, to.
-    pub moves: Vec<(Time, usize, usize)>,
+    /// Migrations during the wait.
+    pub moves: Vec<Move>,
     woken: Option<Woken>,
     /// The last resched request per CPU.
     resched: Vec<Option<Resched>>,
@@ -326,6 +336,17 @@ impl Recorder {
             waiter: waiter_view(k, self.w.pid, cpu),
         });
     }
+
+    /// A balance's record comes after its sched_migrate_task lines: the
+    /// one that just moved the task from src to dst made its last move.
+    fn balance(&mut self, k: &Kernel, cpu: usize, lb: LbDecision) {
+        let Some(m) = self.moves.last_mut() else {
+            return;
+        };
+        if m.at == k.now && m.by.is_none() && Some(m.from) == lb.src && m.to == lb.dst {
+            m.by = Some((cpu, lb));
+        }
+    }
 }
 
 /// The waiting task's eligibility, deadline and lag on `cpu`.
@@ -376,13 +397,19 @@ impl Tracer for Recorder {
             TraceEvent::Migrate { p, orig, dest } if p == me => {
                 if self.in_wait() {
                     self.behind.push((k.rqs[dest].curr, k.now));
-                    self.moves.push((k.now, orig, dest));
+                    self.moves.push(Move {
+                        at: k.now,
+                        from: orig,
+                        to: dest,
+                        by: None,
+                    });
                 }
                 if let Some(c) = &mut self.cur {
                     c.cpu = dest;
                 }
             }
             TraceEvent::Pick { .. } => self.pick(k, ev),
+            TraceEvent::Balance { cpu, lb } => self.balance(k, cpu, lb),
             TraceEvent::Resched {
                 cpu,
                 cause,

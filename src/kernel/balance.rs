@@ -27,6 +27,7 @@ use super::sched_domain::{
     SD_SHARE_LLC,
 };
 use super::task::Pid;
+use super::tracepoint::{LbDecision, LbWhy};
 use super::Kernel;
 use crate::engine::{EventKind, Rng};
 use crate::util::cpumask::CpuMask;
@@ -117,6 +118,50 @@ struct LbEnv {
     migration_type: MigrationType,
     flags: u32,
     src: usize,
+    /// For the decision record: the busiest group found, the imbalance
+    /// calculated, the first task moved, a task refused as cache hot, an
+    /// active balance queued, and the outcome of an early exit.
+    group: Option<usize>,
+    imbalance0: i64,
+    first: Option<Pid>,
+    hot: bool,
+    active: bool,
+    why: Option<LbWhy>,
+}
+
+impl LbEnv {
+    /// An environment to balance `dst` at domain level `lvl`.
+    fn new(dst: usize, lvl: usize, idle: IdleType, sg_cache: Vec<SgStats>) -> LbEnv {
+        LbEnv {
+            dst,
+            lvl,
+            idle,
+            excluded: CpuMask::default(),
+            sg_cache,
+            sg_stale: None,
+            imbalance: 0,
+            migration_type: MigrationType::Load,
+            flags: 0,
+            src: dst,
+            group: None,
+            imbalance0: 0,
+            first: None,
+            hot: false,
+            active: false,
+            why: None,
+        }
+    }
+
+    /// The outcome: an early exit's, else what detach_tasks did.
+    fn outcome(&self, moved: usize) -> LbWhy {
+        match self.why {
+            Some(w) => w,
+            None if moved > 0 => LbWhy::Moved,
+            None if self.flags & LBF_ALL_PINNED != 0 => LbWhy::AllPinned,
+            None if self.hot => LbWhy::CacheHot,
+            None => LbWhy::NothingMovable,
+        }
+    }
 }
 
 /// The per-CPU balancing fields of struct rq.
@@ -470,21 +515,39 @@ impl Kernel {
     ) -> usize {
         let mut sg_cache = std::mem::take(&mut self.lb.sg_buf);
         sg_cache.clear();
-        let mut env = LbEnv {
-            dst: cpu,
-            lvl,
-            idle,
-            excluded: CpuMask::default(),
-            sg_cache,
-            sg_stale: None,
-            imbalance: 0,
-            migration_type: MigrationType::Load,
-            flags: 0,
-            src: cpu,
-        };
+        let mut env = LbEnv::new(cpu, lvl, idle, sg_cache);
         let moved = self.balance_env(&mut env, continue_balancing);
+        if self.decisions {
+            self.trace_lb(self.lb.acting, &env, moved);
+        }
         self.lb.sg_buf = env.sg_cache;
         moved
+    }
+
+    /// The decision record of a balance (or a stopper's push), emitted on
+    /// `on`, the CPU doing the work.
+    #[cold]
+    #[inline(never)]
+    fn trace_lb(&mut self, on: usize, env: &LbEnv, moved: usize) {
+        let why = env.outcome(moved);
+        let found = !matches!(why, LbWhy::NotThisCpu | LbWhy::Balanced);
+        let has_src = found && why != LbWhy::NoBusiestRq;
+        let d = self.sd(env.dst, env.lvl);
+        let lb = LbDecision {
+            dst: env.dst,
+            level: env.lvl,
+            domain: d.name,
+            idle: env.idle,
+            group: (env.group.filter(|_| found)).map(|g| self.sd.groups[g].cpus[0]),
+            src: has_src.then_some(env.src),
+            migration: found.then_some(env.migration_type),
+            imbalance: if found { env.imbalance0 } else { 0 },
+            moved: moved as u32,
+            first: env.first,
+            why,
+            active: env.active,
+        };
+        self.trace_balance(on, lb);
     }
 
     /// The body of sched_balance_rq over its environment.
@@ -494,14 +557,18 @@ impl Kernel {
         loop {
             if !self.should_we_balance(env) {
                 *continue_balancing = false;
+                env.why = Some(LbWhy::NotThisCpu);
                 return self.lb_balanced(env);
             }
             let Some(group) = self.find_src_group(env) else {
                 self.sd_mut(cpu, lvl).stats.lb[it].lb_nobusyg += 1;
+                env.why = Some(LbWhy::Balanced);
                 return self.lb_balanced(env);
             };
+            (env.group, env.imbalance0) = (Some(group), env.imbalance);
             let Some(busiest) = self.find_src_rq(env, group) else {
                 self.sd_mut(cpu, lvl).stats.lb[it].lb_nobusyq += 1;
+                env.why = Some(LbWhy::NoBusiestRq);
                 return self.lb_balanced(env);
             };
             env.src = busiest;
@@ -535,6 +602,7 @@ impl Kernel {
                     {
                         continue;
                     }
+                    env.why = Some(LbWhy::AllPinned);
                     return self.lb_balanced(env);
                 }
             }
@@ -563,7 +631,7 @@ impl Kernel {
                 if !self.lb.rq[b].active_balance {
                     self.lb.rq[b].active_balance = true;
                     self.lb.rq[b].push_cpu = cpu;
-                    active = true;
+                    (active, env.active) = (true, true);
                     // stop_one_cpu_nowait: the stopper preempts b's task.
                     self.resched_curr_lazy(b, Some(cpu), Req::HigherClass, Cause::Other);
                 }
@@ -965,6 +1033,7 @@ impl Kernel {
             self.sd_mut(env.dst, env.lvl).stats.lb[it].lb_hot_gained += 1;
             return true;
         }
+        env.hot = true;
         false
     }
 
@@ -1042,6 +1111,7 @@ impl Kernel {
                 MigrationType::Misfit => env.imbalance = 0,
             }
             self.migrate_to(p, env.src, env.dst, env.idle != IdleType::NewlyIdle);
+            env.first.get_or_insert(p);
             moved += 1;
             // CONFIG_PREEMPTION: a newly idle CPU stops after one task.
             if env.idle == IdleType::NewlyIdle || env.imbalance <= 0 {
@@ -1265,18 +1335,8 @@ impl Kernel {
         };
         self.sd_mut(target, lvl).stats.alb_count += 1;
         self.lb.active_balances += 1;
-        let mut env = LbEnv {
-            dst: target,
-            lvl,
-            idle: IdleType::Idle,
-            excluded: CpuMask::default(),
-            sg_cache: Vec::new(),
-            sg_stale: None,
-            imbalance: 0,
-            migration_type: MigrationType::Task,
-            flags: LBF_ACTIVE_LB,
-            src: cpu,
-        };
+        let mut env = LbEnv::new(target, lvl, IdleType::Idle, Vec::new());
+        (env.migration_type, env.flags, env.src) = (MigrationType::Task, LBF_ACTIVE_LB, cpu);
         let running = prev.filter(|&p| self.tasks[p].se.on_rq && !self.tasks[p].se.sched_delayed);
         let mut cands: Vec<Pid> = self.cfs_tasks_from_tail(cpu, usize::MAX);
         cands.retain(|&p| Some(p) != self.rqs[cpu].curr);
@@ -1288,6 +1348,10 @@ impl Kernel {
         });
         let Some(p) = pick else {
             self.sd_mut(target, lvl).stats.alb_failed += 1;
+            if self.decisions {
+                env.why = Some(LbWhy::PushFailed);
+                self.trace_lb(cpu, &env, 0);
+            }
             return;
         };
         if Some(p) == running {
@@ -1298,6 +1362,10 @@ impl Kernel {
         let d = self.sd_mut(target, lvl);
         d.stats.alb_pushed += 1;
         d.nr_balance_failed = 0;
+        if self.decisions {
+            (env.why, env.first) = (Some(LbWhy::Pushed), Some(p));
+            self.trace_lb(cpu, &env, 1);
+        }
     }
 
     /// The longest an idle CPU may sit next to a waiting task of its LLC

@@ -4,11 +4,14 @@
 //! one predictable branch when tracing is off.
 //!
 //! Besides the kernel's tracepoints there are schedlab's decision records
-//! (`Pick`, `Place`, `Resched`): why the model chose what it chose. They
+//! (`Pick`, `Place`, `Resched`, `Balance`): why the model chose what it
+//! chose. They
 //! are built only when the tracer asks for them ([`Tracer::decisions`]),
 //! behind one more branch on `Kernel::decisions`, and change nothing.
 
+use super::balance::MigrationType;
 use super::preempt::Cause;
+use super::sched_domain::IdleType;
 use super::select::Placed;
 use super::task::{Pid, TaskState};
 use super::Kernel;
@@ -80,6 +83,62 @@ pub enum TraceEvent {
         lazy: bool,
         wakee: Option<(Pid, WakeupRule)>,
     },
+    /// Decision record of one load balance of a domain
+    /// (sched_balance_rq, the kernel's load_balance) or of the stopper's
+    /// push that one queued (active_load_balance_cpu_stop), emitted on
+    /// the CPU doing the work (`cpu`: a nohz idle balancer balances for
+    /// other idle CPUs).
+    Balance { cpu: usize, lb: LbDecision },
+}
+
+/// A load balance's decision as its record gives it: who balanced what,
+/// what it found, and what it moved or why nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LbDecision {
+    /// The CPU pulling (env->dst_cpu).
+    pub dst: usize,
+    /// The sched_domain: its level (0 = lowest) and name.
+    pub level: usize,
+    pub domain: &'static str,
+    pub idle: IdleType,
+    /// The busiest group (its first CPU) and queue, when found.
+    pub group: Option<usize>,
+    pub src: Option<usize>,
+    /// calculate_imbalance's verdict, before the moves consume it (None:
+    /// no busiest group).
+    pub migration: Option<MigrationType>,
+    pub imbalance: i64,
+    pub moved: u32,
+    /// The first task moved (each has its sched_migrate_task).
+    pub first: Option<Pid>,
+    pub why: LbWhy,
+    /// An active balance was queued: the busiest CPU's stopper will push.
+    pub active: bool,
+}
+
+/// The outcome of a load balance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LbWhy {
+    /// detach_tasks moved at least one task.
+    Moved,
+    /// should_we_balance: another CPU of the local group balances this
+    /// domain (or a newly idle CPU got a task meanwhile).
+    NotThisCpu,
+    /// find_busiest_group: no imbalance worth acting on.
+    Balanced,
+    /// find_busiest_queue: no queue of the busiest group qualifies.
+    NoBusiestRq,
+    /// Every task of the busiest queues may not run on dst.
+    AllPinned,
+    /// Nothing moved, and a task was refused as cache hot (task_hot).
+    CacheHot,
+    /// Nothing moved otherwise: only the running task, a delayed or not
+    /// eligible one, one too heavy for the imbalance, a throttled group.
+    NothingMovable,
+    /// The stopper pushed a task (active_load_balance_cpu_stop).
+    Pushed,
+    /// The stopper found no task it could push.
+    PushFailed,
 }
 
 /// wake_affine's part in a placement.
@@ -189,6 +248,43 @@ impl WakeupRule {
             WakeupRule::Rt => "rt",
             WakeupRule::Dl => "dl",
         }
+    }
+}
+
+impl LbWhy {
+    pub fn name(self) -> &'static str {
+        match self {
+            LbWhy::Moved => "moved",
+            LbWhy::NotThisCpu => "not-this-cpu",
+            LbWhy::Balanced => "balanced",
+            LbWhy::NoBusiestRq => "no-busiest-rq",
+            LbWhy::AllPinned => "all-pinned",
+            LbWhy::CacheHot => "cache-hot",
+            LbWhy::NothingMovable => "nothing-movable",
+            LbWhy::Pushed => "pushed",
+            LbWhy::PushFailed => "push-failed",
+        }
+    }
+}
+
+/// The name of an idle type in balance records (CPU_IDLE,
+/// CPU_NEWLY_IDLE, __CPU_NOT_IDLE).
+pub fn idle_name(i: IdleType) -> &'static str {
+    match i {
+        IdleType::Idle => "idle",
+        IdleType::NewlyIdle => "newly-idle",
+        IdleType::NotIdle => "not-idle",
+    }
+}
+
+/// The name of a migration type (enum migration_type's migrate_*).
+pub fn migration_name(m: Option<MigrationType>) -> &'static str {
+    match m {
+        Some(MigrationType::Load) => "load",
+        Some(MigrationType::Util) => "util",
+        Some(MigrationType::Task) => "task",
+        Some(MigrationType::Misfit) => "misfit",
+        None => "-",
     }
 }
 
@@ -340,5 +436,12 @@ impl Kernel {
             lazy,
             wakee,
         });
+    }
+
+    /// A load balance's record, emitted on `cpu`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn trace_balance(&mut self, cpu: usize, lb: LbDecision) {
+        self.trace(TraceEvent::Balance { cpu, lb });
     }
 }

@@ -91,7 +91,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("output.trace_format", Words(|| vec!["ftrace", "chrome", "dat", "perfetto"]), "", "by extension", "trace format (--trace-format)"),
     k("output.trace_window", Str, "START..END", "whole run", "keep only this time range in the trace and the page, e.g. \"2s..3s\""),
     k("output.trace_pelt", Str, "", "none", "tasks (pid or comm, comma-separated) whose PELT signals are traced"),
-    k("output.trace_decisions", Bool, "", "false", "add the decision records (pick, placement, resched) to an ftrace text or Perfetto trace (--trace-decisions)"),
+    k("output.trace_decisions", Bool, "", "false", "add the decision records (pick, placement, resched, balance) to an ftrace text or Perfetto trace (--trace-decisions)"),
     k("output.html", Str, "path", "none", "write the self-contained HTML report (--html)"),
     k("cgroup.N.path", Str, "", "required", "task group path, e.g. \"/a/b\" (ancestors are created; --cgroup)"),
     k("cgroup.N.weight", Int, "cpu.weight", "", "cgroup v2 cpu.weight, 1..10000"),

@@ -449,7 +449,7 @@ impl FtraceWriter {
     }
 
     /// A decision record (docs/explain.md): `schedlab_pick`,
-    /// `schedlab_place` or `schedlab_resched`, its fields as `key=value`
+    /// `schedlab_place`, `schedlab_resched` or `schedlab_balance`, its fields as `key=value`
     /// (a flag as 0 or 1).
     fn decision(&mut self, k: &Kernel, ev: &TraceEvent) {
         let Some(d) = decision(k, ev) else { return };

@@ -18,7 +18,9 @@ pub mod phase;
 mod proto;
 
 use crate::kernel::task::{Pid, TaskState};
-use crate::kernel::tracepoint::{cause_name, TraceEvent, Tracer};
+use crate::kernel::tracepoint::{
+    cause_name, idle_name, migration_name, LbDecision, TraceEvent, Tracer,
+};
 use crate::kernel::Kernel;
 use crate::util::fs::OutputSet;
 use crate::util::sink::Sink;
@@ -433,7 +435,7 @@ pub struct TraceArgs {
     #[arg(long, value_name = "TASKS")]
     pub trace_pelt: Option<String>,
     /// Add schedlab's decision records to an ftrace text or Perfetto trace: each pick, wakeup
-    /// placement and resched request with its numbers (docs/explain.md) [output.trace_decisions]
+    /// placement, resched request and load balance with its numbers (docs/explain.md) [output.trace_decisions]
     #[arg(long)]
     pub trace_decisions: bool,
     /// Write a self-contained HTML report to this file [output.html]
@@ -471,7 +473,7 @@ pub enum Arg<'a> {
 }
 
 /// A decision record (docs/explain.md) as every writer gives it: its CPU,
-/// its name (`pick`, `place`, `resched`) and its fields in the ftrace
+/// its name (`pick`, `place`, `resched`, `balance`) and its fields in the ftrace
 /// text's order, pids as the trace's.
 pub struct Decision {
     pub cpu: usize,
@@ -540,7 +542,32 @@ pub fn decision(k: &Kernel, ev: &TraceEvent) -> Option<Decision> {
                 ("rule", Arg::Str(wakee.map_or("-", |w| w.1.name()))),
             ],
         ),
+        TraceEvent::Balance { cpu, lb } => (cpu, "balance", balance_fields(k, &lb)),
         _ => return None,
     };
     Some(Decision { cpu, name, fields })
+}
+
+/// A load balance record's fields (sched_balance_rq's lb_env and
+/// outcome): a CPU or pid -1 for none; `group` is the busiest group's
+/// first CPU.
+fn balance_fields(k: &Kernel, lb: &LbDecision) -> Vec<(&'static str, Arg<'static>)> {
+    let cpu = |c: Option<usize>| Arg::Int(c.map_or(-1, |c| c as i64));
+    vec![
+        ("dst_cpu", Arg::Int(lb.dst as i64)),
+        ("domain", Arg::Str(lb.domain)),
+        ("level", Arg::Int(lb.level as i64)),
+        ("idle", Arg::Str(idle_name(lb.idle))),
+        ("why", Arg::Str(lb.why.name())),
+        ("group", cpu(lb.group)),
+        ("src_cpu", cpu(lb.src)),
+        ("migration", Arg::Str(migration_name(lb.migration))),
+        ("imbalance", Arg::Int(lb.imbalance)),
+        ("moved", Arg::Int(lb.moved as i64)),
+        (
+            "pid",
+            Arg::Int(lb.first.map_or(-1, |p| k.tasks[p].pid as i64)),
+        ),
+        ("active", Arg::Bool(lb.active)),
+    ]
 }
