@@ -10,6 +10,7 @@ use crate::util::sink::{Sink, STDIO};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod complete;
 mod generate;
 
 #[derive(Parser)]
