@@ -104,19 +104,46 @@ fn bash_completes_the_values_of_machine_workload_and_set() {
 }
 
 #[test]
-fn completion_script_is_valid_bash() {
-    let (_, out, _) = schedlab(&["completions", "bash"]);
-    let path = tmp("schedlab.bash");
+fn completion_scripts_are_valid_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let (_, out, _) = schedlab(&["completions", shell]);
+        let path = tmp(&format!("schedlab.{shell}"));
+        std::fs::write(&path, out).unwrap();
+        let Ok(st) = std::process::Command::new(shell)
+            .arg("-n")
+            .arg(&path)
+            .status()
+        else {
+            eprintln!("no {shell} here: skipped the syntax check");
+            continue;
+        };
+        assert!(st.success(), "{shell} -n rejects the completion script");
+    }
+}
+
+#[test]
+fn fish_completes_presets_and_files_for_machine_and_keys_for_set() {
+    let (_, out, _) = schedlab(&["completions", "fish"]);
+    let path = tmp("schedlab-values.fish");
     std::fs::write(&path, out).unwrap();
-    let Ok(st) = std::process::Command::new("bash")
-        .arg("-n")
-        .arg(&path)
-        .status()
-    else {
-        eprintln!("no bash here: skipped the syntax check");
+    let complete = |line: &str| {
+        let cmd = format!("source {}; complete -C '{line}'", path.display());
+        let out = std::process::Command::new("fish")
+            .args(["-c", &cmd])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()?;
+        Some(String::from_utf8_lossy(&out.stdout).to_string())
+    };
+    let Some(machine) = complete("schedlab run --machine ") else {
+        eprintln!("no fish here: skipped");
         return;
     };
-    assert!(st.success(), "bash -n rejects the completion script");
+    for want in ["xeon-8269cy\t", "host\t", "scenarios/"] {
+        assert!(machine.contains(want), "{want} not in {machine}");
+    }
+    let set = complete("schedlab run --set kernel.features=").unwrap_or_default();
+    assert!(set.starts_with("kernel.features=\ta list like"), "{set}");
 }
 
 #[test]

@@ -93,6 +93,12 @@ pub fn fish_files_too(script: &str) -> String {
         .collect()
 }
 
+/// A value with its help, whose `"` would end the string that zsh's and
+/// fish's scripts put it in (clap_complete escapes `'` but not `"`).
+fn value(name: impl Into<clap::builder::Str>, help: &str) -> PossibleValue {
+    PossibleValue::new(name).help(help.replace('"', "'"))
+}
+
 /// The presets and `host`, as `schedlab machines` lists them.
 fn machines() -> Vec<PossibleValue> {
     let presets = crate::machine::presets();
@@ -103,14 +109,14 @@ fn machines() -> Vec<PossibleValue> {
     presets
         .into_iter()
         .chain([host])
-        .map(|(name, desc)| PossibleValue::new(name).help(desc))
+        .map(|(name, desc)| value(name, &desc))
         .collect()
 }
 
 fn workloads() -> Vec<PossibleValue> {
     crate::workload::kinds::KINDS
         .iter()
-        .map(|k| PossibleValue::new(k.name).help(k.doc))
+        .map(|k| value(k.name, k.doc))
         .collect()
 }
 
@@ -123,7 +129,7 @@ fn keys() -> Vec<PossibleValue> {
         .filter(|r| !r.key.contains("LEVEL"))
         .map(|r| (r.key.replace(".N.", ".0."), r.doc))
         .filter(|(key, _)| seen.insert(key.clone()))
-        .map(|(key, doc)| PossibleValue::new(format!("{key}=")).help(doc))
+        .map(|(key, doc)| value(format!("{key}="), &doc))
         .collect()
 }
 
@@ -151,6 +157,6 @@ fn bench_cases() -> Vec<PossibleValue> {
     speed
         .chain(dist)
         .filter(|(id, _)| seen.insert(*id))
-        .map(|(id, help)| PossibleValue::new(id).help(help))
+        .map(|(id, help)| value(id, help))
         .collect()
 }
