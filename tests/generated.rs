@@ -49,13 +49,22 @@ fn completions_offer_presets_workload_kinds_and_keys() {
 }
 
 #[test]
-fn fish_offers_files_beside_the_machine_presets() {
+fn zsh_and_fish_offer_files_beside_the_machine_presets() {
     let (_, out, _) = schedlab(&["completions", "fish"]);
     let run_machine = out
         .lines()
         .find(|l| l.contains("using_subcommand run\" -l machine "))
         .expect("run --machine in the fish script");
     assert!(run_machine.contains(" -r -F -a \"vm-2"), "{run_machine}");
+    let (_, out, _) = schedlab(&["completions", "zsh"]);
+    let alternatives = out
+        .matches(":{_alternative \"values\\:value\\:((vm-2")
+        .count();
+    let files = out.matches("\" \"files\\:file\\:_files\"}").count();
+    assert!(
+        alternatives >= 4 && files == alternatives,
+        "{alternatives} {files}"
+    );
 }
 
 /// What bash's completion function offers for the command line `words`

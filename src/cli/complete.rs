@@ -46,8 +46,8 @@ const VALUES: &[Values] = &[
     },
 ];
 
-/// Flags that also take a file name (`--machine FILE.toml`): fish offers
-/// files beside the values; bash does when no value matches (its
+/// Flags that also take a file name (`--machine FILE.toml`): zsh and fish
+/// offer files beside the values; bash does when no value matches (its
 /// `-o default`).
 const FILES_TOO: &[&str] = &["machine", "domains"];
 
@@ -94,9 +94,38 @@ pub fn fish_files_too(script: &str) -> String {
 }
 
 /// A value with its help, whose `"` would end the string that zsh's and
-/// fish's scripts put it in (clap_complete escapes `'` but not `"`).
+/// fish's scripts put it in (clap_complete escapes `'` but not `"`), and
+/// whose backquotes zsh's `_alternative` would run.
 fn value(name: impl Into<clap::builder::Str>, help: &str) -> PossibleValue {
-    PossibleValue::new(name).help(help.replace('"', "'"))
+    PossibleValue::new(name).help(help.replace(['"', '`'], "'"))
+}
+
+/// Zsh's script with files offered beside the values of [`FILES_TOO`]:
+/// each such flag's action `((VALUES))` becomes an `_alternative` of
+/// the values and `_files`.
+pub fn zsh_files_too(script: &str) -> String {
+    let mut out = String::new();
+    let mut rest = script;
+    while let Some((head, action, tail)) = next_values_action(rest) {
+        let values = action.replace('"', "\\\"").replace('\n', " ");
+        out += head;
+        // `:` ends an action in `_arguments`' spec: `\:` inside it.
+        out += &format!("{{_alternative \"values\\:value\\:{values}\" \"files\\:file\\:_files\"}}");
+        rest = tail;
+    }
+    out + rest
+}
+
+/// `s` cut around the `((VALUES))` action of its first flag of
+/// [`FILES_TOO`]: before, the action, after.
+fn next_values_action(s: &str) -> Option<(&str, &str, &str)> {
+    let flag = FILES_TOO
+        .iter()
+        .filter_map(|l| s.find(&format!("'--{l}=[")))
+        .min()?;
+    let open = flag + s[flag..].find(":((")? + 1;
+    let close = open + s[open..].find("))'")? + 2;
+    Some((&s[..open], &s[open..close], &s[close..]))
 }
 
 /// The presets and `host`, as `schedlab machines` lists them.

@@ -14,6 +14,7 @@ pub fn completions(cmd: Command, shell: clap_complete::Shell) -> i32 {
     let script = String::from_utf8_lossy(&script);
     match shell {
         clap_complete::Shell::Fish => print!("{}", super::complete::fish_files_too(&script)),
+        clap_complete::Shell::Zsh => print!("{}", super::complete::zsh_files_too(&script)),
         _ => print!("{script}"),
     }
     0
