@@ -2,7 +2,7 @@
 //! process so that its peak RSS (VmHWM) is its own; the child reports one
 //! JSON line, the parent prints the table (or writes `--json`).
 
-mod distributions;
+pub(crate) mod distributions;
 
 use crate::run::run;
 use crate::scenario::{Scenario, Source};

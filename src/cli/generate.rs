@@ -1,13 +1,22 @@
 //! Files generated from the command-line definition itself, so they cannot
-//! drift from it: shell completions (clap_complete) and man pages
-//! (clap_mangen).
+//! drift from it: shell completions (clap_complete, with the values of
+//! `complete.rs`) and man pages (clap_mangen).
 
 use clap::Command;
 use std::path::Path;
 
-/// `schedlab completions SHELL`: the completion script on stdout.
-pub fn completions(mut cmd: Command, shell: clap_complete::Shell) -> i32 {
-    clap_complete::generate(shell, &mut cmd, "schedlab", &mut std::io::stdout());
+/// `schedlab completions SHELL`: the completion script on stdout, with
+/// the values of the flags that take words from a table (`complete.rs`).
+pub fn completions(cmd: Command, shell: clap_complete::Shell) -> i32 {
+    let mut cmd = super::complete::with_values(cmd);
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "schedlab", &mut script);
+    let script = String::from_utf8_lossy(&script);
+    match shell {
+        clap_complete::Shell::Fish => print!("{}", super::complete::fish_files_too(&script)),
+        clap_complete::Shell::Zsh => print!("{}", super::complete::zsh_files_too(&script)),
+        _ => print!("{script}"),
+    }
     0
 }
 

@@ -10,6 +10,7 @@ use crate::util::sink::{Sink, STDIO};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod complete;
 mod generate;
 
 #[derive(Parser)]
@@ -113,7 +114,7 @@ enum Cmd {
     /// Print the JSON Schema of `run --json` (docs/schema.json), inferred from runs of every workload kind
     #[command(after_help = "Example:\n  schedlab schema > docs/schema.json")]
     Schema,
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell): commands, flags and values (presets, workload kinds, keys)
     #[command(after_help = "Examples:\n  \
         schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab\n  \
         schedlab completions zsh > ~/.zfunc/_schedlab\n  \
