@@ -30,12 +30,28 @@ def _check_reachable(address: str) -> None:
         raise InputError(f"Ray address `{address}`: unreachable ({e})") from None
 
 
+def _check_same_cluster(ray, address: Optional[str]) -> None:
+    """An address given while this process is already connected must be that
+    connection's: Ray cannot join a second cluster, and ignoring the address
+    would run the sweep somewhere the caller did not ask for."""
+    if address is None or address == "auto":
+        return
+    current = ray.get_runtime_context().gcs_address
+    wanted = address.split("://", 1)[-1]
+    if wanted != current:
+        raise InputError(
+            f"Ray address `{address}`: this process is already connected to Ray at {current}; "
+            "leave the address out to use that one, or call ray.shutdown() first")
+
+
 def _init(address: Optional[str]):
     try:
         import ray
     except ImportError:
         raise InputError("backend=\"ray\" needs Ray: pip install ray") from None
-    if not ray.is_initialized():
+    if ray.is_initialized():
+        _check_same_cluster(ray, address)
+    else:
         if address is not None:
             _check_reachable(address)
         try:

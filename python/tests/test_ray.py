@@ -44,6 +44,16 @@ def test_unreachable_address_is_an_input_error(tmp_path, sweep_file):
         schedlab.sweep(file=sweep_file, out=tmp_path / "x", backend="ray", address="127.0.0.1:1")
 
 
+def test_an_address_other_than_the_connected_cluster_is_refused(tmp_path, sweep_file):
+    if not ray.is_initialized():
+        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        with pytest.raises(schedlab.InputError, match="already connected to Ray at"):
+            schedlab.sweep(file=sweep_file, out=tmp_path / "x", backend="ray", address="127.0.0.1:1")
+    finally:
+        ray.shutdown()
+
+
 def test_cli_backend_ray(tmp_path, sweep_file):
     exe = os.environ.get("SCHEDLAB_BIN") or shutil.which("schedlab")
     if not exe:
