@@ -838,11 +838,8 @@ impl Kernel {
         let requested = std::mem::take(&mut self.rqs[cpu].cfs.resched_req);
         let cause = if preempt { Cause::Wakeup } else { Cause::Tick };
         if preempt || requested {
-            if preempt && self.decisions {
-                self.wakeup_rule = Some((p, self.wakeup_rule_of(cpu, p)));
-            }
-            self.resched_curr_lazy(cpu, from, Req::Fair, cause);
-            self.wakeup_rule = None;
+            let rule = (preempt && self.decisions).then(|| self.wakeup_rule_of(cpu, p));
+            self.resched_for_wakee((cpu, from), p, (Req::Fair, cause), rule);
         }
     }
 

@@ -471,14 +471,8 @@ impl Kernel {
         if !preempt {
             return;
         }
-        if self.decisions {
-            let rule = self.rqs[cpu]
-                .curr
-                .map_or(WakeupRule::Idle, |_| WakeupRule::Dl);
-            self.wakeup_rule = Some((p, rule));
-        }
-        self.resched_curr_lazy(cpu, from, Req::HigherClass, Cause::Wakeup);
-        self.wakeup_rule = None;
+        let how = (Req::HigherClass, Cause::Wakeup);
+        self.resched_for_wakee((cpu, from), p, how, self.class_rule(cpu, WakeupRule::Dl));
     }
 
     /// The earliest deadline queued on `cpu` (earliest_dl.curr), if any.

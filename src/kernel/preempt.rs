@@ -7,6 +7,7 @@
 
 use super::core::SchedMode;
 use super::task::Pid;
+use super::tracepoint::WakeupRule;
 use super::Kernel;
 use crate::engine::Time;
 use crate::util::hist::Histogram;
@@ -193,6 +194,27 @@ pub struct PreemptStats {
 }
 
 impl Kernel {
+    /// resched_curr_lazy for waking task `p`; `rule`, given when decision
+    /// records are on and the wakeup preempts, names it in the record.
+    pub(super) fn resched_for_wakee(
+        &mut self,
+        (cpu, from): (usize, Option<usize>),
+        p: Pid,
+        (req, cause): (Req, Cause),
+        rule: Option<WakeupRule>,
+    ) {
+        self.wakeup_rule = rule.map(|r| (p, r));
+        self.resched_curr_lazy(cpu, from, req, cause);
+        self.wakeup_rule = None;
+    }
+
+    /// The record's rule of a higher class's wakeup preemption, when
+    /// records are on: `class`, or `Idle` when `cpu` ran nothing.
+    pub(super) fn class_rule(&self, cpu: usize, class: WakeupRule) -> Option<WakeupRule> {
+        let rule = self.rqs[cpu].curr.map_or(WakeupRule::Idle, |_| class);
+        self.decisions.then_some(rule)
+    }
+
     /// resched_curr_lazy: a request from the fair class (or a higher one),
     /// with the bit the model picks.
     pub fn resched_curr_lazy(&mut self, cpu: usize, from: Option<usize>, req: Req, cause: Cause) {

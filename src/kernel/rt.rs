@@ -202,14 +202,8 @@ impl Kernel {
             Some(c) => !self.is_dl(c),
         };
         if preempt && self.now >= self.rqs[cpu].rt.blocked_until {
-            if self.decisions {
-                let rule = self.rqs[cpu]
-                    .curr
-                    .map_or(WakeupRule::Idle, |_| WakeupRule::Rt);
-                self.wakeup_rule = Some((p, rule));
-            }
-            self.resched_curr_lazy(cpu, from, Req::HigherClass, Cause::Wakeup);
-            self.wakeup_rule = None;
+            let how = (Req::HigherClass, Cause::Wakeup);
+            self.resched_for_wakee((cpu, from), p, how, self.class_rule(cpu, WakeupRule::Rt));
         }
     }
 
