@@ -302,25 +302,45 @@ fn many_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
             &format!("{} usable CPU(s) besides the reader's", others.len()),
         );
     }
-    for n in counts {
-        let mut w = others[..n].to_vec();
-        w.sort_unstable();
+    let kind = Streams {
+        f: bench::xcpu_stream,
+        id: "writers",
+        how: "",
+    };
+    writer_streams(kind, home, others, &counts, plan, r);
+}
+
+/// A family of many-writer streams: the bench, its primitives' id word
+/// (`{ipc}_{id}_{n}_*`) and how the writers write, for the table.
+struct Streams {
+    f: StreamFn,
+    id: &'static str,
+    how: &'static str,
+}
+
+/// `kind`'s streams into one reader on `home` from the first `n` of
+/// `others` (the nearest CPUs), for each `n` of `counts`, pipe and unix.
+fn writer_streams(
+    kind: Streams,
+    home: usize,
+    others: &[usize],
+    counts: &[usize],
+    plan: &Plan,
+    r: &mut Results,
+) {
+    for &n in counts {
+        let w = &others[..n];
+        let mut sorted = w.to_vec();
+        sorted.sort_unstable();
         for ipc in [Ipc::Pipe, Ipc::Unix] {
             let name = ipc.name();
             let what = format!(
-                "{name} stream, {n} writers on CPUs {} into one reader on {home}, non-blocking",
-                crate::report::ranges(&w)
+                "{name} stream, {n} writers on CPUs {}{} into one reader on {home}, non-blocking",
+                crate::report::ranges(&sorted),
+                kind.how
             );
-            xcpu(
-                bench::xcpu_stream,
-                home,
-                &others[..n],
-                ipc,
-                &format!("{name}_writers_{n}"),
-                &what,
-                plan,
-                r,
-            );
+            let id = format!("{name}_{}_{n}", kind.id);
+            xcpu(kind.f, home, w, ipc, &id, &what, plan, r);
         }
     }
 }
@@ -336,20 +356,12 @@ fn rotating_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results)
     }
     let mut counts = vec![2, others.len()];
     counts.dedup();
-    for n in counts {
-        let w = &others[..n];
-        let mut sorted = w.to_vec();
-        sorted.sort_unstable();
-        for ipc in [Ipc::Pipe, Ipc::Unix] {
-            let name = ipc.name();
-            let what = format!(
-                "{name} stream, {n} writers on CPUs {} taking turns (one message each) into one reader on {home}, non-blocking",
-                crate::report::ranges(&sorted)
-            );
-            let id = format!("{name}_rotate_{n}");
-            xcpu(bench::xcpu_rotating, home, w, ipc, &id, &what, plan, r);
-        }
-    }
+    let kind = Streams {
+        f: bench::xcpu_rotating,
+        id: "rotate",
+        how: " taking turns (one message each)",
+    };
+    writer_streams(kind, home, others, &counts, plan, r);
 }
 
 fn same_cpu(home: usize, plan: &Plan, r: &mut Results) {
