@@ -571,16 +571,61 @@ impl Turns<'_> {
     }
 }
 
-/// One writer: `bytes` in 100-byte non-blocking writes, retried at once
-/// on EAGAIN; each successful write timed on its own. With `turns`, one
-/// message per turn.
+/// Writers held back in user space (`xcpu_gated`): at most `limit` bytes
+/// written and not yet read, counted in one shared word. The buffer never
+/// fills, so no write fails with EAGAIN and retries at once (each retry
+/// takes the pipe's mutex or the socket's lock too), yet up to
+/// `limit / 100` writers may be writing at the same moment.
+#[derive(Clone, Copy)]
+struct InFlight<'a> {
+    bytes: &'a AtomicU32,
+    limit: u32,
+}
+
+impl InFlight<'_> {
+    /// Spin (untimed, in user space) until fewer than `limit` bytes are in
+    /// flight, then count `n` more.
+    fn reserve(&self, n: u32, g: &Gate) -> Result<(), String> {
+        loop {
+            let cur = self.bytes.load(Acquire);
+            if cur < self.limit
+                && self
+                    .bytes
+                    .compare_exchange_weak(cur, cur + n, AcqRel, Relaxed)
+                    .is_ok()
+            {
+                return Ok(());
+            }
+            g.check()?;
+            spin_loop();
+        }
+    }
+
+    fn release(&self, n: u32) {
+        self.bytes.fetch_sub(n, Release);
+    }
+}
+
+/// How a stream's writers pace themselves.
+#[derive(Clone, Copy)]
+enum Pace<'a> {
+    /// As fast as they can, retrying at once on EAGAIN.
+    Free,
+    /// One message each, in turn.
+    Turns(Turns<'a>),
+    /// Held back while `InFlight` says the reader is behind.
+    Gated(InFlight<'a>),
+}
+
+/// One writer: `bytes` in 100-byte non-blocking writes, paced by `pace`
+/// (retried at once on EAGAIN); each successful write timed on its own.
 fn xcpu_writer(
     ch: &Channel,
     cpu: usize,
     bytes: usize,
     per: usize,
     g: Gate,
-    turns: Option<Turns>,
+    pace: Pace,
 ) -> Result<Vec<f64>, String> {
     g.enter(cpu)?;
     let buf = [1u8; XCPU_MSG];
@@ -588,18 +633,23 @@ fn xcpu_writer(
     let mut sent = 0;
     while sent < bytes {
         g.check()?;
-        if let Some(t) = turns {
-            t.wait(&g)?;
+        let len = XCPU_MSG.min(bytes - sent);
+        match pace {
+            Pace::Turns(t) => t.wait(&g)?,
+            Pace::Gated(f) => f.reserve(len as u32, &g)?,
+            Pace::Free => {}
         }
         let t0 = sys::now_ns();
-        let n = ch.try_send(&buf[..XCPU_MSG.min(bytes - sent)]);
+        let n = ch.try_send(&buf[..len]);
         let t1 = sys::now_ns();
         let n = n.map_err(|e| g.fail(e))?;
         if n > 0 && g.timed() {
             b.ok(t1 - t0);
         }
-        if let (Some(t), true) = (turns, n > 0) {
-            t.pass();
+        match pace {
+            Pace::Turns(t) if n > 0 => t.pass(),
+            Pace::Gated(f) => f.release((len - n) as u32),
+            _ => {}
         }
         sent += n;
     }
@@ -608,8 +658,15 @@ fn xcpu_writer(
 }
 
 /// The reader: non-blocking reads of up to 100 bytes until `bytes` came;
-/// each successful read timed on its own.
-fn xcpu_reader(ch: &Channel, cpu: usize, bytes: usize, g: Gate) -> Result<Vec<f64>, String> {
+/// each successful read timed on its own; what it read leaves `gate`'s
+/// count of bytes in flight.
+fn xcpu_reader(
+    ch: &Channel,
+    cpu: usize,
+    bytes: usize,
+    g: Gate,
+    gate: Option<InFlight>,
+) -> Result<Vec<f64>, String> {
     g.enter(cpu)?;
     let mut buf = [0u8; XCPU_MSG];
     let mut b = Batches::new(XCPU_PER);
@@ -621,6 +678,9 @@ fn xcpu_reader(ch: &Channel, cpu: usize, bytes: usize, g: Gate) -> Result<Vec<f6
         let t1 = sys::now_ns();
         let n = n.map_err(|e| g.fail(e))?;
         got += n;
+        if let (Some(f), true) = (gate, n > 0) {
+            f.release(n as u32);
+        }
         if n > 0 && g.timed() {
             b.ok(t1 - t0);
         } else if got >= bytes / 4 {
@@ -641,7 +701,7 @@ pub fn xcpu_stream(
     ipc: Ipc,
     msgs: usize,
 ) -> Result<Xcpu, String> {
-    xcpu_streams(reader, writers, ipc, msgs, false)
+    xcpu_streams(reader, writers, ipc, msgs, Mode::Free)
 }
 
 /// The same with the writers taking turns, one message each (writer 1,
@@ -657,15 +717,38 @@ pub fn xcpu_rotating(
     ipc: Ipc,
     msgs: usize,
 ) -> Result<Xcpu, String> {
-    xcpu_streams(reader, writers, ipc, msgs, true)
+    xcpu_streams(reader, writers, ipc, msgs, Mode::Turns)
 }
+
+/// The same with the writers writing at once, as many as they like, but
+/// never more than two messages per writer unread: the buffer never
+/// fills, so no writer spins on EAGAIN as in `xcpu_stream` (where every
+/// failed write takes the lock too). Against the turn-taking stream it
+/// isolates what writers contending for one pipe's mutex or one
+/// socket's locks cost, as messaging's 20 senders to each receiver do.
+pub fn xcpu_gated(reader: usize, writers: &[usize], ipc: Ipc, msgs: usize) -> Result<Xcpu, String> {
+    xcpu_streams(reader, writers, ipc, msgs, Mode::Gated)
+}
+
+/// Which pacing a stream's writers use (see [`Pace`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Free,
+    Turns,
+    Gated,
+}
+
+/// Unread messages allowed per writer in a gated stream: enough that
+/// every writer may be writing at once, few enough that neither a pipe
+/// (16 pages) nor a socket's send buffer ever fills.
+const GATED_PER_WRITER: u32 = 2;
 
 fn xcpu_streams(
     reader: usize,
     writers: &[usize],
     ipc: Ipc,
     msgs: usize,
-    rotate: bool,
+    mode: Mode,
 ) -> Result<Xcpu, String> {
     let ch = ipc.open()?;
     ch.set_nonblocking()?;
@@ -677,12 +760,18 @@ fn xcpu_streams(
         threads: writers.len() as u32 + 1,
     };
     let n = writers.len() as u32;
-    let turn = |k: usize| {
-        rotate.then(|| Turns {
+    let gate = (mode == Mode::Gated).then(|| InFlight {
+        bytes: mem.word(4),
+        limit: GATED_PER_WRITER * n * XCPU_MSG as u32,
+    });
+    let pace = |k: usize| match (mode, gate) {
+        (Mode::Turns, _) => Pace::Turns(Turns {
             word: mem.word(3),
             k: k as u32,
             n,
-        })
+        }),
+        (Mode::Gated, Some(f)) => Pace::Gated(f),
+        _ => Pace::Free,
     };
     let each = msgs.div_ceil(writers.len().max(1));
     let (ch, quota, per) = (&ch, each * XCPU_MSG, writer_batch(each));
@@ -698,12 +787,14 @@ fn xcpu_streams(
             .iter()
             .enumerate()
             .map(|(k, &cpu)| {
-                let t = turn(k);
-                spawn(Box::new(move || xcpu_writer(ch, cpu, quota, per, g, t)) as Job)
+                let p = pace(k);
+                spawn(Box::new(move || xcpu_writer(ch, cpu, quota, per, g, p)) as Job)
             })
             .collect();
         let total = quota * writers.len();
-        threads.push(spawn(Box::new(move || xcpu_reader(ch, reader, total, g))));
+        threads.push(spawn(Box::new(move || {
+            xcpu_reader(ch, reader, total, g, gate)
+        })));
         threads
             .into_iter()
             .map(|t| {
@@ -986,6 +1077,42 @@ mod tests {
             assert!(!x.read.is_empty() && !x.write.is_empty());
             assert!(x.read.iter().chain(&x.write).all(|&s| s > 0.0));
         }
+    }
+
+    #[test]
+    fn gated_writers_reach_the_end() {
+        let cpus = crate::util::affinity::allowed_cpus();
+        let (a, b) = (cpus[0], *cpus.last().unwrap());
+        for ipc in [Ipc::Pipe, Ipc::Unix] {
+            let x = xcpu_gated(a, &[b, b, a], ipc, 900).unwrap();
+            assert!(!x.read.is_empty() && !x.write.is_empty());
+            assert!(x.read.iter().chain(&x.write).all(|&s| s > 0.0));
+        }
+    }
+
+    #[test]
+    fn in_flight_counts_what_is_written_and_not_read() {
+        let mem = SharedMem::new(4096).unwrap();
+        let g = Gate {
+            ready: mem.word(0),
+            abort: mem.word(1),
+            phase: mem.word(2),
+            threads: 1,
+        };
+        let f = InFlight {
+            bytes: mem.word(4),
+            limit: 200,
+        };
+        f.reserve(100, &g).unwrap();
+        f.reserve(100, &g).unwrap();
+        assert_eq!(f.bytes.load(SeqCst), 200);
+        f.release(60);
+        // Below the limit again: one more message may go, past the limit.
+        f.reserve(100, &g).unwrap();
+        assert_eq!(f.bytes.load(SeqCst), 240);
+        // At the limit a writer waits; an aborted stream stops it.
+        g.abort.store(1, SeqCst);
+        assert_eq!(f.reserve(100, &g), Err(STOPPED.to_string()));
     }
 
     #[test]

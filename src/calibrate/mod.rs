@@ -207,6 +207,7 @@ pub fn measure_once(cpus: &Cpus, plan: &Plan, r: &mut Results) {
     }
     many_writers(home, &cpus.others, plan, r);
     rotating_writers(home, &cpus.others, plan, r);
+    gated_writers(home, &cpus.others, plan, r);
     all_busy(home, &cpus.others, plan, r);
 }
 
@@ -360,6 +361,35 @@ fn rotating_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results)
         f: bench::xcpu_rotating,
         id: "rotate",
         how: " taking turns (one message each)",
+    };
+    writer_streams(kind, home, others, &counts, plan, r);
+}
+
+/// N writers at once into one reader on `home`, held back in user space
+/// so that the buffer never fills (bench::xcpu_gated; `{ipc}_gated_{n}_*`,
+/// the counts of the N-writer streams). Against the turn-taking streams,
+/// what writers contending for one pipe or socket cost without the
+/// EAGAIN retries of the N-writer streams. Reported, not derived yet: no
+/// machine with three or more CPUs has measured it.
+fn gated_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
+    let (counts, skipped) = writer_counts(others.len());
+    if counts.is_empty() {
+        let why = format!("{} usable CPU(s) besides the reader's", others.len());
+        return r.skip(
+            "streams of writers held back to what the reader keeps up with",
+            &why,
+        );
+    }
+    if !skipped.is_empty() {
+        r.skip(
+            &format!("held-back streams with {} writers", skipped.join(", ")),
+            &format!("{} usable CPU(s) besides the reader's", others.len()),
+        );
+    }
+    let kind = Streams {
+        f: bench::xcpu_gated,
+        id: "gated",
+        how: " at once, at most 2 messages each unread",
     };
     writer_streams(kind, home, others, &counts, plan, r);
 }

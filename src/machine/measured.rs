@@ -5,7 +5,7 @@
 /// Every primitive name, `{x}` standing for a word of [`WORDS`] and `{n}`
 /// for a number. `{ipc}_read_cpu` is one calibrate wrote before: files
 /// that hold it still load.
-const PRIMITIVES: [&str; 27] = [
+const PRIMITIVES: [&str; 28] = [
     "clock",
     "getppid",
     "futex_wake_empty",
@@ -24,6 +24,7 @@ const PRIMITIVES: [&str; 27] = [
     "{ipc}_xcpu_{d}_{rw}",
     "{ipc}_writers_{n}_{rw}",
     "{ipc}_rotate_{n}_{rw}",
+    "{ipc}_gated_{n}_{rw}",
     "{ipc}_cycle_same",
     "{ipc}_cycle_{d}",
     "{ipc}_read_cpu",
@@ -94,6 +95,7 @@ mod tests {
             "unix_xcpu_llc_write",
             "pipe_writers_8_read",
             "unix_rotate_15_write",
+            "pipe_gated_15_write",
             "ring_unix_process_16",
             "wake_idle_short_target_numa",
             "waker_busy_normal_smt",
