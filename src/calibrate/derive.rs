@@ -231,6 +231,9 @@ pub fn derive(r: &Results, base: &CostModel, base_name: &str, idle: &IdleInfo) -
     ] {
         x.keep(f, "not measurable from user space");
     }
+    // The base is the host's model, which read it (machine::host).
+    let page = "this kernel's PAGE_SIZE, sysconf(_SC_PAGESIZE)".to_string();
+    x.notes.insert("page_size", page);
     Derived {
         cost: x.cost,
         notes: x.notes,

@@ -11,8 +11,9 @@ use std::collections::VecDeque;
 
 /// PIPE_DEF_BUFFERS
 pub const PIPE_DEF_BUFFERS: usize = 16;
-/// PAGE_SIZE, and PIPE_BUF: writes up to this size are atomic.
-pub const PAGE_SIZE: u32 = 4096;
+/// PIPE_BUF (include/uapi/linux/limits.h): writes up to this size are
+/// atomic. 4096 on every architecture, whatever its page size.
+pub const PIPE_BUF: u32 = 4096;
 
 /// One pipe_buffer: unread bytes start at `offset` and run for `len`.
 #[derive(Clone, Copy, Debug)]
@@ -45,18 +46,20 @@ impl Pipe {
     }
 
     /// Bytes `n` can be added now without blocking (all or nothing for a
-    /// write of at most PIPE_BUF).
-    fn room_for(&self, n: u32) -> bool {
+    /// write of at most PIPE_BUF), each buffer being a `page` of bytes.
+    fn room_for(&self, n: u32, page: u32) -> bool {
         let merge = self
             .bufs
             .back()
-            .is_some_and(|b| b.offset + b.len + n <= PAGE_SIZE);
-        merge || (!self.is_full() && n <= PAGE_SIZE)
+            .is_some_and(|b| b.offset + b.len + n <= page);
+        merge || (!self.is_full() && n <= page)
     }
 
-    fn push(&mut self, n: u32) {
+    /// Append `n` bytes: into the last buffer if they fit in its `page`
+    /// (pipe_write's merge into an anon_pipe_buf), else a new buffer.
+    fn push(&mut self, n: u32, page: u32) {
         match self.bufs.back_mut() {
-            Some(b) if b.offset + b.len + n <= PAGE_SIZE => b.len += n,
+            Some(b) if b.offset + b.len + n <= page => b.len += n,
             _ => self.bufs.push_back(PipeBuf { offset: 0, len: n }),
         }
     }
@@ -134,13 +137,14 @@ impl Kernel {
 
     /// pipe_write of `n` ≤ PIPE_BUF bytes.
     pub fn pipe_write(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        let page = self.machine.cost.page_size;
         let pipe = &mut self.pipes[i];
-        if !pipe.room_for(n) {
+        if !pipe.room_for(n, page) {
             self.prepare_to_wait(WaitQueueRef::PipeWrite(i), p, true);
             return Io::Block;
         }
         let was_empty = pipe.is_empty();
-        pipe.push(n);
+        pipe.push(n, page);
         pipe.lines.wrote(cpu);
         // wake_next_writer: only a writer that slept passes the baton on.
         let wake_next = self.tasks[p].prog.woken && !pipe.is_full();
@@ -193,8 +197,8 @@ mod tests {
     fn hundred_byte_writes_pack_forty_per_page_and_fill_at_640() {
         let mut pipe = Pipe::default();
         let mut n = 0;
-        while pipe.room_for(100) {
-            pipe.push(100);
+        while pipe.room_for(100, 4096) {
+            pipe.push(100, 4096);
             n += 1;
         }
         assert_eq!(n, 640);
@@ -207,6 +211,18 @@ mod tests {
             freed += f as u32;
         }
         assert_eq!(freed, 1);
-        assert!(pipe.room_for(100));
+        assert!(pipe.room_for(100, 4096));
+    }
+
+    #[test]
+    fn with_64k_pages_a_pipe_holds_sixteen_times_as_many_messages() {
+        let mut pipe = Pipe::default();
+        let mut n = 0;
+        while pipe.room_for(100, 65536) {
+            pipe.push(100, 65536);
+            n += 1;
+        }
+        // 655 messages of 100 bytes in each 64 KiB page, 16 pages.
+        assert_eq!(n, 16 * 655);
     }
 }

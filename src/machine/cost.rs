@@ -56,7 +56,7 @@ const NS_PER_US: u64 = 1000;
 /// written before `calibrate` measured the cache footprint and the TLB
 /// ASIDs (2026-11-25) or the cross-CPU streams (2026-11-27) do not have
 /// them, and nothing measures `mem_copy_ps_per_byte` yet.
-pub const OPTIONAL: [&str; 12] = [
+pub const OPTIONAL: [&str; 13] = [
     "mem_copy_ps_per_byte",
     "switch_cache_warm_ns",
     "switch_cache_cold_ns",
@@ -69,6 +69,7 @@ pub const OPTIONAL: [&str; 12] = [
     "pipe_mix_write_lines",
     "socket_mix_read_lines",
     "socket_mix_write_lines",
+    "page_size",
 ];
 
 /// One cpuidle state, as in `struct cpuidle_state`.
@@ -330,6 +331,17 @@ pub struct CostModel {
     /// Each sibling's speed in % of a lone thread when all SMT siblings of a
     /// core are busy (100 = no SMT slowdown).
     pub smt_speed_pct: u32,
+    /// The kernel's PAGE_SIZE in bytes: a pipe's 16 buffers are a page each
+    /// (pipe.rs), so it sets how many small writes a pipe holds. x86-64
+    /// has 4 KiB only; ppc64 Book3S kernels default to 64 KiB.
+    #[serde(default = "default_page_size")]
+    pub page_size: u32,
+}
+
+/// A machine file without `page_size` (written before 2026-11-27) had
+/// 4 KiB pages: calibrate ran only on x86-64 hosts until then.
+fn default_page_size() -> u32 {
+    4096
 }
 
 impl CostModel {
@@ -384,6 +396,12 @@ impl CostModel {
         }
         if self.idle_states.iter().skip(1).any(|s| s.polling) {
             return Err("cost model: only idle_states[0] may be a polling state".into());
+        }
+        if !self.page_size.is_power_of_two() || !(4096..=262_144).contains(&self.page_size) {
+            return Err(format!(
+                "cost model: page_size {} is not a power of two from 4096 to 262144 bytes",
+                self.page_size
+            ));
         }
         if !(1..=100).contains(&self.smt_speed_pct) {
             return Err(format!(
@@ -505,6 +523,8 @@ pub fn kvm_guest() -> CostModel {
         group_level_ns: 30,
         // no SMT
         smt_speed_pct: 100,
+        // x86-64 has one base page size, 4 KiB
+        page_size: 4096,
     }
 }
 
@@ -603,6 +623,8 @@ pub fn cascade_lake() -> CostModel {
         group_level_ns: 23,
         // estimate: Hyper-Threading gives 1.15–1.3× core throughput → ~60% per busy sibling
         smt_speed_pct: 60,
+        // x86-64 has one base page size, 4 KiB
+        page_size: 4096,
     }
 }
 
@@ -700,6 +722,8 @@ pub fn sandy_bridge_ep() -> CostModel {
         group_level_ns: 28,
         // estimate: Hyper-Threading ~1.2× core throughput → 60% per sibling
         smt_speed_pct: 60,
+        // x86-64 has one base page size, 4 KiB
+        page_size: 4096,
     }
 }
 
@@ -789,6 +813,8 @@ pub fn haswell_ex() -> CostModel {
         group_level_ns: 25,
         // estimate: Hyper-Threading ~1.2× → 60%
         smt_speed_pct: 60,
+        // x86-64 has one base page size, 4 KiB
+        page_size: 4096,
     }
 }
 
@@ -879,6 +905,8 @@ pub fn milan() -> CostModel {
         group_level_ns: 23,
         // estimate: Zen 3 SMT gives ~1.25× core throughput → ~62% per sibling
         smt_speed_pct: 62,
+        // x86-64 has one base page size, 4 KiB
+        page_size: 4096,
     }
 }
 
@@ -966,6 +994,9 @@ pub fn altra() -> CostModel {
         group_level_ns: 23,
         // no SMT
         smt_speed_pct: 100,
+        // estimate: arm64 kernels may use 4, 16 or 64 KiB; 4 KiB is arm64's Kconfig default
+        // (ARM64_4K_PAGES) and Ubuntu's arm64 kernels'; seed 000 does not say which its kernel used
+        page_size: 4096,
     }
 }
 
@@ -1066,6 +1097,9 @@ pub fn power10() -> CostModel {
         // so threads of the other half do not slow this one: the SMT8 yield is 2 × 2.2 = 4.4,
         // which the per-small-core factor already gives.
         smt_speed_pct: 55,
+        // "powerpc/64s: Default to 64K pages for 64 bit book3s" (linuxppc-dev, 2021-10-14): the
+        // pseries and ppc64 defconfigs had set CONFIG_PPC_64K_PAGES before it; an LPAR is pseries
+        page_size: 65536,
     }
 }
 
@@ -1105,6 +1139,7 @@ mod tests {
         assert!(cascade_lake().has_polling_idle());
         assert!(milan().has_polling_idle());
         assert!(power10().has_polling_idle());
+        assert_eq!(power10().page_size, 65536);
         assert_eq!(power10().idle_states[0].name, "snooze");
         // arm64 (then) and an HLT-idling KVM guest have no polling idle state
         assert!(!altra().has_polling_idle());
@@ -1148,6 +1183,21 @@ mod tests {
             ..cascade_lake()
         };
         assert!(c.validate().is_err());
+        for page_size in [0, 1000, 2048, 524_288] {
+            let c = CostModel {
+                page_size,
+                ..cascade_lake()
+            };
+            assert!(
+                c.validate().unwrap_err().contains("page_size"),
+                "{page_size}"
+            );
+        }
+        let c = CostModel {
+            page_size: 16384,
+            ..cascade_lake()
+        };
+        assert!(c.validate().is_ok());
         let mut c = cascade_lake();
         c.idle_states[2].polling = true;
         assert!(c.validate().unwrap_err().contains("polling"));

@@ -376,6 +376,14 @@ impl MachineFile<'_> {
                     let msg = format!("{n} cache lines: at most {MAX_LINES} (256 KiB)");
                     return Err(self.err(S, k, msg));
                 }
+                (Value::Integer(_), Value::Integer(n))
+                    if k == "page_size"
+                        && !(u32::try_from(*n).is_ok_and(|p| p.is_power_of_two())
+                            && (4096..=262_144).contains(n)) =>
+                {
+                    let msg = format!("{n} bytes: a power of two from 4096 to 262144");
+                    return Err(self.err(S, k, msg));
+                }
                 (Value::Integer(_), Value::Integer(_)) => {}
                 (Value::String(_), Value::String(g)) if k == "governor" => {
                     if Governor::parse(g).is_none() {
@@ -663,6 +671,8 @@ mod tests {
             ("base = \"vm-2\"\n[cost]\n\nsyscall_ns = -5\n", 4, "cost.syscall_ns: negative cost -5"),
             ("base = \"vm-2\"\n[cost]\nsocket_mix_read_lines = 99999\n", 3, "cost.socket_mix_read_lines: 99999 cache lines: at most 4096"),
             ("base = \"vm-2\"\n[cost]\nsyscall_ns = 1.5\n", 3, "cost.syscall_ns: expected a whole number"),
+            ("base = \"vm-2\"\n[cost]\npage_size = 8000\n", 3, "cost.page_size: 8000 bytes: a power of two"),
+            ("base = \"vm-2\"\n[cost]\npage_size = 1048576\n", 3, "cost.page_size: 1048576 bytes"),
             ("[topology]\nsockets = 1\ncores_per_socket = 2\nthreads_per_core = 1\n[cost]\nsyscall_ns = 5\n", 5, "missing (give every cost"),
             ("[cost]\nsyscall_ns = 5\n", 1, "topology: missing"),
             ("base = \"nope\"\n", 1, "base: unknown machine"),

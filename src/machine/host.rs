@@ -373,6 +373,16 @@ pub fn sysfs_governor(cpu_root: &Path, params: &Path) -> (Governor, u64) {
     (gov, poll_ns)
 }
 
+/// This kernel's PAGE_SIZE (sysconf(_SC_PAGESIZE)); None if it is not one
+/// the model takes.
+fn page_size() -> Option<u32> {
+    // SAFETY: sysconf only reads a configuration value.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u32::try_from(page)
+        .ok()
+        .filter(|p| p.is_power_of_two() && (4096..=262_144).contains(p))
+}
+
 /// The cost model for this host: the measured KVM-guest model in a VM,
 /// the generic bare-metal x86 model otherwise; the idle states and the
 /// governor come from the host's cpuidle driver when it has one.
@@ -384,6 +394,9 @@ pub fn host_cost(cpu0_dir: &Path, virtual_machine: bool) -> CostModel {
     };
     if let Some(root) = cpu0_dir.parent() {
         (c.governor, c.guest_halt_poll_ns) = sysfs_governor(root, Path::new(HALTPOLL_PARAMS));
+    }
+    if let Some(page) = page_size() {
+        c.page_size = page;
     }
     let states = sysfs_idle_states(cpu0_dir);
     let candidate = CostModel {

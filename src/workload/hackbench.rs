@@ -8,7 +8,7 @@ use super::params::Params;
 use super::program::{Mark, Op, ProgState};
 use super::sched_attr::SchedAttr;
 use super::{marked_span, BenchResult, Builder, TaskSpec, MAX_TASKS};
-use crate::kernel::pipe::{Pipe, PAGE_SIZE};
+use crate::kernel::pipe::{Pipe, PIPE_BUF};
 use crate::kernel::task::Pid;
 use crate::kernel::unix_sock::UnixSock;
 use crate::kernel::Kernel;
@@ -32,9 +32,9 @@ pub struct Hackbench {
 impl Hackbench {
     pub fn parse(p: &Params) -> Result<Self, String> {
         let datasize = p.count("datasize", 100)?;
-        if datasize > PAGE_SIZE as u64 {
+        if datasize > PIPE_BUF as u64 {
             return Err(format!(
-                "workload `hackbench`: parameter `datasize` = `{datasize}` is above {PAGE_SIZE} (PIPE_BUF), which is not modelled"
+                "workload `hackbench`: parameter `datasize` = `{datasize}` is above PIPE_BUF ({PIPE_BUF}), which is not modelled"
             ));
         }
         let groups = p.count_max("groups", 10, MAX_TASKS)?;
