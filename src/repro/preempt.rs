@@ -66,8 +66,7 @@ const SCENARIOS: &[(&str, &str, &str, &str)] = &[
 ];
 
 /// The seed's numbers for one configuration: hackbench time (s), context
-/// switches and migrations (perf stat -a, mean of 20 runs on POWER; one
-/// run on Milan), for 100000 loops.
+/// switches and migrations of one run of 100000 loops (perf stat -a).
 struct Reported {
     time_s: f64,
     switches: f64,
@@ -75,6 +74,15 @@ struct Reported {
 }
 
 const SEED_LOOPS: f64 = 100_000.0;
+
+/// The POWER counts are sums over the 20 runs of `perf stat -r 20 -a`,
+/// not means: the same lines say "6400.026 CPUs utilized" on the 320-CPU
+/// LPAR and "1920.003" on the 96-CPU one, 20 times the machine (cpu-clock
+/// summed over the runs, divided by one run's elapsed time), while the
+/// elapsed time is the runs' mean ("20 iterations avg value"). Each
+/// count is divided by these runs. Milan's lines give no CPUs utilized
+/// and are taken as they are.
+const POWER_RUNS_SUMMED: f64 = 20.0;
 
 fn reported(machine: &str, model: &str) -> Reported {
     let (time_s, switches, migrations) = match (machine, model) {
@@ -85,10 +93,15 @@ fn reported(machine: &str, model: &str) -> Reported {
         (_, "none") => (30.833_112, 170_719_761.0, 16_871_449.0),
         _ => (30.731_126, 177_889_639.0, 17_426_670.0),
     };
+    let runs = if machine.starts_with("power10") {
+        POWER_RUNS_SUMMED
+    } else {
+        1.0
+    };
     Reported {
         time_s,
-        switches,
-        migrations,
+        switches: switches / runs,
+        migrations: migrations / runs,
     }
 }
 
@@ -397,4 +410,21 @@ pub fn repro(args: &PreemptArgs, quiet: bool) -> Result<(), String> {
     }
     let results = json!({ "study": "seed-002-preempt", "loops": loops, "seeds": args.runs, "runs": json_rows });
     super::write_json(args.json.as_ref(), results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn power_counts_are_per_run() {
+        // 60 groups × 20 senders × 20 receivers × 100000 loops.
+        let messages = 60.0 * 400.0 * SEED_LOOPS;
+        let per_msg = |m, p| reported(m, p).switches / messages;
+        // 1,388,830,542 and 6,299,247,371 switches over 20 runs.
+        assert!((per_msg("power10-96", "none") - 0.028934).abs() < 1e-5);
+        assert!((per_msg("power10-320", "none") - 0.131234).abs() < 1e-5);
+        // Milan's are one run's.
+        assert!((per_msg("milan-256", "none") - 0.071133).abs() < 1e-5);
+    }
 }
