@@ -343,8 +343,9 @@ fn verdict(results: &[(&str, Measured, Measured)]) -> String {
     }
     s.push_str(
         "  Read the CPUs-utilized row first: the machines have 96-320 CPUs, and hackbench's 2400 \
-         tasks keep them all busy on the real kernels (1920 and 6400 CPUs utilized system-wide in \
-         the seed's perf stat over 20 runs). The simulated runs are short by default (100 loops), so the \
+         tasks keep them all busy on the real kernels (the seed's perf stat says 1920 and 6400 CPUs \
+         utilized: 20 runs' CPU time over one run's, so 96 and 320; its counts are divided by \
+         those 20 runs here). The simulated runs are short by default (100 loops), so the \
          parent's forking of 2400 tasks weighs on the average; where few CPUs are busy the \
          per-message time and migration counts are not comparable with the seed's; the switch \
          split and preemption causes still are.\n",
