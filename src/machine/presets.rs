@@ -165,8 +165,11 @@ fn xeon_8269cy() -> Result<Machine, String> {
 /// cluster_siblings", v5.18) `cpu_coregroup_mask` extends the 1-CPU LLC to
 /// the cluster, so the MC domain — and sd_llc — is the 2-CPU pair; CLS is
 /// then degenerate. Hence LLC = cluster = 2 CPUs, 40 LLCs: most wakeups
-/// are "cross-LLC" on this machine. (For the older view where MC spans the
-/// whole socket, use `smp:cpus=80`.)
+/// are "cross-LLC" on this machine. Without CONFIG_SCHED_CLUSTER, and
+/// before v5.16, no domain shares a cache at all (sd_llc is one CPU); no
+/// kernel traced gives Altra an LLC of the whole socket (docs/machines.md,
+/// "Altra-80's LLC and seed 000"). `smp:cpus=80` is that what-if, with
+/// x86 costs.
 fn altra_80() -> Result<Machine, String> {
     let shape = Shape {
         cores_per_cluster: 2,
