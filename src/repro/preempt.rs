@@ -351,15 +351,17 @@ fn verdict(results: &[(&str, Measured, Measured)]) -> String {
          split and preemption causes still are.\n",
     );
     s.push_str(
-        "  The model has no architecture-specific entry code: both kernels share one set of \
-         preemption points, so a difference that only POWER showed in the seed cannot come from \
-         the simulation's common scheduler code alone. Where the simulated change is small on all \
-         three machines, the seed's POWER regression is not explained by the lazy bit's scheduling \
-         policy as modelled (lazy requests honoured at exit to user or upgraded at the tick, no IPI \
-         for a remote lazy request), and points at what is not modelled: the powerpc interrupt-exit \
-         path of the v2 series and \
-         the real per-message costs (the simulated time per message is set by the cost model, not \
-         fitted to these machines).\n",
+        "  The model has no architecture-specific entry code, and needs none for the lazy bit: \
+         the v2 series' powerpc patch (20/35, arch/powerpc/kernel/interrupt.c) schedules on either \
+         bit at exit to user, from a syscall or an interrupt, and on the full bit only at return \
+         to kernel, as generic entry does (docs/repro/preempt-powerpc.md). Where the simulated \
+         change is small on all three machines, the seed's POWER regression is explained neither \
+         by the lazy bit's scheduling policy as modelled (lazy requests honoured at exit to user or \
+         upgraded at the tick, no IPI for a remote lazy request) nor by powerpc's exit rules, and \
+         points at what is not modelled: what the thread measured on POWER (no regression with \
+         the 96 CPUs in one socket, more interrupt-controller IPIs and fewer same-core doorbells, \
+         more RCU softirqs) and the real per-message costs (the simulated time per message is set \
+         by the cost model, not fitted to these machines).\n",
     );
     s
 }
