@@ -118,6 +118,34 @@ fn stress_ng_duty_cycle_holds_its_load() {
     }
 }
 
+/// The CPUs whose run queue the balancer's group statistics read in the
+/// first ticks of `cpus` CPUs running one periodic task each: every CPU's
+/// first balance is due at the same tick, over one flat LLC of `cpus`
+/// one-CPU groups.
+fn first_ticks_cpus_read(cpus: usize) -> u64 {
+    let mut k = Kernel::new(
+        machine::from_spec(&format!("smp:cpus={cpus}")).unwrap(),
+        KernelConfig::default(),
+    );
+    let spec = format!("periodic:tasks={cpus}");
+    let w = Workload::parse(&Params::parse_spec(&spec).unwrap()).unwrap();
+    let mut b = Builder::new(0, 1);
+    w.build(&mut k, &mut b);
+    let end = 2 * k.tick_ns;
+    k.run(Some(end)).unwrap();
+    k.lb.cpus_read
+}
+
+#[test]
+fn first_tick_balance_reads_each_cpu_a_few_times_not_once_per_balancer() {
+    // n balances of n groups each: only a group changed since an earlier
+    // balance of the same instant is read again, so the reads grow with n
+    // (4× from 256 to 1024 CPUs), not with n² (16×).
+    let (small, big) = (first_ticks_cpus_read(256), first_ticks_cpus_read(1024));
+    assert!(small >= 256, "every CPU is read at least once: {small}");
+    assert!(big <= 5 * small, "{small} reads at 256 CPUs, {big} at 1024");
+}
+
 #[test]
 fn bad_topology_flags_and_affinity_exit_2() {
     let cases: [(&[&str], &str); 3] = [

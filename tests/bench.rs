@@ -46,6 +46,13 @@ fn selected_cases_run_in_order_and_reach_the_json() {
         assert_eq!(half["sim_ns"], c["sim_ns"].as_u64().unwrap() / 2, "{c}");
         let sw = half["switches"].as_u64().unwrap();
         assert!(sw > 0 && sw < c["switches"].as_u64().unwrap(), "{c}");
+        // The start-up run: cut at the first tick.
+        let st = &c["startup"];
+        assert!(st["sim_ns"].as_u64() < c["sim_ns"].as_u64(), "{c}");
+        let ev = st["events"].as_u64().unwrap();
+        assert!(ev > 0 && ev < c["events"].as_u64().unwrap(), "{c}");
+        assert!(st["wall_ns"].as_u64() >= st["run_wall_ns"].as_u64(), "{c}");
+        assert!(st["balance_cpus_read"].as_u64().is_some(), "{c}");
     }
 }
 

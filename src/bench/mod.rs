@@ -287,6 +287,7 @@ fn run_case(i: usize, digest: bool) -> i32 {
     });
     let process_wall_ns = t0.elapsed().as_nanos() as u64;
     let half = (i != TRACED).then(|| half_run(i, k.now)).flatten();
+    let startup = (i != TRACED).then(|| startup_run(i)).flatten();
     let line = json!({
         "id": c.id,
         "name": c.name,
@@ -301,6 +302,7 @@ fn run_case(i: usize, digest: bool) -> i32 {
         "peak_rss_kib": rss,
         "trace_events": trace_events,
         "half": half,
+        "startup": startup,
     });
     println!("{line}");
     0
@@ -319,6 +321,27 @@ fn half_run(i: usize, sim_ns: u64) -> Option<Value> {
         "switches": k.task_switches(),
         "events": k.events.popped,
         "sim_ns": k.now,
+    }))
+}
+
+/// The same case's start-up: the process's work from the scenario to the
+/// end of the first tick (machine and sched domains built, tasks forked
+/// and placed, every CPU's first balance, all due at once), as the whole
+/// wall time, that of its run loop (`run_wall_ns`, from the first event),
+/// its events and the CPUs whose run queue the balancer read.
+fn startup_run(i: usize) -> Option<Value> {
+    let t0 = Instant::now();
+    let (_, sc) = scenario(i, std::path::Path::new(""), Some(1));
+    let tick_ns = 1_000_000_000 / sc.kernel.hz as u64;
+    let (src, sc) = scenario(i, std::path::Path::new(""), Some(tick_ns));
+    let out = run(&src, &sc).ok()?;
+    let k = &out.kernel;
+    Some(json!({
+        "wall_ns": t0.elapsed().as_nanos() as u64,
+        "run_wall_ns": out.wall_ns,
+        "events": k.events.popped,
+        "sim_ns": k.now,
+        "balance_cpus_read": k.lb.cpus_read,
     }))
 }
 
@@ -358,7 +381,7 @@ fn row(v: &Value) -> String {
     let sw = f("switches");
     let steady = steady_ns_per_switch(v).map_or("-".into(), |n| format!("{n:.0}"));
     let mut s = format!(
-        "{:<44} {:>8.3} {:>8.3} {:>8.2} {:>8.2} {:>8.0} {:>8} {:>8.2} {:>9.1} {:>8.1}",
+        "{:<44} {:>8.3} {:>8.3} {:>8.2} {:>8.2} {:>8.0} {:>8} {:>8.2} {:>9.1} {:>8.1} {:>8}",
         v["name"].as_str().unwrap_or(""),
         wall,
         proc_wall,
@@ -368,7 +391,10 @@ fn row(v: &Value) -> String {
         steady,
         f("events") / wall / 1e6,
         f("sim_ns") / 1e9 / wall,
-        f("peak_rss_kib") / 1024.0
+        f("peak_rss_kib") / 1024.0,
+        v["startup"]["wall_ns"]
+            .as_f64()
+            .map_or("-".into(), |n| format!("{:.3}", n / 1e9))
     );
     if let Some(n) = v["trace_events"].as_f64() {
         s += &format!(
@@ -443,7 +469,7 @@ pub fn main(args: &BenchArgs) -> i32 {
         host["kernel"].as_str().unwrap_or("")
     );
     println!(
-        "{:<44} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}",
+        "{:<44} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8}",
         "case",
         "run s",
         "proc s",
@@ -453,7 +479,8 @@ pub fn main(args: &BenchArgs) -> i32 {
         "steady",
         "M ev/s",
         "sim/wall",
-        "RSS MiB"
+        "RSS MiB",
+        "start s"
     );
     let mut rc = 0;
     let mut results = Vec::new();

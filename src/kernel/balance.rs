@@ -86,6 +86,19 @@ struct SgStats {
     overloaded_cpu: bool,
 }
 
+/// A group's sums (`SgStats` before classification) as a balance read
+/// them, for the balances of other CPUs at the same instant: at the first
+/// tick every CPU of a flat 4096-CPU LLC reads the same 4096 groups.
+#[derive(Clone, Copy, Debug)]
+struct SgMemo {
+    at: u64,
+    /// TaskGroups::load_epoch then.
+    load_epoch: u64,
+    /// Rqs::seal right after the read.
+    sealed: u64,
+    stats: SgStats,
+}
+
 /// struct sd_lb_stats (groups by index into SchedDomains::groups).
 #[derive(Clone, Debug, Default)]
 struct SdLbStats {
@@ -220,6 +233,11 @@ pub struct LoadBalance {
     /// The group statistics buffer, kept between balances so that a scan
     /// of thousands of groups does not allocate (and fault in) a new one.
     sg_buf: Vec<SgStats>,
+    /// Per group (SchedDomains::groups), its sums as last read.
+    sg_memo: Vec<Option<SgMemo>>,
+    /// CPUs whose run queue the group statistics read (not from a memo):
+    /// the simulator's own work, which `bench` reports for start-up.
+    pub cpus_read: u64,
 }
 
 /// The random streams of sched_rng, one per CPU, apart from every task's
@@ -258,6 +276,8 @@ impl LoadBalance {
             wasted_first: None,
             sched_rng: Self::sched_rng(ncpus, 1),
             sg_buf: Vec::new(),
+            sg_memo: Vec::new(),
+            cpus_read: 0,
         }
     }
 
@@ -685,30 +705,12 @@ impl Kernel {
     /// update_sg_lb_stats for one group. Idle CPUs' blocked load is aged
     /// first (what the NOHZ stats kick keeps up to date in the kernel).
     fn update_sg_lb_stats(&mut self, env: &LbEnv, g: usize, local: bool) -> SgStats {
-        let mut s = SgStats::default();
-        let n = self.sd.groups[g].cpus.len();
-        for i in 0..n {
-            let c = self.sd.groups[g].cpus[i];
-            if env.excluded.test(c) {
-                continue;
-            }
-            self.update_blocked_averages(c);
-            let rq = &self.rqs[c];
-            s.group_load += rq.cfs.avg.load_avg;
-            s.group_util += self.cpu_util_cfs(c);
-            s.group_runnable += rq.cfs.avg.runnable_avg;
-            s.sum_h_nr_running += rq.cfs.h_nr_runnable as u64;
-            s.sum_nr_running += rq.nr_running as u64;
-            s.overloaded_cpu |= rq.nr_running > 1;
-            if rq.nr_running == 0 && self.idle_cpu(c) {
-                s.idle_cpus += 1;
-            }
-        }
-        self.scan_cost(n as u64);
+        let mut s = match self.sg_memo(env, g) {
+            Some(s) => s,
+            None => self.sg_sums(env, g),
+        };
+        self.scan_cost(self.sd.groups[g].cpus.len() as u64);
         let grp = &self.sd.groups[g];
-        // update_group_capacity: what rt, dl and irq left of each CPU.
-        s.group_capacity = grp.cpus.iter().map(|&c| self.capacity_of(c)).sum();
-        s.group_weight = grp.cpus.len() as u64;
         // smt_balance: an idle dst should relieve an SMT group running >1 task.
         s.smt_balance = !local
             && env.idle != IdleType::NotIdle
@@ -720,6 +722,86 @@ impl Kernel {
             s.avg_load = s.group_load * SCALE / s.group_capacity;
         }
         s
+    }
+
+    /// The sums of group `g` (its CPUs not excluded, blocked load aged
+    /// first), kept in `sg_memo` when reading them again at this instant
+    /// would change and count nothing.
+    fn sg_sums(&mut self, env: &LbEnv, g: usize) -> SgStats {
+        let mut s = SgStats::default();
+        let epoch = self.groups.load_epoch;
+        let mut quiet = true;
+        let n = self.sd.groups[g].cpus.len();
+        for i in 0..n {
+            let c = self.sd.groups[g].cpus[i];
+            if env.excluded.test(c) {
+                quiet = false;
+                continue;
+            }
+            self.update_blocked_averages(c);
+            self.lb.cpus_read += 1;
+            quiet &= self.blocked_quiet(c);
+            let rq = &self.rqs[c];
+            s.group_load += rq.cfs.avg.load_avg;
+            s.group_util += self.cpu_util_cfs(c);
+            s.group_runnable += rq.cfs.avg.runnable_avg;
+            s.sum_h_nr_running += rq.cfs.h_nr_runnable as u64;
+            s.sum_nr_running += rq.nr_running as u64;
+            s.overloaded_cpu |= rq.nr_running > 1;
+            if rq.nr_running == 0 && self.idle_cpu(c) {
+                s.idle_cpus += 1;
+            }
+        }
+        let grp = &self.sd.groups[g];
+        // update_group_capacity: what rt, dl and irq left of each CPU.
+        s.group_capacity = grp.cpus.iter().map(|&c| self.capacity_of(c)).sum();
+        s.group_weight = grp.cpus.len() as u64;
+        if quiet && epoch == self.groups.load_epoch {
+            self.keep_sg_memo(g, s);
+        }
+        s
+    }
+
+    /// Whether another update_blocked_averages of `cpu` at this instant,
+    /// with no task group's load changed, would change and count nothing:
+    /// an idle CPU whose signals are all gone, or one whose call found no
+    /// group to age or update (the rt, dl and irq signals and an idle
+    /// root, aged to this instant, stay put).
+    fn blocked_quiet(&self, cpu: usize) -> bool {
+        self.rqs[cpu].blocked_clean.is_some_and(|b| {
+            (b.gone && self.idle_cpu(cpu))
+                || b.calls.is_some_and(|k| k.group_ops == 0 && k.entities == 0)
+        })
+    }
+
+    /// Keep group `g`'s sums, just read, for the balances of this instant.
+    fn keep_sg_memo(&mut self, g: usize, stats: SgStats) {
+        let memo = SgMemo {
+            at: self.now,
+            load_epoch: self.groups.load_epoch,
+            sealed: self.rqs.seal(),
+            stats,
+        };
+        let n = self.sd.groups.len();
+        let m = &mut self.lb.sg_memo;
+        if m.len() < n {
+            m.resize(n, None);
+        }
+        m[g] = Some(memo);
+    }
+
+    /// Group `g`'s sums as an earlier balance of this instant read them,
+    /// when none of its CPUs is excluded or has changed since and no task
+    /// group's load moved: reading them again would give the same.
+    fn sg_memo(&self, env: &LbEnv, g: usize) -> Option<SgStats> {
+        let m = self.lb.sg_memo.get(g)?.as_ref()?;
+        let fresh = m.at == self.now
+            && m.load_epoch == self.groups.load_epoch
+            && self.sd.groups[g]
+                .cpus
+                .iter()
+                .all(|&c| !env.excluded.test(c) && self.rqs.unchanged_since(c, m.sealed));
+        fresh.then_some(m.stats)
     }
 
     /// update_sd_lb_stats: statistics of every group of the domain; pick

@@ -92,6 +92,8 @@ pub struct BlockedCalls {
 /// struct rq
 pub struct Rq {
     pub cpu: usize,
+    /// The epoch of its last mutable borrow (`Rqs`).
+    stamp: u64,
     pub curr: Option<Pid>,
     /// rq->nr_running: queued tasks, delayed ones included.
     pub nr_running: usize,
@@ -142,10 +144,93 @@ pub struct Rq {
     pub stats: RqStats,
 }
 
+/// The run queues, one per CPU, each stamped with the epoch in which it
+/// was last borrowed mutably. The balancer reuses a group's statistics at
+/// a later balance of the same instant while no CPU of the group has been
+/// borrowed mutably since they were read (`Rqs::seal`,
+/// `Rqs::unchanged_since`): whatever changes a run queue goes through
+/// `IndexMut` or `iter_mut`, so no change can slip past the stamps.
+pub struct Rqs {
+    v: Vec<Rq>,
+    epoch: u64,
+}
+
+impl Rqs {
+    /// One idle run queue per CPU.
+    pub fn new(ncpus: usize) -> Self {
+        Rqs {
+            v: (0..ncpus).map(Rq::new).collect(),
+            epoch: 0,
+        }
+    }
+
+    /// Every run queue, mutably (each counts as changed).
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Rq> {
+        for rq in &mut self.v {
+            rq.stamp = self.epoch;
+        }
+        self.v.iter_mut()
+    }
+
+    /// End the current epoch and return it: any mutable borrow from now
+    /// on stamps its run queue with a later one.
+    pub fn seal(&mut self) -> u64 {
+        self.epoch += 1;
+        self.epoch - 1
+    }
+
+    /// Whether `cpu`'s run queue was not borrowed mutably after `seal`
+    /// returned `epoch`.
+    pub fn unchanged_since(&self, cpu: usize, epoch: u64) -> bool {
+        self.v[cpu].stamp <= epoch
+    }
+}
+
+impl std::ops::Deref for Rqs {
+    type Target = [Rq];
+    fn deref(&self) -> &[Rq] {
+        &self.v
+    }
+}
+
+impl std::ops::Index<usize> for Rqs {
+    type Output = Rq;
+    #[inline]
+    fn index(&self, cpu: usize) -> &Rq {
+        &self.v[cpu]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Rqs {
+    #[inline]
+    fn index_mut(&mut self, cpu: usize) -> &mut Rq {
+        let rq = &mut self.v[cpu];
+        rq.stamp = self.epoch;
+        rq
+    }
+}
+
+impl<'a> IntoIterator for &'a Rqs {
+    type Item = &'a Rq;
+    type IntoIter = std::slice::Iter<'a, Rq>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.v.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut Rqs {
+    type Item = &'a mut Rq;
+    type IntoIter = std::slice::IterMut<'a, Rq>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
 impl Rq {
     pub fn new(cpu: usize) -> Self {
         Rq {
             cpu,
+            stamp: 0,
             curr: None,
             nr_running: 0,
             cfs: CfsRq::default(),

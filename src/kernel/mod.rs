@@ -49,7 +49,7 @@ pub mod unix_sock;
 pub mod wait;
 pub mod wakelist;
 
-use self::core::Rq;
+use self::core::Rqs;
 use crate::engine::{EventKind, EventQueue, Time};
 use crate::machine::Machine;
 use features::KernelConfig;
@@ -212,7 +212,7 @@ pub struct Kernel {
     pub tick_ns: u64,
     pub now: Time,
     pub events: EventQueue,
-    pub rqs: Vec<Rq>,
+    pub rqs: Rqs,
     pub tasks: Vec<Task>,
     pub pipes: Vec<Pipe>,
     pub socks: Vec<UnixSock>,
@@ -303,7 +303,7 @@ impl Kernel {
             legacy_cfs: (cfg.fair == features::FairClass::Cfs)
                 .then(|| cfs_legacy::CfsTunables::scaled(cfg.sysctl_factor(n))),
             tick_ns: cfg.tick_ns(),
-            rqs: (0..n).map(Rq::new).collect(),
+            rqs: Rqs::new(n),
             sd: sched_domain::SchedDomains::build(&machine),
             lb: balance::LoadBalance::new(n, &cfg),
             has_idle_cores: vec![false; machine.nr_llcs],

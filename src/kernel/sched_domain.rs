@@ -231,7 +231,10 @@ impl SchedDomain {
 
     /// The `i`-th group, the local one being 0.
     pub fn group(&self, i: usize) -> usize {
-        self.ring[(self.first + i) % self.ring.len()]
+        // first + i < 2 × len: one subtraction, not a division (a scan of
+        // a 4096-group domain asks for every group).
+        let (j, n) = (self.first + i, self.ring.len());
+        self.ring[if j >= n { j - n } else { j }]
     }
 
     /// The groups in order, the local one first.
@@ -413,6 +416,9 @@ fn sd_init(name: &'static str, topo_flags: u32, distance: u32, weight: u64) -> S
     }
 }
 
+/// A lowest-level span's ring of groups and each CPU's place in it.
+type LowestRing = (Arc<[usize]>, HashMap<usize, usize>);
+
 impl SchedDomains {
     /// build_sched_domains for every CPU of `m`.
     pub fn build(m: &Machine) -> SchedDomains {
@@ -468,10 +474,21 @@ impl SchedDomains {
         // CPU that reaches it.
         let mut rings: HashMap<(usize, bool), Arc<[usize]>> = HashMap::new();
         let mut covered: Vec<bool> = vec![false; m.nr_cpus()];
+        // Per lowest-level span: its ring and each CPU's place in it. The
+        // lowest level's groups are the span's CPUs one by one, so every
+        // CPU's walk is the first walk rotated to start at the CPU: found
+        // here without walking (a walk per CPU of a flat 4096-CPU LLC is
+        // 16 M steps).
+        let mut lowest: HashMap<usize, LowestRing> = HashMap::new();
         for c in 0..self.cpu.len() {
             for lvl in 0..self.cpu[c].len() {
                 let sid = self.cpu[c][lvl].span;
                 let key = (sid, lvl == 0);
+                if let Some((ring, place)) = lowest.get(&sid).filter(|_| key.1) {
+                    let d = &mut self.cpu[c][lvl];
+                    (d.ring, d.first) = (ring.clone(), place[&c]);
+                    continue;
+                }
                 let span = self.spans[sid].clone();
                 let ids = at
                     .entry(key)
@@ -509,6 +526,14 @@ impl SchedDomains {
                             .all(|(i, &g)| ring[(f + i) % ring.len()] == g)
                 });
                 let ring = ring.clone();
+                if key.1 {
+                    let place = ring
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &g)| (self.groups[g].cpus[0], i))
+                        .collect();
+                    lowest.insert(sid, (ring.clone(), place));
+                }
                 let d = &mut self.cpu[c][lvl];
                 match rotated {
                     Some(f) => {

@@ -437,7 +437,7 @@ impl Kernel {
     ) -> Vec<usize> {
         // A span within one group descends into it whatever its load.
         let g0 = group_of(span[0]);
-        if span.iter().all(|&c| group_of(c) == g0) {
+        if nr_groups == 1 || span.iter().all(|&c| group_of(c) == g0) {
             return span;
         }
         let keep_local = |running: usize| {
@@ -457,6 +457,11 @@ impl Kernel {
             let mut best_stats = stats(best);
             if !keep_local(best_stats.1) {
                 for &c in &span {
+                    // An idle CPU (no task: (1, 0)) is as good as it gets,
+                    // and only a better one replaces the best.
+                    if best_stats == (1, 0) {
+                        break;
+                    }
                     let s = stats(c);
                     if better(s, best_stats) {
                         (best, best_stats) = (c, s);
