@@ -444,7 +444,7 @@ fn parsers_survive_damaged_input() {
                 }
             }
             let t = String::from_utf8_lossy(&b);
-            if let Ok(r) = schedlab::trace::parse::parse("f", &t) {
+            if let Ok(r) = schedlab::trace::parse::parse_all("f", &t) {
                 let _ = schedlab::workload::replay::Replay::from_records(
                     "f",
                     &r,

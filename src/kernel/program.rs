@@ -284,6 +284,13 @@ pub enum Op {
     PostWake {
         futex: usize,
     },
+    /// Causal trace replay: a recorded write of `bytes` to the queue
+    /// whose byte count is word `futex`; it wakes each reader waiting
+    /// (`AwaitWake`) for a count now reached.
+    PostBytes {
+        futex: usize,
+        bytes: u32,
+    },
     /// A futex-based pthread operation (rt-app workloads).
     Pthread(PthreadOp),
     /// sched_setaffinity(0, ...) to CPU set `set` of `Shm::cpusets`.
