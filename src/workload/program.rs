@@ -114,6 +114,7 @@ impl Kernel {
             | Op::AwaitWake { .. }
             | Op::PostWake { .. }
             | Op::PostBytes { .. }
+            | Op::ForkTraced { .. }
             | Op::TraceEnd
             | Op::Pthread(_) => None,
             Op::WaitForCompletion { .. }
@@ -263,7 +264,7 @@ impl Kernel {
                 let io = self.pipe_poll_in(p, pipe);
                 self.io_done(p, io, 0)
             }
-            Op::Fork { child } => {
+            Op::Fork { child } | Op::ForkTraced { child } => {
                 self.tasks[p].prog.advance();
                 self.fork_child(p, child, cpu);
                 None
@@ -445,11 +446,13 @@ impl Kernel {
                 self.futex_post_count(futex, bytes, cpu, p);
                 None
             }
-            Op::PostWake { futex } => {
+            Op::PostWake { futex, n } => {
                 self.tasks[p].prog.advance();
-                self.futexes[futex].val += 1;
-                let q = crate::kernel::wait::WaitQueueRef::Futex(futex);
-                self.wake_up(q, 1, true, cpu, p);
+                for f in futex..futex + n as usize {
+                    self.futexes[f].val += 1;
+                    let q = crate::kernel::wait::WaitQueueRef::Futex(f);
+                    self.wake_up(q, 1, true, cpu, p);
+                }
                 None
             }
             _ => self.exec_completion_op(p, cpu, op),

@@ -34,10 +34,15 @@ enum Atom {
     /// Fork task n; the new task was woken onto another CPU (an IPI).
     Fork(usize, bool),
     Exit,
-    /// A read from queue q (causal replay): wait until q has had this
-    /// many bytes written in all (0: nothing to wait for).
+    /// A read or write on a queue (causal replay): wait until count c
+    /// (`2q`: bytes written to queue q, `2q + 1`: bytes read from it)
+    /// reaches this many (0: nothing to wait for).
     Want(usize, u64),
-    /// A write of this many bytes to queue q (causal replay).
+    /// A write to a queue that must fit: it ends at this many bytes
+    /// written, so needs all but the queue's room read (`Queue::room`),
+    /// resolved into a `Want` once the trace is read.
+    Fit(usize, u64),
+    /// Add this many bytes to count c (a write or a read).
     Put(usize, u64),
     /// The waker's share of a recorded wakeup that the replay makes by a
     /// write (`Put`) rather than an edge.
@@ -50,9 +55,14 @@ struct Sys {
     write: bool,
     /// The queue its fd names (`# fd` lines), if any.
     queue: Option<usize>,
-    /// Its `Want` atom, or the `Put` atom placed at its first wakeup of
-    /// a reader.
-    atom: Option<usize>,
+    /// Its `Want` (or `Fit`) atom.
+    want: Option<usize>,
+    /// Its `Put` atom, placed at its first wakeup of a task waiting on
+    /// the queue's other side.
+    put: Option<usize>,
+    /// The bytes in the queue when it blocked (a write: the queue was
+    /// full).
+    full_at: Option<u64>,
 }
 
 /// A pipe or socket receive queue, and the bytes the trace moved through
@@ -62,6 +72,9 @@ struct Queue {
     name: String,
     written: u64,
     read: u64,
+    /// The most bytes it held, as far as the writes that blocked show
+    /// (one less than what the first of them needed).
+    room: Option<u64>,
 }
 
 /// Where a recorded wakeup went, for the waker's kernel work.
@@ -394,28 +407,43 @@ impl Builder2 {
         Ok(())
     }
 
-    /// Task `i` enters a read or write on `fd`. A read of a known queue
-    /// waits, in the replay, for the bytes it will have read (its `Want`,
-    /// filled in at its exit): at its entry, since where a read that did
-    /// not block would have blocked is not in the trace.
+    /// Task `i` enters a read or write on `fd`. A read or write of a
+    /// known queue waits, in the replay, for the bytes it will have read
+    /// to be written, or for the room its bytes took (its `Want` or
+    /// `Fit`, filled in at its exit): at its entry, since where a call
+    /// that did not block would have blocked is not in the trace.
     fn sys_enter(&mut self, i: usize, ts: u64, write: bool, fd: u32) {
         let queue = self.fds.get(&(self.tasks[i].pid, fd)).copied();
-        let atom = match queue {
-            Some(q) if !write => {
-                self.flush_run(i, ts);
-                self.tasks[i].atoms.push(Atom::Want(q, 0));
-                Some(self.tasks[i].atoms.len() - 1)
+        let want = queue.map(|q| {
+            self.flush_run(i, ts);
+            self.tasks[i].atoms.push(Atom::Want(2 * q, 0));
+            self.tasks[i].atoms.len() - 1
+        });
+        self.tasks[i].sys = Some(Sys {
+            write,
+            queue,
+            want,
+            put: None,
+            full_at: None,
+        });
+    }
+
+    /// Task `i` blocks: a write blocked on a full queue tells its room.
+    fn sys_block(&mut self, i: usize) {
+        if let Some(s) = self.tasks[i].sys.as_mut().filter(|s| s.write) {
+            if let Some(q) = s.queue {
+                let queue = &self.queues[q];
+                s.full_at = Some(queue.written.saturating_sub(queue.read));
             }
-            _ => None,
-        };
-        self.tasks[i].sys = Some(Sys { write, queue, atom });
+        }
     }
 
     /// Task `i`'s read or write returns `ret` bytes: counted on its queue.
     /// The n-th byte read from a queue needs the n-th byte written to it,
-    /// by whichever task: a read's `Want` is the queue's bytes read so
-    /// far, a write's `Put` its bytes (at its first wakeup of a reader of
-    /// the queue, or here).
+    /// by whichever task, and a write needs the room its bytes take: a
+    /// read's `Want` is the queue's bytes read so far, a write's `Fit`
+    /// its bytes written so far; each posts its bytes (at its first
+    /// wakeup of a task on the queue's other side, or here).
     fn sys_exit(&mut self, i: usize, ts: u64, write: bool, ret: i64) {
         let Some(s) = self.tasks[i].sys.take() else {
             return;
@@ -425,43 +453,51 @@ impl Builder2 {
         };
         let n = ret.max(0) as u64;
         let queue = &mut self.queues[q];
-        if !write {
-            queue.read += n;
-            let need = if n > 0 { queue.read } else { 0 };
-            if let Some(a) = s.atom {
-                self.tasks[i].atoms[a] = Atom::Want(q, need);
+        let (want, count) = if write {
+            queue.written += n;
+            if let Some(full) = s.full_at {
+                let room = (full + n).saturating_sub(1);
+                queue.room = Some(queue.room.map_or(room, |r| r.min(room)));
             }
-            return;
+            (Atom::Fit(q, queue.written), 2 * q)
+        } else {
+            queue.read += n;
+            (Atom::Want(2 * q, queue.read), 2 * q + 1)
+        };
+        let t = &mut self.tasks[i];
+        if let Some(a) = s.want.filter(|_| n > 0) {
+            t.atoms[a] = want;
         }
-        queue.written += n;
-        match s.atom {
-            Some(a) => self.tasks[i].atoms[a] = Atom::Put(q, n),
+        let put = Atom::Put(count, n);
+        match s.put {
+            Some(a) => t.atoms[a] = put,
             None => {
                 self.flush_run(i, ts);
-                self.tasks[i].atoms.push(Atom::Put(q, n));
+                self.tasks[i].atoms.push(put);
             }
         }
     }
 
-    /// A wakeup by `w`, writing to a queue, of `i`, reading from it: the
-    /// replay makes it by the write's bytes (`w`'s `Put`, placed here if
-    /// this is its first such wakeup), not by an edge.
+    /// A wakeup by `w`, in a read or write on a queue, of `i`, in a call
+    /// on the queue's other side: the replay makes it by `w`'s bytes (its
+    /// `Put`, placed here if this is its first such wakeup), not by an
+    /// edge.
     fn causal_wake(&mut self, w: usize, i: usize, r: &Record) -> bool {
-        let (Some(ws), Some(rs)) = (self.tasks[w].sys, self.tasks[i].sys) else {
+        let (Some(ws), Some(is)) = (self.tasks[w].sys, self.tasks[i].sys) else {
             return false;
         };
         let Some(q) = ws
             .queue
-            .filter(|_| ws.write && !rs.write && rs.queue == ws.queue)
+            .filter(|_| ws.write != is.write && is.queue == ws.queue)
         else {
             return false;
         };
         self.flush_run(w, r.ts);
-        if ws.atom.is_none() {
+        if ws.put.is_none() {
             let t = &mut self.tasks[w];
-            t.atoms.push(Atom::Put(q, 0));
+            t.atoms.push(Atom::Put(2 * q + !ws.write as usize, 0));
             t.sys = Some(Sys {
-                atom: Some(t.atoms.len() - 1),
+                put: Some(t.atoms.len() - 1),
                 ..ws
             });
         }
@@ -563,7 +599,10 @@ impl Builder2 {
                 t.atoms.push(Atom::Exit);
                 t.dead = true;
             }
-            _ => t.atoms.push(Atom::Blocked(ts)),
+            _ => {
+                t.atoms.push(Atom::Blocked(ts));
+                self.sys_block(i);
+            }
         }
     }
 
@@ -708,13 +747,8 @@ impl Builder2 {
             if let Some(Atom::Blocked(_)) = t.atoms.last() {
                 t.atoms.pop();
             }
-            // Bytes read that no traced write put there were in the queue
-            // before the trace began (or came from an untraced writer).
             for a in &mut t.atoms {
-                if let Atom::Want(q, n) = a {
-                    let queue = &self.queues[*q];
-                    *n = n.saturating_sub(queue.read.saturating_sub(queue.written));
-                }
+                *a = resolve(*a, &self.queues);
             }
             // Every migration is a sched_migrate_task event; a trace
             // without them (or with some lost) still shows the CPU changes
@@ -838,7 +872,7 @@ impl Replay {
     pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
         let words = self.words(k);
         let queue0 = k.futexes.len();
-        for _ in 0..self.queues {
+        for _ in 0..2 * self.queues {
             k.futex_new(0);
         }
         let base = k.tasks.len();
@@ -925,7 +959,7 @@ impl Replay {
     /// atom before it (sched_waking fires as try_to_wake_up begins; the
     /// wakeup's work follows); the model charges that work again, so it
     /// is taken out of the burst that holds it.
-    /// A queue's byte count is word `queue0 + q`; a causal replay's
+    /// Count c of the queues is word `queue0 + c`; a causal replay's
     /// reads and writes are no ops of their own when they moved no bytes,
     /// and a wakeup made by a write only its waker's cost.
     fn program(
@@ -953,17 +987,27 @@ impl Replay {
                 // wake_up_new_task follows the fork's trace line: its IPI
                 // is in the burst after.
                 Atom::Fork(_, remote) => {
-                    let unpaid = take_from_bursts(&mut ops, cost);
-                    debt += k.machine.cost.ipi_send_ns * *remote as u64 + self.carry(unpaid);
+                    if self.queues == 0 {
+                        take_from_bursts(&mut ops, cost);
+                    }
+                    debt += k.machine.cost.ipi_send_ns * *remote as u64;
                 }
                 Atom::Exit if self.queues == 0 => {
                     take_from_bursts(&mut ops, cost);
                 }
                 Atom::Exit => {}
-                Atom::Run(..) | Atom::Blocked(_) | Atom::Put(..) => {}
+                Atom::Run(..) | Atom::Blocked(_) | Atom::Put(..) | Atom::Fit(..) => {}
             }
             if let Atom::Want(_, 0) | Atom::Put(_, 0) = a {
                 continue;
+            }
+            if let (Atom::Wake(e, _), Some(Op::PostWake { futex, n })) = (a, ops.last_mut()) {
+                // Wakeups at one instant are one call (a write waking its
+                // pollers): in a causal replay, posted together.
+                if self.queues > 0 && *futex + *n as usize == words[*e].0 {
+                    *n += 1;
+                    continue;
+                }
             }
             ops.push(match *a {
                 Atom::Run(ns, n) => {
@@ -978,33 +1022,28 @@ impl Replay {
                     futex: words[e].0,
                     need: words[e].1,
                 },
-                Atom::Wake(e, _) => Op::PostWake { futex: words[e].0 },
+                Atom::Wake(e, _) => Op::PostWake {
+                    futex: words[e].0,
+                    n: 1,
+                },
+                // A causal replay leaves the fork's work in the recorded
+                // bursts, like the exit's: it does not depend on the
+                // schedule, and charging the model's (with its own noise)
+                // for the recorded one's moves every later step.
+                Atom::Fork(c, _) if self.queues > 0 => Op::ForkTraced { child: base + c },
                 Atom::Fork(c, _) => Op::Fork { child: base + c },
-                Atom::Want(q, n) => Op::AwaitWake {
-                    futex: queue0 + q,
+                Atom::Want(c, n) => Op::AwaitWake {
+                    futex: queue0 + c,
                     need: n as u32,
                 },
-                Atom::Put(q, n) => Op::PostBytes {
-                    futex: queue0 + q,
+                Atom::Put(c, n) => Op::PostBytes {
+                    futex: queue0 + c,
                     bytes: n as u32,
                 },
-                Atom::Exit | Atom::Blocked(_) | Atom::Woke(_) => break,
+                Atom::Exit | Atom::Blocked(_) | Atom::Woke(_) | Atom::Fit(..) => break,
             });
         }
         ops
-    }
-
-    /// What of a fork's cost the bursts before it could not pay, to be
-    /// taken from those after it: in a causal replay (a recorded fork
-    /// that took less than the model's cost, by its noise, would
-    /// otherwise make every later step late); 0 otherwise, as before
-    /// causal replays existed.
-    fn carry(&self, unpaid: u64) -> u64 {
-        if self.queues > 0 {
-            unpaid
-        } else {
-            0
-        }
     }
 
     /// The cost the model charges for an atom's kernel work: for a wakeup
@@ -1058,11 +1097,30 @@ impl Replay {
     }
 }
 
+/// A causal atom once the whole trace is read. Bytes read that no traced
+/// write put there were in the queue before the trace began (or came
+/// from an untraced writer): a read needs that many fewer. A write needs
+/// its bytes, less the queue's room, read; no room known (no write
+/// blocked): nothing.
+fn resolve(a: Atom, queues: &[Queue]) -> Atom {
+    match a {
+        Atom::Want(c, n) if c % 2 == 0 => {
+            let q = &queues[c / 2];
+            Atom::Want(c, n.saturating_sub(q.read.saturating_sub(q.written)))
+        }
+        Atom::Fit(q, n) => {
+            let need = queues[q].room.map_or(0, |room| n.saturating_sub(room));
+            Atom::Want(2 * q + 1, need)
+        }
+        a => a,
+    }
+}
+
 /// Take `cost` out of the bursts since the task last blocked, latest
 /// first: a fork's or exit's work may span several (a wakeup it makes,
 /// exit_notify's of the parent, and the switch after it split the burst
 /// that holds it).
-fn take_from_bursts(ops: &mut [Op], mut cost: u64) -> u64 {
+fn take_from_bursts(ops: &mut [Op], mut cost: u64) {
     for op in ops.iter_mut().rev() {
         match op {
             Op::Run(Dist::Fixed(ns)) => {
@@ -1077,7 +1135,6 @@ fn take_from_bursts(ops: &mut [Op], mut cost: u64) -> u64 {
             break;
         }
     }
-    cost
 }
 
 /// A task that appears later in the trace, or was asleep when it began:
