@@ -676,6 +676,69 @@ mod tests {
     }
 
     #[test]
+    fn reads_syscall_events_and_fd_lines() {
+        let t = "# fd pid=7 fd=4 object=pipe:[12]\n\
+            \x20 a-7 [001] ..... 1.000000: sys_write(fd: 4, buf: 0x7ffc, count: 0x64)\n\
+            \x20 a-7 [001] ..... 1.000001: sys_write -> 0x64\n\
+            \x20 a-7 [001] ..... 1.000002: sys_read(fd: 0xd, buf: 0, count: 1)\n\
+            \x20 a-7 [001] ..... 1.000003: sys_read -> 0xfffffffffffffff5\n\
+            \x20 a-7 [001] ..... 1.000004: sys_getppid()\n";
+        let p = parse_all("t", t).unwrap();
+        assert_eq!(p.fds.get(&(7, 4)).map(String::as_str), Some("pipe:[12]"));
+        let ev: Vec<_> = p.recs.iter().map(|r| r.ev.clone()).collect();
+        assert_eq!(
+            ev,
+            [
+                Event::SysEnter { write: true, fd: 4 },
+                Event::SysExit {
+                    write: true,
+                    ret: 100
+                },
+                Event::SysEnter {
+                    write: false,
+                    fd: 13
+                },
+                Event::SysExit {
+                    write: false,
+                    ret: -11
+                },
+            ]
+        );
+        let perf = "a 7 [001] 1.0: syscalls:sys_enter_recvmsg: fd: 0x00000005, msg: 0x7ffc, flags: 0x00000000\n\
+            a 7 [001] 1.1: syscalls:sys_exit_recvmsg: 0x64";
+        let ev: Vec<_> = parse("p", perf)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.ev)
+            .collect();
+        assert_eq!(
+            ev[0],
+            Event::SysEnter {
+                write: false,
+                fd: 5
+            }
+        );
+        assert_eq!(
+            ev[1],
+            Event::SysExit {
+                write: false,
+                ret: 100
+            }
+        );
+        for bad in [
+            "# fd pid=7 fd=x object=pipe:[1]",
+            "# fd pid=7 fd=4",
+            "  a-7 [001] ..... 1.0: sys_write(fd: z, buf: 0, count: 1)",
+            "  a-7 [001] ..... 1.0: sys_write -> what",
+        ] {
+            assert!(
+                parse_all("b", bad).unwrap_err().starts_with("b:1: "),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn bad_lines_name_file_line_and_text() {
         let t = "  a-1 [000] d..2 1.000000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n  a-1 [000] d..2 1.000001: sched_switch: prev_comm=a prev_pid=1 prev_prio=1";
         let e = parse("x.txt", t).unwrap_err();

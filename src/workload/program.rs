@@ -466,9 +466,7 @@ impl Kernel {
     /// The model's read waits for all its bytes: the real program's loop
     /// of short reads is one call here.
     fn traced_io(&mut self, p: Pid, cpu: usize, op: Op) -> Option<Action> {
-        let Some(io) = sys_io(op) else {
-            return None;
-        };
+        let io = sys_io(op)?;
         let (pc, first) = {
             let prog = &self.tasks[p].prog;
             (prog.pc, !prog.woken && prog.progress == 0)
