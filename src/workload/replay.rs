@@ -5,6 +5,10 @@
 //! whenever that happens in the new simulation; a task woken from an
 //! interrupt or by an untraced task sleeps for its recorded time instead
 //! (a timer stays a timer). Forks and exits are replayed where they were.
+//! With the syscall events of reads and writes and `# fd` lines naming
+//! their pipes and sockets, the replay is causal (docs/replay.md): a read
+//! waits for the bytes it read to be written, a write for the room its
+//! bytes took, and the wakeups those calls made are made by the bytes.
 
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
