@@ -76,8 +76,9 @@ struct Queue {
     name: String,
     written: u64,
     read: u64,
-    /// The most bytes it held, as far as the writes that blocked show
-    /// (one less than what the first of them needed).
+    /// The most bytes it holds, as far as the writes that blocked show:
+    /// the least, over them, of the bytes in it then plus the write's,
+    /// less one.
     room: Option<u64>,
 }
 
