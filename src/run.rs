@@ -291,7 +291,7 @@ fn open_tracers(
         );
     } else if out.trace.is_some() && out.html.is_none() {
         return Err(InputError::new(
-            "--trace-format/--trace-window/--trace-pelt/--trace-decisions need --trace PATH",
+            "--trace-format/--trace-window/--trace-pelt/--trace-decisions/--trace-syscalls need --trace PATH",
         ));
     }
     let mut page = None;

@@ -5,6 +5,7 @@
 //! pthread_barrier_wait.
 
 use super::pipe::Io;
+use super::program::Op;
 use super::task::Pid;
 use super::wait::{WaitQueue, WaitQueueRef};
 use super::Kernel;
@@ -51,6 +52,23 @@ impl Kernel {
         }
         self.prepare_to_wait(WaitQueueRef::Futex(f), p, true);
         Io::Block
+    }
+
+    /// Trace replay's write to a queue: add `n` to its byte count, then
+    /// wake every reader whose count is there (pipe_write's and
+    /// sock_def_readable's wake_up_interruptible_sync_poll; the kernel
+    /// wakes one exclusive reader, who reads what is there: a replayed
+    /// reader waits for the bytes it recorded reading).
+    pub fn futex_post_count(&mut self, f: usize, n: u32, cpu: usize, waker: Pid) {
+        let val = self.futexes[f].val.saturating_add(n);
+        self.futexes[f].val = val;
+        self.wake_up_ready(WaitQueueRef::Futex(f), cpu, waker, |k, t| {
+            let prog = &k.tasks[t].prog;
+            match prog.ops.get(prog.pc) {
+                Some(Op::AwaitWake { need, .. }) => *need <= val,
+                _ => true,
+            }
+        });
     }
 
     /// Store `val` in the word, then futex_wake up to `nr` waiters.

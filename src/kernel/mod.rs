@@ -280,6 +280,8 @@ pub struct Kernel {
     pub tracer: Option<Box<dyn tracepoint::Tracer>>,
     /// The tracer wants the decision records (`Kernel::set_tracer`).
     pub decisions: bool,
+    /// The tracer wants the syscall events (`Kernel::set_tracer`).
+    pub syscalls: bool,
     /// While a wakeup preemption's resched is requested, with decision
     /// records on: the wakee and the rule that fired, for its record.
     wakeup_rule: Option<(task::Pid, tracepoint::WakeupRule)>,
@@ -347,6 +349,7 @@ impl Kernel {
             clock_skipped: None,
             tracer: None,
             decisions: false,
+            syscalls: false,
             wakeup_rule: None,
             progress: None,
         }

@@ -112,6 +112,11 @@ pub enum Op {
     Fork {
         child: Pid,
     },
+    /// Causal trace replay: fork(2) at no cost of its own (the recorded
+    /// bursts hold the fork's work, as recorded).
+    ForkTraced {
+        child: Pid,
+    },
     /// fork(2) the next child of a fork pool (an rt-app fork event, which
     /// creates a new thread each time it runs); nothing once it is empty.
     ForkNext {
@@ -280,9 +285,19 @@ pub enum Op {
         /// Wait until the word counts this many posts.
         need: u32,
     },
-    /// Trace replay: perform the recorded wakeup of edge `futex`.
+    /// Trace replay: perform the recorded wakeups of the `n` edges whose
+    /// words begin at `futex`, in one call (__wake_up_common waking
+    /// several waiters of one wait queue).
     PostWake {
         futex: usize,
+        n: u32,
+    },
+    /// Causal trace replay: a recorded write of `bytes` to the queue
+    /// whose byte count is word `futex`; it wakes each reader waiting
+    /// (`AwaitWake`) for a count now reached.
+    PostBytes {
+        futex: usize,
+        bytes: u32,
     },
     /// A futex-based pthread operation (rt-app workloads).
     Pthread(PthreadOp),

@@ -47,6 +47,17 @@ pub enum TraceEvent {
     Fork { cpu: usize, parent: Pid, child: Pid },
     /// trace_sched_process_exit
     Exit { p: Pid },
+    /// The raw_syscalls/syscalls sys_enter tracepoint of a read(2) or
+    /// write(2) on a pipe or socket (only when the tracer asks for the
+    /// syscalls, [`Tracer::syscalls`]).
+    SysEnter { cpu: usize, p: Pid, io: SysIo },
+    /// Its sys_exit, returning `ret` bytes.
+    SysExit {
+        cpu: usize,
+        p: Pid,
+        io: SysIo,
+        ret: u32,
+    },
     /// Decision record of pick_task_fair (__pick_eevdf) on the cfs_rq
     /// where task `p` was picked: how many entities there were eligible,
     /// p's vruntime, deadline and lag (avg_vruntime − vruntime), whether
@@ -89,6 +100,25 @@ pub enum TraceEvent {
     /// the CPU doing the work (`cpu`: a nohz idle balancer balances for
     /// other idle CPUs).
     Balance { cpu: usize, lb: LbDecision },
+}
+
+/// A read or write system call on a pipe or socket, as its syscall
+/// tracepoints give it: the direction, the queue it moves bytes through
+/// and the byte count asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SysIo {
+    pub write: bool,
+    pub queue: IoQueue,
+    pub count: u32,
+}
+
+/// The queue a read or write moves bytes through: a pipe, or the receive
+/// queue of a unix socket (what a socketpair's write on one end fills
+/// and a read on the other end drains).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IoQueue {
+    Pipe(usize),
+    Sock(usize),
 }
 
 /// A load balance's decision as its record gives it: who balanced what,
@@ -315,6 +345,11 @@ pub trait Tracer {
     fn decisions(&self) -> bool {
         false
     }
+    /// Whether it wants the syscall events of pipe and socket reads and
+    /// writes (read once, when installed).
+    fn syscalls(&self) -> bool {
+        false
+    }
     /// Called once after the run: complete and commit the output.
     fn finish(self: Box<Self>, k: &Kernel) -> io::Result<()>;
 }
@@ -324,6 +359,7 @@ impl Kernel {
     /// on if it asks for them.
     pub fn set_tracer(&mut self, t: Option<Box<dyn Tracer>>) {
         self.decisions = t.as_ref().is_some_and(|t| t.decisions());
+        self.syscalls = t.as_ref().is_some_and(|t| t.syscalls());
         self.tracer = t;
     }
 
@@ -397,6 +433,23 @@ impl Kernel {
     #[inline(always)]
     pub fn trace_exit(&mut self, p: Pid) {
         self.trace(TraceEvent::Exit { p });
+    }
+
+    /// sys_enter of a read or write on a pipe or socket, when the tracer
+    /// asks for the syscalls.
+    #[inline(always)]
+    pub fn trace_sys_enter(&mut self, cpu: usize, p: Pid, io: SysIo) {
+        if self.syscalls {
+            self.trace(TraceEvent::SysEnter { cpu, p, io });
+        }
+    }
+
+    /// sys_exit of that call, returning `ret` bytes.
+    #[inline(always)]
+    pub fn trace_sys_exit(&mut self, cpu: usize, p: Pid, io: SysIo, ret: u32) {
+        if self.syscalls {
+            self.trace(TraceEvent::SysExit { cpu, p, io, ret });
+        }
     }
 
     /// A wakeup's placement record: `p` woken from `from` with previous

@@ -157,6 +157,22 @@ impl Kernel {
         *self.wait_queue(wq) = q;
     }
 
+    /// Wake, with WF_SYNC, every waiter of a wait queue for which `ready`
+    /// holds (a replayed reader whose bytes have been written).
+    pub fn wake_up_ready(
+        &mut self,
+        wq: WaitQueueRef,
+        cpu: usize,
+        waker: Pid,
+        ready: impl Fn(&Kernel, Pid) -> bool,
+    ) {
+        let mut q = std::mem::take(self.wait_queue(wq));
+        q.wake_up(0, |t| {
+            ready(self, t) && self.try_to_wake_up(t, WF_SYNC, cpu, Some(waker))
+        });
+        *self.wait_queue(wq) = q;
+    }
+
     fn wait_queue(&mut self, wq: WaitQueueRef) -> &mut WaitQueue {
         match wq {
             WaitQueueRef::PipeRead(i) => &mut self.pipes[i].rd_wait,

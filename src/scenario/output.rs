@@ -69,6 +69,13 @@ pub fn output_key(out: &mut Output, key: &str, v: &toml::Value) -> Result<(), St
                 ..trace()
             });
         }
+        "trace_syscalls" => {
+            let syscalls = v.as_bool().ok_or("must be true or false")?;
+            out.trace = Some(TraceOptions {
+                syscalls,
+                ..trace()
+            });
+        }
         "html" => out.html = Some(s()?),
         _ => {
             let known = super::keys::names_under("output").join(", ");
@@ -112,6 +119,13 @@ pub fn check(out: &Output) -> Result<(), String> {
             }
             Format::Ftrace | Format::Chrome => "",
         };
+        if t.syscalls && t.format != Format::Ftrace {
+            return Err(format!(
+                "--trace {} --trace-syscalls: only ftrace text holds the syscall events; \
+                 use --trace-format ftrace",
+                t.path
+            ));
+        }
         if !holds.is_empty() && !t.pelt.is_empty() {
             return Err(format!(
                 "--trace {} --trace-pelt: {holds}, not PELT counters; \

@@ -10,8 +10,9 @@
 
 use super::{decision, prev_state, prio, Arg, Selection, TraceFile, SEND_AT};
 use crate::kernel::task::{Pid, TaskState};
-use crate::kernel::tracepoint::{TraceEvent, Tracer};
+use crate::kernel::tracepoint::{IoQueue, SysIo, TraceEvent, Tracer};
 use crate::kernel::Kernel;
+use std::collections::BTreeSet;
 use std::io::{self, Write};
 
 /// "00".."99": a number takes one division per two digits (core::fmt,
@@ -200,6 +201,10 @@ pub struct FtraceWriter {
     task_last: Vec<(u64, u64)>,
     /// Write the decision records (--trace-decisions).
     decisions: bool,
+    /// Write the syscall events (--trace-syscalls).
+    syscalls: bool,
+    /// The (pid, fd) pairs whose `# fd` line is written.
+    fds_named: BTreeSet<(u32, u32)>,
 }
 
 impl FtraceWriter {
@@ -208,6 +213,7 @@ impl FtraceWriter {
         window: Option<(u64, u64)>,
         sel: Selection,
         decisions: bool,
+        syscalls: bool,
         k: &Kernel,
     ) -> Self {
         let mut w = FtraceWriter {
@@ -222,6 +228,8 @@ impl FtraceWriter {
             cpu_last: vec![(u64::MAX, u64::MAX); k.rqs.len()],
             task_last: Vec::new(),
             decisions,
+            syscalls,
+            fds_named: BTreeSet::new(),
         };
         w.header(k.rqs.len());
         w
@@ -443,9 +451,45 @@ impl FtraceWriter {
                 self.who(k, p);
                 self.buf.push(b'\n');
             }
+            TraceEvent::SysEnter { cpu, p, io } => self.sys_enter(k, cpu, p, io),
+            TraceEvent::SysExit { cpu, p, io, ret } => {
+                self.prefix(k, Some(p), cpu, b".... ", sys_name(io));
+                self.buf.extend_from_slice(b" -> 0x");
+                let _ = write!(self.buf, "{ret:x}");
+                self.buf.push(b'\n');
+            }
             _ if self.decisions => self.decision(k, ev),
             _ => {}
         }
+    }
+
+    /// `sys_write(fd: 4, buf: 0, count: 0x64)`, as the kernel's
+    /// print_syscall_enter writes it (a value below 10 in decimal); the
+    /// first call of a task on an fd is preceded by a `# fd` line naming
+    /// the fd's queue, which the trace does not say (a recorder reads it
+    /// from /proc/PID/fd): schedlab numbers a pipe's read and write ends
+    /// 3 + 4i and 4 + 4i, a socket's 5 + 4i and 6 + 4i. The model knows
+    /// no user buffer: `buf` is 0.
+    fn sys_enter(&mut self, k: &Kernel, cpu: usize, p: Pid, io: SysIo) {
+        let (base, queue) = match io.queue {
+            IoQueue::Pipe(i) => (3, format!("pipe:[{i}]")),
+            IoQueue::Sock(i) => (5, format!("socket:[{i}]")),
+        };
+        let index = match io.queue {
+            IoQueue::Pipe(i) | IoQueue::Sock(i) => i as u64,
+        };
+        let fd = base + 4 * index + io.write as u64;
+        let pid = name(&mut self.names, k, p).pid;
+        if self.fds_named.insert((pid, fd as u32)) {
+            let _ = writeln!(self.buf, "# fd pid={pid} fd={fd} object={queue}");
+        }
+        self.prefix(k, Some(p), cpu, b".... ", sys_name(io));
+        let _ = writeln!(
+            self.buf,
+            "(fd: {}, buf: 0, count: {})",
+            c_arg(fd),
+            c_arg(io.count as u64)
+        );
     }
 
     /// A decision record (docs/explain.md): `schedlab_pick`,
@@ -467,6 +511,26 @@ impl FtraceWriter {
     }
 }
 
+/// The event name of a read or write (hackbench and perf bench messaging
+/// use read(2) and write(2) on their sockets too).
+fn sys_name(io: SysIo) -> &'static [u8] {
+    if io.write {
+        b"sys_write"
+    } else {
+        b"sys_read"
+    }
+}
+
+/// A syscall argument as print_syscall_enter writes it: below 10 in
+/// decimal, else `0x` and hex.
+fn c_arg(v: u64) -> String {
+    if v < 10 {
+        v.to_string()
+    } else {
+        format!("0x{v:x}")
+    }
+}
+
 impl Tracer for FtraceWriter {
     fn event(&mut self, k: &Kernel, ev: &TraceEvent) {
         if k.now < self.window.0 || k.now >= self.window.1 {
@@ -478,6 +542,10 @@ impl Tracer for FtraceWriter {
 
     fn decisions(&self) -> bool {
         self.decisions
+    }
+
+    fn syscalls(&self) -> bool {
+        self.syscalls
     }
 
     fn finish(self: Box<Self>, _k: &Kernel) -> io::Result<()> {

@@ -80,6 +80,9 @@ pub struct TraceOptions {
     pub pelt: Vec<String>,
     /// Write the decision records (ftrace text and Perfetto).
     pub decisions: bool,
+    /// Write the syscall events of pipe and socket reads and writes
+    /// (ftrace text).
+    pub syscalls: bool,
 }
 
 impl TraceOptions {
@@ -109,6 +112,7 @@ impl TraceOptions {
                 self.window,
                 sel,
                 self.decisions,
+                self.syscalls,
                 k,
             )),
             Format::Chrome => Box::new(chrome::ChromeWriter::new(file, self.window, sel, k)),
@@ -408,6 +412,10 @@ impl Tracer for Tee {
         self.0.iter().any(|t| t.decisions())
     }
 
+    fn syscalls(&self) -> bool {
+        self.0.iter().any(|t| t.syscalls())
+    }
+
     fn finish(self: Box<Self>, k: &Kernel) -> io::Result<()> {
         for t in self.0 {
             t.finish(k)?;
@@ -438,6 +446,12 @@ pub struct TraceArgs {
     /// placement, resched request and load balance with its numbers (docs/explain.md) [output.trace_decisions]
     #[arg(long)]
     pub trace_decisions: bool,
+    /// Add the syscall events of the modelled pipe and socket reads and writes to an ftrace
+    /// text trace (sys_read/sys_write with fd and byte count, and a `# fd` line naming each
+    /// fd's pipe or socket), which `schedlab replay` uses to replay them causally
+    /// (docs/replay.md) [output.trace_syscalls]
+    #[arg(long)]
+    pub trace_syscalls: bool,
     /// Write a self-contained HTML report to this file [output.html]
     #[arg(long, value_name = "PATH")]
     pub html: Option<String>,
@@ -458,6 +472,9 @@ impl TraceArgs {
         .collect();
         if self.trace_decisions {
             keys.push(("trace_decisions", toml::Value::Boolean(true)));
+        }
+        if self.trace_syscalls {
+            keys.push(("trace_syscalls", toml::Value::Boolean(true)));
         }
         keys
     }

@@ -3,9 +3,14 @@
 //! field layout and the libtraceevent plugin layout), the kernel's ftrace
 //! text (`trace`, `trace_pipe`), `trace-cmd report` text (with and without
 //! `-R`) and Android's systrace/atrace text (its `TRACE:` wrapper).
-//! Only scheduler events are kept; other events (`tracing_mark_write`...)
-//! are skipped. A line that cannot be read is an error naming the file,
-//! the line and its text.
+//! Scheduler events are kept, and the syscall events of reads and writes
+//! (`sys_enter_read`/`sys_exit_read`... in perf and trace-cmd text,
+//! `sys_read(...)`/`sys_read -> 0x64` in ftrace text) with the `# fd`
+//! lines that name each fd's pipe or socket; other events
+//! (`tracing_mark_write`...) are skipped. A line that cannot be read is
+//! an error naming the file, the line and its text.
+
+use std::collections::BTreeMap;
 
 /// The context of a line whose task perf could not resolve (`:-1 -1`);
 /// above the kernel's PID_MAX_LIMIT, so no task has it.
@@ -55,6 +60,26 @@ pub enum Event {
     Exit {
         task: Task,
     },
+    /// sys_enter of a read or write (read, readv, recvfrom, recvmsg;
+    /// write, writev, sendto, sendmsg) on `fd`, in the context's task.
+    SysEnter {
+        write: bool,
+        fd: u32,
+    },
+    /// Its sys_exit: `ret` bytes (negative: an error).
+    SysExit {
+        write: bool,
+        ret: i64,
+    },
+}
+
+/// A parsed trace: its events, and what each (pid, fd) names (`# fd
+/// pid=P fd=F object=pipe:[I]` lines: the pipe, or the socket whose
+/// receive queue the fd's reads drain or its writes fill).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Parsed {
+    pub recs: Vec<Record>,
+    pub fds: BTreeMap<(u32, u32), String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,15 +98,26 @@ enum Layout {
     Ftrace,
 }
 
-/// Parse a whole trace. `name` is used in error messages.
+/// Parse a whole trace's events. `name` is used in error messages.
 pub fn parse(name: &str, text: &str) -> Result<Vec<Record>, String> {
+    parse_all(name, text).map(|p| p.recs)
+}
+
+/// Parse a whole trace, with its `# fd` lines.
+pub fn parse_all(name: &str, text: &str) -> Result<Parsed, String> {
     let mut out = Vec::new();
+    let mut fds = BTreeMap::new();
     let mut layout = None;
     // Editors on Windows start UTF-8 files with a byte order mark.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim_end();
         let err = |m: &str| format!("{name}:{}: {m}: `{}`", i + 1, truncate(line));
+        if let Some(f) = line.trim_start().strip_prefix("# fd ") {
+            let (key, object) = fd_line(f).map_err(|m| err(&m))?;
+            fds.insert(key, object);
+            continue;
+        }
         if skip(line) {
             continue;
         }
@@ -107,7 +143,17 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Record>, String> {
     // perf script and trace files are time-ordered; merge safely anyway.
     out.sort_by_key(|r| r.ts);
     check_gaps(name, &out)?;
-    Ok(out)
+    Ok(Parsed { recs: out, fds })
+}
+
+/// `pid=P fd=F object=NAME`: what the fd of a task names.
+fn fd_line(f: &str) -> Result<((u32, u32), String), String> {
+    let f = kv(f);
+    let object = field(&f, "object")?;
+    if object.is_empty() || object.contains(char::is_whitespace) {
+        return Err(format!("`# fd` object `{object}` is not a name"));
+    }
+    Ok(((num(&f, "pid")?, num(&f, "fd")?), object.to_string()))
 }
 
 /// The longest time two consecutive scheduler events of a trace may be
@@ -268,6 +314,17 @@ fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> 
         .and_then(parse_ts)
         .ok_or_else(|| format!("`{tok}` is not a timestamp"))?;
     rest = rest[tok.len()..].trim_start();
+    if let Some(ev) = syscall(rest) {
+        let rec = ev?.map(|ev| Record {
+            line: n,
+            ts,
+            cpu,
+            ctx_pid,
+            irq,
+            ev,
+        });
+        return Ok((layout, rec));
+    }
     // perf names events `sched:sched_switch`.
     let rest = rest.strip_prefix("sched:").unwrap_or(rest);
     let (event, args) = rest.split_once(':').ok_or("no event name")?;
@@ -322,6 +379,80 @@ fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> 
         ev,
     });
     Ok((layout, rec))
+}
+
+/// A syscall event: None if `rest` is not one; Some(Ok(None)) for a call
+/// the replay does not use. The forms: `syscalls:sys_enter_read: fd:
+/// 0x00000003, ...` and `syscalls:sys_exit_read: 0x40` (perf script;
+/// trace-cmd without `syscalls:`), `sys_read(fd: 3, ...)` and `sys_read
+/// -> 0x40` (ftrace text).
+fn syscall(rest: &str) -> Option<Result<Option<Event>, String>> {
+    let rest = rest.strip_prefix("syscalls:").unwrap_or(rest);
+    let (call, args, enter) = if let Some(r) = rest.strip_prefix("sys_enter_") {
+        let (c, a) = r.split_once(':')?;
+        (c, a, true)
+    } else if let Some(r) = rest.strip_prefix("sys_exit_") {
+        let (c, a) = r.split_once(':')?;
+        (c, a, false)
+    } else {
+        let r = rest.strip_prefix("sys_")?;
+        match (r.split_once('('), r.split_once(" -> ")) {
+            (Some((c, a)), _) if !c.contains(' ') => (c, a.trim_end_matches(')'), true),
+            (_, Some((c, a))) if !c.contains(' ') => (c, a, false),
+            _ => return None,
+        }
+    };
+    let write = match call {
+        "read" | "readv" | "recvfrom" | "recvmsg" => false,
+        "write" | "writev" | "sendto" | "sendmsg" => true,
+        _ => return Some(Ok(None)),
+    };
+    Some(if enter {
+        sys_args(args)
+            .and_then(|f| {
+                let fd = f
+                    .iter()
+                    .find(|(k, _)| *k == "fd")
+                    .ok_or("missing argument `fd`")?
+                    .1;
+                u32::try_from(fd).map_err(|_| format!("fd {fd} is not a file descriptor"))
+            })
+            .map(|fd| Some(Event::SysEnter { write, fd }))
+    } else {
+        c_num(args.trim())
+            .map(|ret| {
+                Some(Event::SysExit {
+                    write,
+                    ret: ret as i64,
+                })
+            })
+            .ok_or_else(|| format!("sys_exit_{call}: `{}` is not a return value", args.trim()))
+    })
+}
+
+/// `fd: 0x00000003, buf: 0x7ffc..., count: 6`: a syscall's arguments.
+fn sys_args(args: &str) -> Result<Vec<(&str, u64)>, String> {
+    args.split(',')
+        .map(|a| {
+            let (k, v) = a
+                .split_once(':')
+                .ok_or(format!("`{}` is not `name: value`", a.trim()))?;
+            let v = c_num(v.trim()).ok_or(format!(
+                "argument `{}`: `{}` is not a number",
+                k.trim(),
+                v.trim()
+            ))?;
+            Ok((k.trim(), v))
+        })
+        .collect()
+}
+
+/// `0x1f` or `31`.
+fn c_num(v: &str) -> Option<u64> {
+    match v.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => v.parse().ok(),
+    }
 }
 
 /// `k=v k=v` fields; a token without `=` continues the previous value (a
@@ -542,6 +673,69 @@ mod tests {
         let f = "16043/16044 [001]  1.0: sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
         let r = parse("f", f).unwrap();
         assert_eq!((r[0].ctx_pid, r[0].cpu), (16044, 1));
+    }
+
+    #[test]
+    fn reads_syscall_events_and_fd_lines() {
+        let t = "# fd pid=7 fd=4 object=pipe:[12]\n\
+            \x20 a-7 [001] ..... 1.000000: sys_write(fd: 4, buf: 0x7ffc, count: 0x64)\n\
+            \x20 a-7 [001] ..... 1.000001: sys_write -> 0x64\n\
+            \x20 a-7 [001] ..... 1.000002: sys_read(fd: 0xd, buf: 0, count: 1)\n\
+            \x20 a-7 [001] ..... 1.000003: sys_read -> 0xfffffffffffffff5\n\
+            \x20 a-7 [001] ..... 1.000004: sys_getppid()\n";
+        let p = parse_all("t", t).unwrap();
+        assert_eq!(p.fds.get(&(7, 4)).map(String::as_str), Some("pipe:[12]"));
+        let ev: Vec<_> = p.recs.iter().map(|r| r.ev.clone()).collect();
+        assert_eq!(
+            ev,
+            [
+                Event::SysEnter { write: true, fd: 4 },
+                Event::SysExit {
+                    write: true,
+                    ret: 100
+                },
+                Event::SysEnter {
+                    write: false,
+                    fd: 13
+                },
+                Event::SysExit {
+                    write: false,
+                    ret: -11
+                },
+            ]
+        );
+        let perf = "a 7 [001] 1.0: syscalls:sys_enter_recvmsg: fd: 0x00000005, msg: 0x7ffc, flags: 0x00000000\n\
+            a 7 [001] 1.1: syscalls:sys_exit_recvmsg: 0x64";
+        let ev: Vec<_> = parse("p", perf)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.ev)
+            .collect();
+        assert_eq!(
+            ev[0],
+            Event::SysEnter {
+                write: false,
+                fd: 5
+            }
+        );
+        assert_eq!(
+            ev[1],
+            Event::SysExit {
+                write: false,
+                ret: 100
+            }
+        );
+        for bad in [
+            "# fd pid=7 fd=x object=pipe:[1]",
+            "# fd pid=7 fd=4",
+            "  a-7 [001] ..... 1.0: sys_write(fd: z, buf: 0, count: 1)",
+            "  a-7 [001] ..... 1.0: sys_write -> what",
+        ] {
+            assert!(
+                parse_all("b", bad).unwrap_err().starts_with("b:1: "),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

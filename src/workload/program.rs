@@ -8,11 +8,28 @@
 use crate::kernel::pipe::Io;
 use crate::kernel::preempt::{ExecMode, Point};
 use crate::kernel::task::{Pid, TaskState};
+use crate::kernel::tracepoint::{IoQueue, SysIo};
 use crate::kernel::Kernel;
 
 /// The instruction set and interpreter state, defined in the kernel (a
 /// task holds its program); workloads build programs from them.
 pub use crate::kernel::program::{Action, Blocked, Dist, KthreadOp, Mark, Op, ProgState};
+
+/// The read or write system call of a pipe or socket op.
+fn sys_io(op: Op) -> Option<SysIo> {
+    let (write, queue, count) = match op {
+        Op::PipeWrite { pipe, bytes } => (true, IoQueue::Pipe(pipe), bytes),
+        Op::PipeRead { pipe, bytes } => (false, IoQueue::Pipe(pipe), bytes),
+        Op::SockSend { sock, bytes } => (true, IoQueue::Sock(sock), bytes),
+        Op::SockRecv { sock, bytes } => (false, IoQueue::Sock(sock), bytes),
+        _ => return None,
+    };
+    Some(SysIo {
+        write,
+        queue,
+        count,
+    })
+}
 
 /// How long a spinner burns between two looks at a held lock: a few
 /// hundred trylock + pause rounds (an estimate; pause is ~40–140 cycles).
@@ -96,6 +113,8 @@ impl Kernel {
             | Op::CyclicWoke { .. }
             | Op::AwaitWake { .. }
             | Op::PostWake { .. }
+            | Op::PostBytes { .. }
+            | Op::ForkTraced { .. }
             | Op::TraceEnd
             | Op::Pthread(_) => None,
             Op::WaitForCompletion { .. }
@@ -237,29 +256,15 @@ impl Kernel {
                 self.hrtimer_sleep(p, cpu, ns);
                 Some(Action::Block)
             }
-            Op::PipeWrite { pipe, bytes } => {
-                let io = self.pipe_write(p, cpu, pipe, bytes);
-                self.io_done(p, io, bytes)
-            }
-            Op::PipeRead { pipe, bytes } => {
-                let want = bytes - self.tasks[p].prog.progress;
-                let io = self.pipe_read(p, cpu, pipe, want);
-                self.io_done(p, io, bytes)
-            }
+            Op::PipeWrite { .. }
+            | Op::PipeRead { .. }
+            | Op::SockSend { .. }
+            | Op::SockRecv { .. } => self.traced_io(p, cpu, op),
             Op::PollIn { pipe } => {
                 let io = self.pipe_poll_in(p, pipe);
                 self.io_done(p, io, 0)
             }
-            Op::SockSend { sock, bytes } => {
-                let io = self.unix_send(p, cpu, sock, bytes);
-                self.io_done(p, io, bytes)
-            }
-            Op::SockRecv { sock, bytes } => {
-                let want = bytes - self.tasks[p].prog.progress;
-                let io = self.unix_recv(p, cpu, sock, want);
-                self.io_done(p, io, bytes)
-            }
-            Op::Fork { child } => {
+            Op::Fork { child } | Op::ForkTraced { child } => {
                 self.tasks[p].prog.advance();
                 self.fork_child(p, child, cpu);
                 None
@@ -436,15 +441,52 @@ impl Kernel {
                 let io = self.pthread_op(p, cpu, op);
                 self.io_done(p, io, 0)
             }
-            Op::PostWake { futex } => {
+            Op::PostBytes { futex, bytes } => {
                 self.tasks[p].prog.advance();
-                self.futexes[futex].val += 1;
-                let q = crate::kernel::wait::WaitQueueRef::Futex(futex);
-                self.wake_up(q, 1, true, cpu, p);
+                self.futex_post_count(futex, bytes, cpu, p);
+                None
+            }
+            Op::PostWake { futex, n } => {
+                self.tasks[p].prog.advance();
+                for f in futex..futex + n as usize {
+                    self.futexes[f].val += 1;
+                    let q = crate::kernel::wait::WaitQueueRef::Futex(f);
+                    self.wake_up(q, 1, true, cpu, p);
+                }
                 None
             }
             _ => self.exec_completion_op(p, cpu, op),
         }
+    }
+
+    /// A pipe or socket read or write, with its syscall tracepoints:
+    /// sys_enter when the call first takes effect (the model charges its
+    /// entry and copy cost as one segment before that, so the event is
+    /// late by that cost), sys_exit when it returns (after any sleep).
+    /// The model's read waits for all its bytes: the real program's loop
+    /// of short reads is one call here.
+    fn traced_io(&mut self, p: Pid, cpu: usize, op: Op) -> Option<Action> {
+        let io = sys_io(op)?;
+        let (pc, first) = {
+            let prog = &self.tasks[p].prog;
+            (prog.pc, !prog.woken && prog.progress == 0)
+        };
+        if first {
+            self.trace_sys_enter(cpu, p, io);
+        }
+        let want = io.count - self.tasks[p].prog.progress;
+        let done = match op {
+            Op::PipeWrite { pipe, bytes } => self.pipe_write(p, cpu, pipe, bytes),
+            Op::PipeRead { pipe, .. } => self.pipe_read(p, cpu, pipe, want),
+            Op::SockSend { sock, bytes } => self.unix_send(p, cpu, sock, bytes),
+            Op::SockRecv { sock, .. } => self.unix_recv(p, cpu, sock, want),
+            _ => unreachable!("sys_io names only these ops"),
+        };
+        let action = self.io_done(p, done, io.count);
+        if self.tasks[p].prog.pc != pc {
+            self.trace_sys_exit(cpu, p, io, io.count);
+        }
+        action
     }
 
     /// fork(2): `child` (pre-built) starts as `p`'s child.

@@ -5,10 +5,14 @@
 //! whenever that happens in the new simulation; a task woken from an
 //! interrupt or by an untraced task sleeps for its recorded time instead
 //! (a timer stays a timer). Forks and exits are replayed where they were.
+//! With the syscall events of reads and writes and `# fd` lines naming
+//! their pipes and sockets, the replay is causal (docs/replay.md): a read
+//! waits for the bytes it read to be written, a write for the room its
+//! bytes took, and the wakeups those calls made are made by the bytes.
 
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
-use crate::trace::parse::{self, Event, Record, Task, UNKNOWN_PID};
+use crate::trace::parse::{self, Event, Parsed, Record, Task, UNKNOWN_PID};
 use crate::workload::params::Params;
 use crate::workload::program::{Blocked, Dist, Mark, Op};
 use crate::workload::{BenchResult, Builder, TaskSpec};
@@ -34,6 +38,48 @@ enum Atom {
     /// Fork task n; the new task was woken onto another CPU (an IPI).
     Fork(usize, bool),
     Exit,
+    /// A read or write on a queue (causal replay): wait until count c
+    /// (`2q`: bytes written to queue q, `2q + 1`: bytes read from it)
+    /// reaches this many (0: nothing to wait for).
+    Want(usize, u64),
+    /// A write to a queue that must fit: it ends at this many bytes
+    /// written, so needs all but the queue's room read (`Queue::room`),
+    /// resolved into a `Want` once the trace is read.
+    Fit(usize, u64),
+    /// Add this many bytes to count c (a write or a read).
+    Put(usize, u64),
+    /// The waker's share of a recorded wakeup that the replay makes by a
+    /// write (`Put`) rather than an edge.
+    Woke(Reach),
+}
+
+/// The read or write system call a task is in (causal replay).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sys {
+    write: bool,
+    /// The queue its fd names (`# fd` lines), if any.
+    queue: Option<usize>,
+    /// Its `Want` (or `Fit`) atom.
+    want: Option<usize>,
+    /// Its `Put` atom, placed at its first wakeup of a task waiting on
+    /// the queue's other side.
+    put: Option<usize>,
+    /// The bytes in the queue when it blocked (a write: the queue was
+    /// full).
+    full_at: Option<u64>,
+}
+
+/// A pipe or socket receive queue, and the bytes the trace moved through
+/// it so far.
+#[derive(Clone, Debug, Default)]
+struct Queue {
+    name: String,
+    written: u64,
+    read: u64,
+    /// The most bytes it holds, as far as the writes that blocked show:
+    /// the least, over them, of the bytes in it then plus the write's,
+    /// less one.
+    room: Option<u64>,
 }
 
 /// Where a recorded wakeup went, for the waker's kernel work.
@@ -94,6 +140,8 @@ struct RTask {
     waiters: Vec<usize>,
     /// The CPUs the trace shows it running on, ascending.
     cpus: Vec<usize>,
+    /// The read or write it is in (causal replay).
+    sys: Option<Sys>,
 }
 
 impl RTask {
@@ -132,6 +180,9 @@ pub struct Replay {
     t0: u64,
     pub warnings: Vec<String>,
     pub opts: Options,
+    /// The pipes and sockets a causal replay counts bytes through (0: not
+    /// causal).
+    pub queues: usize,
 }
 
 /// What the trace showed of one CPU so far.
@@ -165,6 +216,10 @@ struct Builder2 {
     /// Wakeups onto another CPU not yet known to have sent an IPI, by
     /// target CPU: (waker, index of its Wake atom, wakee pid).
     ipi_pending: BTreeMap<usize, Vec<(usize, usize, u32)>>,
+    /// (pid, fd) → queue, from the trace's `# fd` lines: with them the
+    /// replay is causal.
+    fds: BTreeMap<(u32, u32), usize>,
+    queues: Vec<Queue>,
 }
 
 impl Builder2 {
@@ -211,9 +266,26 @@ impl Builder2 {
             preempted_by: None,
             waiters: Vec::new(),
             cpus: Vec::new(),
+            sys: None,
         });
         self.by_pid.insert(pid, i);
         Some(i)
+    }
+
+    /// One queue per object the `# fd` lines name.
+    fn name_queues(&mut self, fds: &BTreeMap<(u32, u32), String>) {
+        let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
+        for (&key, name) in fds {
+            let n = by_name.len();
+            let q = *by_name.entry(name).or_insert(n);
+            if q == self.queues.len() {
+                self.queues.push(Queue {
+                    name: name.clone(),
+                    ..Queue::default()
+                });
+            }
+            self.fds.insert(key, q);
+        }
     }
 
     fn known(&self, pid: u32) -> Option<usize> {
@@ -318,6 +390,16 @@ impl Builder2 {
                 }
             }
             Event::Fork { parent, child } => self.fork(r, parent, child)?,
+            Event::SysEnter { write, fd } => {
+                if let Some(i) = self.known(r.ctx_pid) {
+                    self.sys_enter(i, ts, *write, *fd);
+                }
+            }
+            Event::SysExit { write, ret } => {
+                if let Some(i) = self.known(r.ctx_pid) {
+                    self.sys_exit(i, ts, *write, *ret);
+                }
+            }
             // do_exit's own work runs until the final switch (prev_state
             // X or Z), which ends the task.
             Event::Exit { task } => {
@@ -328,6 +410,104 @@ impl Builder2 {
             }
         }
         Ok(())
+    }
+
+    /// Task `i` enters a read or write on `fd`. A read or write of a
+    /// known queue waits, in the replay, for the bytes it will have read
+    /// to be written, or for the room its bytes took (its `Want` or
+    /// `Fit`, filled in at its exit): at its entry, since where a call
+    /// that did not block would have blocked is not in the trace.
+    fn sys_enter(&mut self, i: usize, ts: u64, write: bool, fd: u32) {
+        let queue = self.fds.get(&(self.tasks[i].pid, fd)).copied();
+        let want = queue.map(|q| {
+            self.flush_run(i, ts);
+            self.tasks[i].atoms.push(Atom::Want(2 * q, 0));
+            self.tasks[i].atoms.len() - 1
+        });
+        self.tasks[i].sys = Some(Sys {
+            write,
+            queue,
+            want,
+            put: None,
+            full_at: None,
+        });
+    }
+
+    /// Task `i` blocks: a write blocked on a full queue tells its room.
+    fn sys_block(&mut self, i: usize) {
+        if let Some(s) = self.tasks[i].sys.as_mut().filter(|s| s.write) {
+            if let Some(q) = s.queue {
+                let queue = &self.queues[q];
+                s.full_at = Some(queue.written.saturating_sub(queue.read));
+            }
+        }
+    }
+
+    /// Task `i`'s read or write returns `ret` bytes: counted on its queue.
+    /// The n-th byte read from a queue needs the n-th byte written to it,
+    /// by whichever task, and a write needs the room its bytes take: a
+    /// read's `Want` is the queue's bytes read so far, a write's `Fit`
+    /// its bytes written so far; each posts its bytes (at its first
+    /// wakeup of a task on the queue's other side, or here).
+    fn sys_exit(&mut self, i: usize, ts: u64, write: bool, ret: i64) {
+        let Some(s) = self.tasks[i].sys.take() else {
+            return;
+        };
+        let (Some(q), true) = (s.queue, s.write == write) else {
+            return;
+        };
+        let n = ret.max(0) as u64;
+        let queue = &mut self.queues[q];
+        let (want, count) = if write {
+            queue.written += n;
+            if let Some(full) = s.full_at {
+                let room = (full + n).saturating_sub(1);
+                queue.room = Some(queue.room.map_or(room, |r| r.min(room)));
+            }
+            (Atom::Fit(q, queue.written), 2 * q)
+        } else {
+            queue.read += n;
+            (Atom::Want(2 * q, queue.read), 2 * q + 1)
+        };
+        let t = &mut self.tasks[i];
+        if let Some(a) = s.want.filter(|_| n > 0) {
+            t.atoms[a] = want;
+        }
+        let put = Atom::Put(count, n);
+        match s.put {
+            Some(a) => t.atoms[a] = put,
+            None => {
+                self.flush_run(i, ts);
+                self.tasks[i].atoms.push(put);
+            }
+        }
+    }
+
+    /// A wakeup by `w`, in a read or write on a queue, of `i`, in a call
+    /// on the queue's other side: the replay makes it by `w`'s bytes (its
+    /// `Put`, placed here if this is its first such wakeup), not by an
+    /// edge.
+    fn causal_wake(&mut self, w: usize, i: usize, r: &Record) -> bool {
+        let (Some(ws), Some(is)) = (self.tasks[w].sys, self.tasks[i].sys) else {
+            return false;
+        };
+        let Some(q) = ws
+            .queue
+            .filter(|_| ws.write != is.write && is.queue == ws.queue)
+        else {
+            return false;
+        };
+        self.flush_run(w, r.ts);
+        if ws.put.is_none() {
+            let t = &mut self.tasks[w];
+            t.atoms.push(Atom::Put(2 * q + !ws.write as usize, 0));
+            t.sys = Some(Sys {
+                put: Some(t.atoms.len() - 1),
+                ..ws
+            });
+        }
+        self.waker_atom(w, i, r, None);
+        true
     }
 
     /// A fork creates a task that did not exist: a child pid already seen
@@ -424,7 +604,10 @@ impl Builder2 {
                 t.atoms.push(Atom::Exit);
                 t.dead = true;
             }
-            _ => t.atoms.push(Atom::Blocked(ts)),
+            _ => {
+                t.atoms.push(Atom::Blocked(ts));
+                self.sys_block(i);
+            }
         }
     }
 
@@ -477,6 +660,14 @@ impl Builder2 {
         }
         let waker = if r.irq { None } else { self.known(r.ctx_pid) };
         let waker = waker.filter(|&w| w != i && !self.tasks[w].dead);
+        if waker.is_some_and(|w| self.causal_wake(w, i, r)) {
+            if let Some(Atom::Blocked(_)) = self.tasks[i].atoms.last() {
+                self.tasks[i].atoms.pop();
+                self.tasks[i].runnable_since = Some(ts);
+                self.tasks[waker.expect("some")].woke.push(i);
+            }
+            return;
+        }
         let Some(Atom::Blocked(since)) = self.tasks[i].atoms.last().copied() else {
             // On its way to block: an edge, no block to end.
             if let (Some(w), false) = (waker, self.tasks[i].dead) {
@@ -505,9 +696,16 @@ impl Builder2 {
     /// One onto another CPU is taken to have sent an IPI until that CPU's
     /// next switch says otherwise (settle_ipis).
     fn edge(&mut self, w: usize, wakee: usize, r: &Record) -> usize {
-        self.flush_run(w, r.ts);
         let e = self.edges;
         self.edges += 1;
+        self.waker_atom(w, wakee, r, Some(e));
+        e
+    }
+
+    /// The waker's atom of a wakeup at record `r`: `Wake` of an edge, or
+    /// `Woke` (made by a write).
+    fn waker_atom(&mut self, w: usize, wakee: usize, r: &Record, edge: Option<usize>) {
+        self.flush_run(w, r.ts);
         let reach = match r.ev {
             Event::Waking {
                 target: Some(c), ..
@@ -519,8 +717,10 @@ impl Builder2 {
             }
             _ => Reach::Local,
         };
-        self.tasks[w].atoms.push(Atom::Wake(e, reach));
-        e
+        self.tasks[w].atoms.push(match edge {
+            Some(e) => Atom::Wake(e, reach),
+            None => Atom::Woke(reach),
+        });
     }
 
     /// The next switch on a remote wakeup's target CPU tells whether the
@@ -531,7 +731,8 @@ impl Builder2 {
     fn settle_ipis(&mut self, cpu: usize, prev: u32, prev_state: &str, next: u32) {
         for (w, at, wakee) in self.ipi_pending.remove(&cpu).unwrap_or_default() {
             let ipi = prev == 0 || (next == wakee && prev_state.starts_with('R'));
-            if let Some(Atom::Wake(_, reach)) = self.tasks[w].atoms.get_mut(at) {
+            if let Some(Atom::Wake(_, reach) | Atom::Woke(reach)) = self.tasks[w].atoms.get_mut(at)
+            {
                 *reach = Reach::Remote { ipi };
             }
         }
@@ -550,6 +751,9 @@ impl Builder2 {
             // Still blocked at the end of the trace: the replay ends there.
             if let Some(Atom::Blocked(_)) = t.atoms.last() {
                 t.atoms.pop();
+            }
+            for a in &mut t.atoms {
+                *a = resolve(*a, &self.queues);
             }
             // Every migration is a sched_migrate_task event; a trace
             // without them (or with some lost) still shows the CPU changes
@@ -572,17 +776,20 @@ impl Replay {
             std::fs::read_to_string(file).map(|text| (file, text))
         }
         .map_err(|e| format!("{file}: cannot read trace: {e}"))?;
-        let recs = parse::parse(file, &text)?;
-        Self::from_records(file, &recs, select, opts)
+        let parsed = parse::parse_all(file, &text)?;
+        Self::from_records(file, &parsed, select, opts)
     }
 
-    /// The replay of parsed records.
+    /// The replay of a parsed trace: causal when its `# fd` lines name
+    /// the queues of its reads and writes (docs/replay.md), else by the
+    /// recorded wakeups alone (its syscall events are then not used).
     pub fn from_records(
         file: &str,
-        recs: &[Record],
+        parsed: &Parsed,
         select: &[String],
         opts: Options,
     ) -> Result<Replay, String> {
+        let recs = &parsed.recs;
         let (Some(first), Some(last)) = (recs.first(), recs.last()) else {
             return Err(format!("{file}: the trace has no scheduler events"));
         };
@@ -601,12 +808,25 @@ impl Replay {
             handovers: 0,
             cpus: BTreeMap::new(),
             ipi_pending: BTreeMap::new(),
+            fds: BTreeMap::new(),
+            queues: Vec::new(),
         };
+        b.name_queues(&parsed.fds);
+        let causal = !b.queues.is_empty();
         for r in recs {
+            if !causal && matches!(r.ev, Event::SysEnter { .. } | Event::SysExit { .. }) {
+                continue;
+            }
             b.record(r, use_wakeup)
                 .map_err(|m| format!("{file}:{}: {m}", r.line))?;
         }
         b.finish(last.ts);
+        if let Some(q) = b.queues.iter().find(|q| q.written > u32::MAX as u64) {
+            return Err(format!(
+                "{file}: {} bytes were written to {}, more than the replay counts (4 GiB)",
+                q.written, q.name
+            ));
+        }
         if b.tasks.is_empty() {
             return Err(format!("{file}: no task to replay (check --select)"));
         }
@@ -644,6 +864,7 @@ impl Replay {
             t0: first.ts,
             warnings,
             opts,
+            queues: b.queues.len(),
         })
     }
 
@@ -655,11 +876,20 @@ impl Replay {
     /// counting word per awaiting task), programs from the atoms.
     pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
         let words = self.words(k);
+        let queue0 = k.futexes.len();
+        for _ in 0..2 * self.queues {
+            k.futex_new(0);
+        }
         let base = k.tasks.len();
         for t in &self.tasks {
-            let mut ops = self.program(k, t, &words, base);
+            let mut ops = self.program(k, t, &words, queue0, base);
             ops.push(Op::Mark(Mark::Stop));
-            let exits = t.atoms.last() == Some(&Atom::Exit);
+            // A causal replay leaves the exit's work in the recorded
+            // bursts, where it was: do_exit traces sched_process_exit
+            // before exit_mm and exit_files and wakes the parent after
+            // them, so taking it out of the bursts before the exit would
+            // wake the parent early by that much.
+            let exits = t.atoms.last() == Some(&Atom::Exit) && self.queues == 0;
             ops.push(if exits { Op::Exit } else { Op::TraceEnd });
             let nice = (t.prio - 120).clamp(-20, 19);
             let allowed = self.allowed(k, t);
@@ -734,7 +964,17 @@ impl Replay {
     /// atom before it (sched_waking fires as try_to_wake_up begins; the
     /// wakeup's work follows); the model charges that work again, so it
     /// is taken out of the burst that holds it.
-    fn program(&self, k: &Kernel, t: &RTask, words: &[(usize, u32)], base: Pid) -> Vec<Op> {
+    /// Count c of the queues is word `queue0 + c`; a causal replay's
+    /// reads and writes are no ops of their own when they moved no bytes,
+    /// and a wakeup made by a write only its waker's cost.
+    fn program(
+        &self,
+        k: &Kernel,
+        t: &RTask,
+        words: &[(usize, u32)],
+        queue0: usize,
+        base: Pid,
+    ) -> Vec<Op> {
         let slack = k.cfg.timer_slack_ns;
         let mut ops = Vec::new();
         let mut debt = 0;
@@ -742,15 +982,37 @@ impl Replay {
             let cost = self.model_cost(k, a);
             match a {
                 Atom::Wake(..) => debt += cost,
+                Atom::Woke(_) => {
+                    debt += cost;
+                    continue;
+                }
+                // A read begins after the wakeups before it are done.
+                Atom::Want(..) => debt = 0,
                 Atom::Await(_) | Atom::Timer(_) => debt = 0,
                 // wake_up_new_task follows the fork's trace line: its IPI
                 // is in the burst after.
                 Atom::Fork(_, remote) => {
-                    take_from_bursts(&mut ops, cost);
+                    if self.queues == 0 {
+                        take_from_bursts(&mut ops, cost);
+                    }
                     debt += k.machine.cost.ipi_send_ns * *remote as u64;
                 }
-                Atom::Exit => take_from_bursts(&mut ops, cost),
-                Atom::Run(..) | Atom::Blocked(_) => {}
+                Atom::Exit if self.queues == 0 => {
+                    take_from_bursts(&mut ops, cost);
+                }
+                Atom::Exit => {}
+                Atom::Run(..) | Atom::Blocked(_) | Atom::Put(..) | Atom::Fit(..) => {}
+            }
+            if let Atom::Want(_, 0) | Atom::Put(_, 0) = a {
+                continue;
+            }
+            if let (Atom::Wake(e, _), Some(Op::PostWake { futex, n })) = (a, ops.last_mut()) {
+                // Wakeups at one instant are one call (a write waking its
+                // pollers): in a causal replay, posted together.
+                if self.queues > 0 && *futex + *n as usize == words[*e].0 {
+                    *n += 1;
+                    continue;
+                }
             }
             ops.push(match *a {
                 Atom::Run(ns, n) => {
@@ -765,9 +1027,25 @@ impl Replay {
                     futex: words[e].0,
                     need: words[e].1,
                 },
-                Atom::Wake(e, _) => Op::PostWake { futex: words[e].0 },
+                Atom::Wake(e, _) => Op::PostWake {
+                    futex: words[e].0,
+                    n: 1,
+                },
+                // A causal replay leaves the fork's work in the recorded
+                // bursts, like the exit's: it does not depend on the
+                // schedule, and charging the model's (with its own noise)
+                // for the recorded one's moves every later step.
+                Atom::Fork(c, _) if self.queues > 0 => Op::ForkTraced { child: base + c },
                 Atom::Fork(c, _) => Op::Fork { child: base + c },
-                Atom::Exit | Atom::Blocked(_) => break,
+                Atom::Want(c, n) => Op::AwaitWake {
+                    futex: queue0 + c,
+                    need: n as u32,
+                },
+                Atom::Put(c, n) => Op::PostBytes {
+                    futex: queue0 + c,
+                    bytes: n as u32,
+                },
+                Atom::Exit | Atom::Blocked(_) | Atom::Woke(_) | Atom::Fit(..) => break,
             });
         }
         ops
@@ -781,8 +1059,8 @@ impl Replay {
         match a {
             Atom::Fork(..) => c.fork_ns,
             Atom::Exit => c.exit_ns,
-            Atom::Wake(_, Reach::Local) => c.wakeup_local_ns,
-            Atom::Wake(_, Reach::Remote { ipi }) => {
+            Atom::Wake(_, Reach::Local) | Atom::Woke(Reach::Local) => c.wakeup_local_ns,
+            Atom::Wake(_, Reach::Remote { ipi }) | Atom::Woke(Reach::Remote { ipi }) => {
                 c.wakeup_local_ns + c.remote_rq_lock_ns + c.ipi_send_ns * *ipi as u64
             }
             _ => 0,
@@ -821,6 +1099,25 @@ impl Replay {
             .iter()
             .map(|t| (t.pid, t.comm.as_str(), t.rec))
             .collect()
+    }
+}
+
+/// A causal atom once the whole trace is read. Bytes read that no traced
+/// write put there were in the queue before the trace began (or came
+/// from an untraced writer): a read needs that many fewer. A write needs
+/// its bytes, less the queue's room, read; no room known (no write
+/// blocked): nothing.
+fn resolve(a: Atom, queues: &[Queue]) -> Atom {
+    match a {
+        Atom::Want(c, n) if c % 2 == 0 => {
+            let q = &queues[c / 2];
+            Atom::Want(c, n.saturating_sub(q.read.saturating_sub(q.written)))
+        }
+        Atom::Fit(q, n) => {
+            let need = queues[q].room.map_or(0, |room| n.saturating_sub(room));
+            Atom::Want(2 * q + 1, need)
+        }
+        a => a,
     }
 }
 
@@ -907,6 +1204,12 @@ impl Replay {
             self.span as f64 / 1e9,
             sim_span as f64 / 1e9
         )];
+        if self.queues > 0 {
+            lines.push(format!(
+                "# causal: each read waits for the bytes it read to be written, through {} pipes and sockets",
+                self.queues
+            ));
+        }
         let mut fields = Map::new();
         fields.insert("tasks".into(), json!(self.tasks.len()));
         fields.insert("edges".into(), json!(self.edges));
