@@ -137,12 +137,14 @@ impl Tracer for Collect {
             TraceEvent::Exit { p } => {
                 ("sched_process_exit", n.clone(), Some(p), None, n.clone(), n)
             }
-            // Decision records: built only for a tracer that asks for
-            // them, which this one does not.
+            // Decision records and syscall events: built only for a
+            // tracer that asks for them, which this one does not.
             TraceEvent::Pick { .. }
             | TraceEvent::Place { .. }
             | TraceEvent::Resched { .. }
-            | TraceEvent::Balance { .. } => return,
+            | TraceEvent::Balance { .. }
+            | TraceEvent::SysEnter { .. }
+            | TraceEvent::SysExit { .. } => return,
         };
         self.row([
             ("time_ns", json!(k.now)),
