@@ -570,13 +570,15 @@ pub fn cascade_lake() -> CostModel {
         // the distros these machines ran build it; the seeds do not say otherwise
         governor: Governor::Menu,
         guest_halt_poll_ns: 0,
-        // published: hyperthread siblings exchange a line in ~7–10 ns (shared L1/L2)
-        cache_refill_smt_ns: refill_ns(10),
-        // published: ~50–60 ns core-to-core within the socket (mesh, L3/snoop filter)
-        cache_refill_llc_ns: refill_ns(55),
+        // published: core-to-core-latency's CSV for a Xeon Platinum 8275CL (Cascade Lake, 2×24c,
+        // the same die and mesh; github.com/nviennot/core-to-core-latency results, 2022-09;
+        // medians per distance in docs/machines.md): SMT siblings 7.6 ns
+        cache_refill_smt_ns: refill_ns(8),
+        // published: the same CSV, two cores of one socket's mesh 46.6 ns (p10–p90 43.6–50.9)
+        cache_refill_llc_ns: refill_ns(47),
         // one LLC per socket: never charged; same as LLC
-        cache_refill_socket_ns: refill_ns(55),
-        // published: ~130–140 ns core-to-core across the UPI link
+        cache_refill_socket_ns: refill_ns(47),
+        // published: the same CSV across the UPI link 134.1 ns
         cache_refill_numa_ns: refill_ns(135),
         // not measured on this machine: 0; x86 TLB_NR_DYN_ASIDS
         switch_cache_warm_ns: 0,
