@@ -293,21 +293,34 @@ pub fn writer_counts(avail: usize) -> (Vec<usize>, Vec<&'static str>) {
 /// N writers into one reader on `home` (`xcpu.c` with a CPU list): the
 /// first N of `others`, the nearest CPUs.
 fn many_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
-    let (counts, skipped) = writer_counts(others.len());
-    if !skipped.is_empty() {
-        r.skip(
-            &format!(
-                "streams with {} writers into one reader",
-                skipped.join(", ")
-            ),
-            &format!("{} usable CPU(s) besides the reader's", others.len()),
-        );
-    }
     let kind = Streams {
         f: bench::xcpu_stream,
         id: "writers",
         how: "",
     };
+    counted_writers(kind, "streams", home, others, plan, r);
+}
+
+/// `kind`'s streams at each of [`writer_counts`] that fits, and a note
+/// naming the `label` streams with the counts that do not.
+fn counted_writers(
+    kind: Streams,
+    label: &str,
+    home: usize,
+    others: &[usize],
+    plan: &Plan,
+    r: &mut Results,
+) {
+    let (counts, skipped) = writer_counts(others.len());
+    if !skipped.is_empty() {
+        r.skip(
+            &format!(
+                "{label} with {} writers into one reader",
+                skipped.join(", ")
+            ),
+            &format!("{} usable CPU(s) besides the reader's", others.len()),
+        );
+    }
     writer_streams(kind, home, others, &counts, plan, r);
 }
 
@@ -372,26 +385,12 @@ fn rotating_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results)
 /// EAGAIN retries of the N-writer streams. Reported, not derived yet: no
 /// machine with three or more CPUs has measured it.
 fn gated_writers(home: usize, others: &[usize], plan: &Plan, r: &mut Results) {
-    let (counts, skipped) = writer_counts(others.len());
-    if counts.is_empty() {
-        let why = format!("{} usable CPU(s) besides the reader's", others.len());
-        return r.skip(
-            "streams of writers held back to what the reader keeps up with",
-            &why,
-        );
-    }
-    if !skipped.is_empty() {
-        r.skip(
-            &format!("held-back streams with {} writers", skipped.join(", ")),
-            &format!("{} usable CPU(s) besides the reader's", others.len()),
-        );
-    }
     let kind = Streams {
         f: bench::xcpu_gated,
         id: "gated",
         how: " at once, at most 2 messages each unread",
     };
-    writer_streams(kind, home, others, &counts, plan, r);
+    counted_writers(kind, "held-back streams", home, others, plan, r);
 }
 
 fn same_cpu(home: usize, plan: &Plan, r: &mut Results) {
