@@ -314,16 +314,16 @@ fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> 
         .and_then(parse_ts)
         .ok_or_else(|| format!("`{tok}` is not a timestamp"))?;
     rest = rest[tok.len()..].trim_start();
+    let record = |ev| Record {
+        line: n,
+        ts,
+        cpu,
+        ctx_pid,
+        irq,
+        ev,
+    };
     if let Some(ev) = syscall(rest) {
-        let rec = ev?.map(|ev| Record {
-            line: n,
-            ts,
-            cpu,
-            ctx_pid,
-            irq,
-            ev,
-        });
-        return Ok((layout, rec));
+        return Ok((layout, ev?.map(record)));
     }
     // perf names events `sched:sched_switch`.
     let rest = rest.strip_prefix("sched:").unwrap_or(rest);
@@ -370,15 +370,7 @@ fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> 
         }
         _ => None,
     };
-    let rec = ev.map(|ev| Record {
-        line: n,
-        ts,
-        cpu,
-        ctx_pid,
-        irq,
-        ev,
-    });
-    Ok((layout, rec))
+    Ok((layout, ev.map(record)))
 }
 
 /// A syscall event: None if `rest` is not one; Some(Ok(None)) for a call
