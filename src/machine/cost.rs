@@ -344,6 +344,12 @@ fn default_page_size() -> u32 {
     4096
 }
 
+/// Whether `bytes` is a page size the model takes: a power of two from
+/// 4 KiB to 256 KiB (the sizes Linux architectures build with).
+pub fn page_size_ok(bytes: u64) -> bool {
+    bytes.is_power_of_two() && (4096..=262_144).contains(&bytes)
+}
+
 impl CostModel {
     /// Is there a polling idle state (a wakeup of a CPU in it needs no IPI)?
     pub fn has_polling_idle(&self) -> bool {
@@ -397,7 +403,7 @@ impl CostModel {
         if self.idle_states.iter().skip(1).any(|s| s.polling) {
             return Err("cost model: only idle_states[0] may be a polling state".into());
         }
-        if !self.page_size.is_power_of_two() || !(4096..=262_144).contains(&self.page_size) {
+        if !page_size_ok(self.page_size.into()) {
             return Err(format!(
                 "cost model: page_size {} is not a power of two from 4096 to 262144 bytes",
                 self.page_size

@@ -377,9 +377,7 @@ impl MachineFile<'_> {
                     return Err(self.err(S, k, msg));
                 }
                 (Value::Integer(_), Value::Integer(n))
-                    if k == "page_size"
-                        && !(u32::try_from(*n).is_ok_and(|p| p.is_power_of_two())
-                            && (4096..=262_144).contains(n)) =>
+                    if k == "page_size" && !u64::try_from(*n).is_ok_and(cost::page_size_ok) =>
                 {
                     let msg = format!("{n} bytes: a power of two from 4096 to 262144");
                     return Err(self.err(S, k, msg));

@@ -380,7 +380,7 @@ fn page_size() -> Option<u32> {
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     u32::try_from(page)
         .ok()
-        .filter(|p| p.is_power_of_two() && (4096..=262_144).contains(p))
+        .filter(|&p| cost::page_size_ok(p.into()))
 }
 
 /// The cost model for this host: the measured KVM-guest model in a VM,
