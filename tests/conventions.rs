@@ -28,7 +28,14 @@ fn subcommands() -> Vec<Vec<&'static str>> {
     .iter()
     .map(|s| vec![*s])
     .collect();
-    for r in ["wakelist", "preempt", "completion", "swb", "pelt"] {
+    for r in [
+        "wakelist",
+        "preempt",
+        "completion",
+        "swb",
+        "pelt",
+        "summary",
+    ] {
         all.push(vec!["repro", r]);
     }
     for v in ["pelt", "bench"] {
@@ -61,7 +68,14 @@ fn help_shows_the_defaults() {
 
 #[test]
 fn runs_scale_json_and_quiet_are_spelled_the_same_everywhere() {
-    for r in ["wakelist", "preempt", "completion", "swb", "pelt"] {
+    for r in [
+        "wakelist",
+        "preempt",
+        "completion",
+        "swb",
+        "pelt",
+        "summary",
+    ] {
         let (_, out, _) = schedlab(&["repro", r, "--help"]);
         assert!(out.contains("--json <PATH>"), "repro {r} has no --json");
         assert!(out.contains("-q, --quiet"), "repro {r}");
@@ -69,11 +83,11 @@ fn runs_scale_json_and_quiet_are_spelled_the_same_everywhere() {
             !out.contains("--seeds") && !out.contains("--ops-scale") && !out.contains("--loops")
         );
     }
-    for r in ["wakelist", "preempt", "completion", "swb"] {
+    for r in ["wakelist", "preempt", "completion", "swb", "summary"] {
         let (_, out, _) = schedlab(&["repro", r, "--help"]);
         assert!(out.contains("--runs <RUNS>"), "repro {r}");
     }
-    for r in ["preempt", "swb", "pelt"] {
+    for r in ["preempt", "swb", "pelt", "summary"] {
         let (_, out, _) = schedlab(&["repro", r, "--help"]);
         assert!(out.contains("--scale <SCALE>"), "repro {r}");
     }

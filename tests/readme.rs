@@ -45,6 +45,10 @@ const SKIPPED: &[(&str, &str)] = &[
         "schedlab repro completion",
         "kernbench over 10 seeds at least twice",
     ),
+    (
+        "schedlab repro summary",
+        "every series over 5 seeds, minutes (tests/repro_summary.rs runs it smaller)",
+    ),
 ];
 
 /// The command lines of README.md's code blocks that start with

@@ -3,6 +3,7 @@
 //! `kernel.completion` variants, next to the figures the seed published.
 
 use super::run_embedded;
+use super::summary::Cell;
 use crate::kernel::completion::CompletionVariant;
 use crate::report::completion::swait_stat;
 use crate::workload::fork::{mean_var, Forky};
@@ -116,6 +117,39 @@ fn row(name: &str, s: [f64; 5]) -> String {
         "  {name:<30} {:>10.4} {:>10.4} {:>10.5} {:>10.4} {:>10.4}",
         s[0], s[1], s[2], s[3], s[4]
     )
+}
+
+/// What `repro summary` sets beside seed 003's rows: each seed's
+/// (1..=runs) fork time and kernbench times with kernel.completion
+/// "waitqueue" (v4.6) and "swait-defer" (the seed's patch), keyed as the
+/// rows name them, all runs on all cores.
+pub fn summary_cells(runs: u64) -> Result<Vec<Cell>, String> {
+    let args = CompletionArgs {
+        runs,
+        machine: None,
+        json: None,
+    };
+    let sides = [CompletionVariant::WaitQueue, CompletionVariant::SwaitDefer];
+    let n = runs as usize;
+    let flat = crate::util::parallel::par_map(2 * n, |i| {
+        let sets = sets(sides[i / n], Some((i % n) as u64 + 1), &args);
+        let fork = run_embedded(&format!("{DIR}/forky.toml"), FORKY, &sets)?;
+        let (_, tasks) = &fork.workloads[0];
+        let (fork_ms, _) = mean_var(&Forky::samples_ms(&fork.kernel, tasks));
+        let build = run_embedded(&format!("{DIR}/kernbench.toml"), KERNBENCH, &sets)?;
+        let (_, tasks) = &build.workloads[0];
+        let t = Kernbench::times(&build.kernel, tasks);
+        let s = |ns: u64| ns as f64 / 1e9;
+        let cpu_pct = 100.0 * (s(t.user) + s(t.sys)) / s(t.real).max(1e-9);
+        Ok([fork_ms, s(t.user), s(t.sys), s(t.real), cpu_pct])
+    })?;
+    let (waitqueue, defer) = flat.split_at(n);
+    let keys = ["fork ms", "user s", "system s", "elapsed s", "CPU %"];
+    Ok(keys
+        .iter()
+        .enumerate()
+        .map(|(k, key)| Cell::new(*key, waitqueue, defer, |m| m[k]))
+        .collect())
 }
 
 /// `schedlab repro completion`: the four sections, then the note.

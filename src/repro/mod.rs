@@ -9,6 +9,8 @@
 pub mod completion;
 pub mod pelt;
 pub mod preempt;
+pub mod seed_rows;
+pub mod summary;
 pub mod swb;
 pub mod table;
 pub mod wakelist;
@@ -40,6 +42,8 @@ enum Which {
     Swb(swb::SwbArgs),
     /// Seed 004: PELT rewrite, LKP hackbench top level vs 3 cgroup levels deep, TG_LOAD_AVG_FILTER off → on
     Pelt(pelt::PeltArgs),
+    /// Every seed's published before/after rows beside the simulation, each judged by one rule
+    Summary(summary::SummaryArgs),
 }
 
 /// Run the chosen series; each prints its tables and notes.
@@ -50,6 +54,7 @@ pub fn main(args: &ReproArgs) -> i32 {
         Which::Completion(a) => &a.json,
         Which::Swb(a) => &a.json,
         Which::Pelt(a) => &a.json,
+        Which::Summary(a) => &a.json,
     };
     if json
         .as_ref()
@@ -67,6 +72,7 @@ pub fn main(args: &ReproArgs) -> i32 {
         Which::Completion(a) => completion::repro(a, args.quiet),
         Which::Swb(a) => swb::repro(a, args.quiet),
         Which::Pelt(a) => pelt::repro(a, args.quiet),
+        Which::Summary(a) => summary::repro(a, args.quiet),
     };
     match r {
         Ok(()) => 0,

@@ -419,3 +419,25 @@ pub fn repro(args: &PeltArgs, quiet: bool) -> Result<(), String> {
     }
     super::write_json(args.json.as_ref(), to_json(&rows, &all, args))
 }
+
+/// What `repro summary` sets beside seed 004's hackbench rows: each seed's
+/// top-level throughput on the repro's before and after sides, keyed by
+/// the configuration's name, all runs on all cores.
+pub fn summary_cells(runs: u64, scale: u64) -> Result<Vec<super::summary::Cell>, String> {
+    let seeds = super::run_seeds(runs, None);
+    let n = seeds.len();
+    let flat = crate::util::parallel::par_map(ROWS.len() * 2 * n, |i| {
+        let row = &ROWS[i / (2 * n)];
+        simulate(
+            row,
+            loops(row.name, scale).max(1),
+            SIDES[i / n % 2],
+            seeds[i % n],
+        )
+    })?;
+    Ok(ROWS
+        .iter()
+        .zip(flat.chunks(2 * n))
+        .map(|(row, c)| super::summary::Cell::new(row.name, &c[..n], &c[n..], |m| m.throughput))
+        .collect())
+}

@@ -4,6 +4,7 @@
 //! Milan of the thread, with the seed's perf-stat numbers beside the
 //! simulated ones. The scenarios are the files in scenarios/seed-002-preempt.
 
+use super::summary::Cell;
 use clap::Args;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -364,6 +365,31 @@ fn verdict(results: &[(&str, Measured, Measured)]) -> String {
          by the cost model, not fitted to these machines).\n",
     );
     s
+}
+
+/// What `repro summary` sets beside seed 002's rows: per machine, each
+/// seed's (1..=runs) hackbench time, context switches and migrations under
+/// preempt=none and PREEMPT_AUTO's none, keyed "MACHINE time_s" etc., all
+/// runs on all cores.
+pub fn summary_cells(runs: u64, loops: u64) -> Result<Vec<Cell>, String> {
+    let n = runs as usize;
+    let flat = crate::util::parallel::par_map(SCENARIOS.len() * n, |i| {
+        let (file, _, _, text) = SCENARIOS[i / n];
+        simulate(file, text, loops, (i % n) as u64 + 1)
+    })?;
+    let mut cells = Vec::new();
+    for (pair, runs) in SCENARIOS.chunks(2).zip(flat.chunks(2 * n)) {
+        let (none, auto) = runs.split_at(n);
+        let measures: [(&str, fn(&Measured) -> f64); 3] = [
+            ("time_s", |m| m.time_s),
+            ("switches", |m| m.switches),
+            ("migrations", |m| m.migrations),
+        ];
+        for (name, f) in measures {
+            cells.push(Cell::new(format!("{} {name}", pair[0].1), none, auto, f));
+        }
+    }
+    Ok(cells)
 }
 
 /// `schedlab repro preempt`: one table per machine, then the verdict.

@@ -6,6 +6,7 @@
 //! `kernel.features.SWB_SMT_SKIP`.
 
 use super::run_embedded;
+use super::summary::Cell;
 use super::table::SeedTable;
 use crate::compare::mean_sd;
 use crate::run::RunOutput;
@@ -270,6 +271,31 @@ Notes (read before comparing):
   `-w schbench` runs schbench); hackbench runs 200 loops instead of 50000, so compare gains only.
 - One seed per cell unless --runs N (seeds --seed, +1, ...; table 1's calls and CPUs per call
   are the first seed's): a gain smaller than the sd of its row is not a result.";
+
+/// What `repro summary` sets beside seed 001's rows: every row of the
+/// three tables, each seed's value with SWB_SMT_SKIP off and on, keyed
+/// "TABLE LABEL" (table 3 with `ops` cpu-ops), all runs on all cores.
+pub fn summary_cells(runs: u64, ops: u64) -> Result<Vec<Cell>, String> {
+    let seeds = super::run_seeds(runs, None);
+    let n = seeds.len();
+    let tables: [(u8, Vec<Row>, fn(&RunOutput) -> f64); 3] = [
+        (1, swb_rows(), swb_avg_ns),
+        (2, hackbench_rows(), bench_seconds),
+        (3, time_rows(ops), bench_seconds),
+    ];
+    let mut cells = Vec::new();
+    for (t, rows, metric) in &tables {
+        let flat = crate::util::parallel::par_map(rows.len() * 2 * n, |i| {
+            let skip = i / n % 2 == 1;
+            run_one(&rows[i / (2 * n)], skip, seeds[i % n]).map(|o| metric(&o))
+        })?;
+        for (row, c) in rows.iter().zip(flat.chunks(2 * n)) {
+            let key = format!("{t} {}", row.label);
+            cells.push(Cell::new(key, &c[..n], &c[n..], |x| *x));
+        }
+    }
+    Ok(cells)
+}
 
 /// `schedlab repro swb`: the three tables and the notes.
 pub fn repro(args: &SwbArgs, quiet: bool) -> Result<(), String> {

@@ -3,10 +3,11 @@
 //! before and after. The scenarios are the files in
 //! scenarios/seed-000-wakelist.
 
+use super::summary::Cell;
 use super::table::SeedTable;
 use crate::compare::{run_side, Metrics};
 use crate::scenario::flags::{load_scenario, read_scenario, ScenarioArgs};
-use crate::scenario::InputError;
+use crate::scenario::{InputError, Scenario, Source};
 use clap::Args;
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
@@ -128,8 +129,6 @@ const TABLE: SeedTable = SeedTable {
 
 /// `schedlab repro wakelist`.
 pub fn repro(args: &WakelistArgs, quiet: bool) -> Result<(), String> {
-    let before = ["kernel.wakelist=on_cpu_nr_le1".to_string()];
-    let after = ["kernel.wakelist=idle".to_string()];
     println!("Seed 000: queue remote wakeups on the wakelist whenever the wakee's CPU is idle");
     println!("before = kernel.wakelist \"on_cpu_nr_le1\" (v5.19), after = \"idle\" (the series, mainline)");
     println!("{}\n", runs_line(args.runs));
@@ -149,16 +148,7 @@ pub fn repro(args: &WakelistArgs, quiet: bool) -> Result<(), String> {
     let mut rows = Vec::new();
     for row in WAKELIST_ROWS {
         if row.file != last_file {
-            let text = match &args.dir {
-                Some(d) => read_scenario(Some(&d.join(row.file))).map_err(msg)?,
-                None => (
-                    Some(format!("<built-in {}>", row.file)),
-                    builtin(row.file).to_string(),
-                ),
-            };
-            let common = ScenarioArgs::default();
-            let load = |sets: &[String]| load_scenario(text.clone(), &common, false, None, sets);
-            let (a, b) = (load(&before).map_err(msg)?, load(&after).map_err(msg)?);
+            let [a, b] = sides(row.file, args.dir.as_ref())?;
             let results = (
                 run_side(&a, args.runs).map_err(msg)?,
                 run_side(&b, args.runs).map_err(msg)?,
@@ -200,6 +190,63 @@ pub fn repro(args: &WakelistArgs, quiet: bool) -> Result<(), String> {
     }
     let results = json!({"study": "seed-000-wakelist", "runs": args.runs, "rows": rows});
     super::write_json(args.json.as_ref(), results)
+}
+
+/// A scenario file (built in, or read from `dir`) before and after the
+/// series: kernel.wakelist "on_cpu_nr_le1" and "idle".
+fn sides(file: &str, dir: Option<&PathBuf>) -> Result<[(Source, Scenario); 2], String> {
+    let text = match dir {
+        Some(d) => read_scenario(Some(&d.join(file))).map_err(msg)?,
+        None => (
+            Some(format!("<built-in {file}>")),
+            builtin(file).to_string(),
+        ),
+    };
+    let common = ScenarioArgs::default();
+    let load = |set: &str| {
+        load_scenario(text.clone(), &common, false, None, &[set.to_string()]).map_err(msg)
+    };
+    Ok([
+        load("kernel.wakelist=on_cpu_nr_le1")?,
+        load("kernel.wakelist=idle")?,
+    ])
+}
+
+/// schbench's percentiles that `repro summary` sets beside the seed's.
+const SCHBENCH_PCTS: &[&str] = &[
+    "benchmark.wakeup_latency_us.p50",
+    "benchmark.wakeup_latency_us.p90",
+    "benchmark.wakeup_latency_us.p99",
+    "benchmark.wakeup_latency_us.p99_9",
+];
+
+/// Per scenario file, the metrics `repro summary` reads.
+const SUMMARY_METRICS: [(&str, &[&str]); 6] = [
+    ("xeon-context1.toml", &["benchmark.lps"]),
+    ("xeon-hackbench.toml", &["benchmark.time_s"]),
+    ("xeon-schbench.toml", SCHBENCH_PCTS),
+    ("altra-context1.toml", &["benchmark.lps"]),
+    ("altra-hackbench.toml", &["benchmark.time_s"]),
+    ("altra-schbench.toml", SCHBENCH_PCTS),
+];
+
+/// What `repro summary` sets beside seed 000's rows: each run's value of
+/// every metric of [`SUMMARY_METRICS`], before and after, keyed
+/// "FILE METRIC" (a metric a run lacks is NaN).
+pub fn summary_cells(runs: u64) -> Result<Vec<Cell>, String> {
+    let mut cells = Vec::new();
+    for (file, metrics) in SUMMARY_METRICS {
+        let [a, b] = sides(file, None)?;
+        let (ra, rb) = (
+            run_side(&a, runs).map_err(msg)?,
+            run_side(&b, runs).map_err(msg)?,
+        );
+        for m in metrics {
+            let get = |r: &Metrics| r.get(*m).and_then(Value::as_f64).unwrap_or(f64::NAN);
+            cells.push(Cell::new(format!("{file} {m}"), &ra, &rb, get));
+        }
+    }
+    Ok(cells)
 }
 
 /// What the header says of the simulated columns.
