@@ -1,7 +1,8 @@
 //! `schedlab repro`: the seeds' experiments, before vs after, with the
 //! seed's published numbers beside the simulated ones. One file per seed
 //! series; [`run_embedded`] is the runner they share and [`table`] the
-//! seed-vs-simulation table they print.
+//! seed-vs-simulation table they print. [`summary`] sets every row the
+//! seeds publish ([`seed_rows`]) beside the series' cells and judges it.
 //!
 //! Layer: experiments. Builds on `scenario`, `run`, `report` and the layers
 //! below; never imports `cli`.

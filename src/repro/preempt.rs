@@ -380,14 +380,19 @@ pub fn summary_cells(runs: u64, loops: u64) -> Result<Vec<Cell>, String> {
     let mut cells = Vec::new();
     for (pair, runs) in SCENARIOS.chunks(2).zip(flat.chunks(2 * n)) {
         let (none, auto) = runs.split_at(n);
-        let measures: [(&str, fn(&Measured) -> f64); 3] = [
-            ("time_s", |m| m.time_s),
-            ("switches", |m| m.switches),
-            ("migrations", |m| m.migrations),
-        ];
-        for (name, f) in measures {
-            cells.push(Cell::new(format!("{} {name}", pair[0].1), none, auto, f));
-        }
+        let machine = pair[0].1;
+        cells.push(Cell::new(format!("{machine} time_s"), none, auto, |m| {
+            m.time_s
+        }));
+        cells.push(Cell::new(format!("{machine} switches"), none, auto, |m| {
+            m.switches
+        }));
+        cells.push(Cell::new(
+            format!("{machine} migrations"),
+            none,
+            auto,
+            |m| m.migrations,
+        ));
     }
     Ok(cells)
 }

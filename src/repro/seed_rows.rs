@@ -77,8 +77,11 @@ const NO_PCT: &str = "schedlab's schbench reports p50, p90, p99 and p99.9 only";
 
 // ---- seed 000: wakelist (Xeon Platinum 8269CY, 104 threads; Ampere Altra, 80)
 
+/// Before and after of each of [`PCTS`].
+type Percentiles = [(f64, f64); 7];
+
 /// (machine, scenario prefix, schbench -m 2 -t 8 percentiles).
-const SCHBENCH_000: [(&str, &str, [(f64, f64); 7]); 2] = [
+const SCHBENCH_000: [(&str, &str, Percentiles); 2] = [
     (
         "xeon-8269cy",
         "xeon",
@@ -249,7 +252,7 @@ const FUNCLATENCY_001: [(&str, f64, f64); 8] = [
 ];
 
 /// schbench(old) percentiles by thread count, us.
-const SCHBENCH_001: [(u32, [(f64, f64); 7]); 6] = [
+const SCHBENCH_001: [(u32, Percentiles); 6] = [
     (
         1,
         [

@@ -278,7 +278,8 @@ Notes (read before comparing):
 pub fn summary_cells(runs: u64, ops: u64) -> Result<Vec<Cell>, String> {
     let seeds = super::run_seeds(runs, None);
     let n = seeds.len();
-    let tables: [(u8, Vec<Row>, fn(&RunOutput) -> f64); 3] = [
+    type Table = (u8, Vec<Row>, fn(&RunOutput) -> f64);
+    let tables: [Table; 3] = [
         (1, swb_rows(), swb_avg_ns),
         (2, hackbench_rows(), bench_seconds),
         (3, time_rows(ops), bench_seconds),
