@@ -290,7 +290,7 @@ fn schbench_and_context1_report_their_contract_fields() {
         "schbench.json",
     );
     let b = &s["benchmark"];
-    for k in ["p50", "p90", "p99", "p99_9"] {
+    for k in ["p50", "p75", "p90", "p95", "p99", "p99_5", "p99_9"] {
         assert!(b["wakeup_latency_us"][k].is_u64() && b["request_latency_us"][k].is_u64());
     }
     assert!(b["wakeup_latency_us"]["p50"].as_u64() <= b["wakeup_latency_us"]["p99"].as_u64());

@@ -215,8 +215,11 @@ fn sides(file: &str, dir: Option<&PathBuf>) -> Result<[(Source, Scenario); 2], S
 /// schbench's percentiles that `repro summary` sets beside the seed's.
 const SCHBENCH_PCTS: &[&str] = &[
     "benchmark.wakeup_latency_us.p50",
+    "benchmark.wakeup_latency_us.p75",
     "benchmark.wakeup_latency_us.p90",
+    "benchmark.wakeup_latency_us.p95",
     "benchmark.wakeup_latency_us.p99",
+    "benchmark.wakeup_latency_us.p99_5",
     "benchmark.wakeup_latency_us.p99_9",
 ];
 

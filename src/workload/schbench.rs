@@ -309,11 +309,17 @@ fn min0(h: &PlatHist) -> u64 {
     }
 }
 
+/// The percentiles of the JSON: those today's schbench prints (50, 90, 99,
+/// 99.9) and those the older one printed too (75, 95, 99.5), which seed 000
+/// and seed 001 publish.
 fn pct_json(h: &PlatHist) -> Value {
     json!({
         "p50": h.pct(50.0),
+        "p75": h.pct(75.0),
         "p90": h.pct(90.0),
+        "p95": h.pct(95.0),
         "p99": h.pct(99.0),
+        "p99_5": h.pct(99.5),
         "p99_9": h.pct(99.9),
         "min": min0(h),
         "max": h.max,
