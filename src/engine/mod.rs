@@ -284,7 +284,9 @@ mod tests {
             for &(k, i) in &sources {
                 q.push(100, k, i);
             }
-            let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|e| (e.kind, e.idx)).collect();
+            let order: Vec<_> = std::iter::from_fn(|| q.pop())
+                .map(|e| (e.kind, e.idx))
+                .collect();
             orders.push(order);
         }
         assert!(orders.windows(2).all(|w| w[0] == w[1]));
@@ -293,7 +295,10 @@ mod tests {
         assert_eq!(o[0], (EventKind::End, 0));
         assert_eq!(o[1], (EventKind::CpuDone, 0));
         assert_eq!(o[PER_CPU + 1], (EventKind::CpuDone, 1));
-        assert_eq!(o[o.len() - 2..], [(EventKind::Timer, 0), (EventKind::Timer, 1)]);
+        assert_eq!(
+            o[o.len() - 2..],
+            [(EventKind::Timer, 0), (EventKind::Timer, 1)]
+        );
     }
 
     #[test]

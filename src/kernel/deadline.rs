@@ -11,8 +11,8 @@
 
 use super::core::Activity;
 use super::fair::{ENQUEUE_INITIAL, ENQUEUE_WAKEUP};
-use super::noise::By;
 use super::features::KernelConfig;
+use super::noise::By;
 use super::preempt::{Cause, Req};
 use super::rt::{Policy, RtBandwidth, FAIR_SERVER_RUNTIME_NS, RT_PERIOD_NS, RT_RUNTIME_NS};
 use super::task::Pid;

@@ -155,7 +155,11 @@ impl Noise {
         } else {
             0
         };
-        let per_cpu = |base: u64| (0..ncpus as u64).map(|c| Stream::new(seed, base + c)).collect();
+        let per_cpu = |base: u64| {
+            (0..ncpus as u64)
+                .map(|c| Stream::new(seed, base + c))
+                .collect()
+        };
         Noise {
             cfg: cfg.clone(),
             seed,
@@ -176,7 +180,8 @@ impl Noise {
                 if p >= self.task.len() {
                     let seed = self.seed;
                     let ids = self.task.len() as u64..=p as u64;
-                    self.task.extend(ids.map(|i| Stream::new(seed, TASK_STREAMS + i)));
+                    self.task
+                        .extend(ids.map(|i| Stream::new(seed, TASK_STREAMS + i)));
                 }
                 &mut self.task[p]
             }
@@ -377,9 +382,13 @@ mod tests {
         // CPUs draw in between (a task that appears late included), and
         // differ between owners.
         let cfg = NoiseConfig::default();
-        let draws = |n: &mut Noise, by: By| (0..20).map(|_| n.stream(by).next_u64()).collect::<Vec<_>>();
+        let draws =
+            |n: &mut Noise, by: By| (0..20).map(|_| n.stream(by).next_u64()).collect::<Vec<_>>();
         let mut alone = Noise::new(&cfg, 7, 4_000_000, 4);
-        let (t_alone, c_alone) = (draws(&mut alone, By::Task(5)), draws(&mut alone, By::Cpu(2)));
+        let (t_alone, c_alone) = (
+            draws(&mut alone, By::Task(5)),
+            draws(&mut alone, By::Cpu(2)),
+        );
         let mut mixed = Noise::new(&cfg, 7, 4_000_000, 4);
         let (mut t, mut c) = (Vec::new(), Vec::new());
         for k in 0..20 {
