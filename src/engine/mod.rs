@@ -20,8 +20,10 @@
 //! events:
 //! - events of the same instant fire in the order of what they are, not of
 //!   when they were armed: the end of the run first, then each CPU's events
-//!   by CPU number and, within a CPU, in `CPU_KINDS` order, then the task
-//!   timers by pid (the slot number is the tie-break);
+//!   by CPU number and, within a CPU, in `CPU_KINDS` order, then the
+//!   timers by index: the tasks' by pid, then the deadline, bandwidth and
+//!   slack timers (kernel/deadline.rs, bandwidth.rs: their index bases).
+//!   The slot number is the tie-break;
 //! - every random draw comes from a stream owned by one task or one CPU
 //!   (task programs: `Rng` per task; sched_rng: `Rng` per CPU; the noise
 //!   model: counter-based `Stream`s per task and per CPU, kernel/noise.rs),
