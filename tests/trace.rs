@@ -998,19 +998,30 @@ fn a_remote_wakeup_that_sent_no_ipi_keeps_the_wakers_time() {
 /// whose IPIs cost 13 µs each there; docs/replay.md). Without the `# fd`
 /// lines the socket trace replays as before, by the recorded wakeups
 /// alone, and loses most of its switches.
+///
+/// The hackbench cases run without noise, recording and replay alike: the
+/// replay's tasks draw other cost factors than the recorded ones, and a
+/// hackbench schedule is chaotic, so with noise on the replay drifts by
+/// seed (over seeds 1..30 the socket case's switches were within 10 % for
+/// 7 seeds with the one shared noise stream of 2026-11-27 and 3 with the
+/// per-task streams since; the worst were +694 % and +781 %). The pipe
+/// ping-pong does not diverge (within 1 % at every seed) and keeps its
+/// noise.
 #[test]
 fn a_simulated_trace_with_syscalls_replays_causally() {
+    let exact: &[&str] = &["--set", "noise.enabled=false"];
     let cases = [
-        ("vm-2", "pipe:loops=500", 0.02, "cl-pipe"),
+        ("vm-2", "pipe:loops=500", 0.02, "cl-pipe", &[][..]),
         (
             "smp:cpus=4",
             "hackbench:groups=1,loops=30,ipc=pipe",
             0.02,
             "cl-hbp",
+            exact,
         ),
-        ("vm-2", "hackbench:groups=1,loops=20", 0.20, "cl-hbs"),
+        ("vm-2", "hackbench:groups=1,loops=20", 0.20, "cl-hbs", exact),
     ];
-    for (machine, w, cpu, name) in cases {
+    for (machine, w, cpu, name, noise) in cases {
         let t = tmp(&format!("{name}.txt"));
         let run = [
             "run",
@@ -1023,7 +1034,7 @@ fn a_simulated_trace_with_syscalls_replays_causally() {
             "--trace-syscalls",
             "-q",
         ];
-        let (rc, _, err) = schedlab(&run);
+        let (rc, _, err) = schedlab(&[&run[..], noise].concat());
         assert_eq!(rc, 0, "{err}");
         let text = std::fs::read_to_string(&t).unwrap();
         assert!(
@@ -1041,7 +1052,7 @@ fn a_simulated_trace_with_syscalls_replays_causally() {
                 "--json",
                 &j,
             ];
-            let (rc, out, err) = schedlab(&args);
+            let (rc, out, err) = schedlab(&[&args[..], noise].concat());
             assert_eq!(rc, 0, "{file}: {err}");
             (
                 out,

@@ -1,4 +1,4 @@
-//! An indexed 4-ary min-heap of event slots keyed by (time, seq). The
+//! An indexed 4-ary min-heap of event slots keyed by (time, slot). The
 //! queue keeps two (mod.rs): one for the events a CPU re-arms all the time
 //! and one for the rest.
 
@@ -9,9 +9,9 @@ const NONE: u32 = u32::MAX;
 const ARITY: usize = 4;
 
 /// One heap entry, 16 bytes so four children share a cache line:
-/// time << 64 | seq << SLOT_BITS | slot. Comparing keys orders by time,
-/// then by arming order (seq is unique); the slot rides along in the low
-/// bits.
+/// time << 64 | slot. Comparing keys orders by time, then by slot, which
+/// names the event's source (mod.rs: the order-free tie-break); keys are
+/// unique, since a slot holds one event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Entry {
     pub key: u128,
@@ -27,14 +27,14 @@ impl Entry {
     }
 }
 
-/// Indexed 4-ary min-heap of slots keyed by (time, seq).
+/// Indexed 4-ary min-heap of slots keyed by (time, slot).
 ///
 /// A popped event stays at the root, marked `taken`, until the next heap
 /// operation that needs it gone: most handlers re-arm the slot they were
 /// called for (a CPU's next segment end), and replacing the root in place
-/// is one sift-down instead of a removal plus an insertion. Every event
-/// armed meanwhile is no earlier than the taken one (time never goes
-/// back, and its seq is larger), so the heap order holds.
+/// is one sift-down instead of a removal plus an insertion. An event armed
+/// meanwhile with a smaller key than the taken one (its instant, a lower
+/// slot) drops the taken root first (`push`), so the heap order holds.
 #[derive(Default)]
 pub(super) struct Heap {
     heap: Vec<Entry>,
@@ -117,7 +117,8 @@ impl Heap {
         }
         if self.taken && (self.pos[slot] == 0 || e.key < self.heap[0].key) {
             // Re-arming the taken slot replaces it (sift-down below); an
-            // event in the past would go above it, so drop it first.
+            // event keyed below it (the same instant, a lower slot, or in
+            // the past) would go above it, so drop it first.
             self.taken = false;
             if self.pos[slot] != 0 {
                 self.remove_at(0);

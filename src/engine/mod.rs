@@ -1,5 +1,5 @@
 //! The discrete-event engine: simulated time, a deterministic event queue
-//! ordered by (time, sequence number), and seeded random streams.
+//! ordered by (time, event source), and seeded random streams.
 //!
 //! Layer: bottom, beside `machine` and `util`; imports nothing of the crate.
 //!
@@ -11,13 +11,31 @@
 //! with per-object generation counters: the heap filled with stale entries
 //! and its pops took half of the run time; the indexed heap stays as small
 //! as the number of live sources.
+//!
+//! **Order-free rule** (issue 33, part 1). Nothing a run computes may
+//! depend on the order in which the engine happened to handle or arm
+//! events beyond their simulated times, so that a later change to how
+//! events are batched (folding a task's consecutive operations into one
+//! event) can change neither a random draw nor the order of simultaneous
+//! events:
+//! - events of the same instant fire in the order of what they are, not of
+//!   when they were armed: the end of the run first, then each CPU's events
+//!   by CPU number and, within a CPU, in `CPU_KINDS` order, then the
+//!   timers by index: the tasks' by pid, then the deadline, bandwidth and
+//!   slack timers (kernel/deadline.rs, bandwidth.rs: their index bases).
+//!   The slot number is the tie-break;
+//! - every random draw comes from a stream owned by one task or one CPU
+//!   (task programs: `Rng` per task; sched_rng: `Rng` per CPU; the noise
+//!   model: counter-based `Stream`s per task and per CPU, kernel/noise.rs),
+//!   so a draw's value depends only on how many draws its owner made
+//!   before, never on the draws of others in between.
 
 mod heap;
 mod rng;
 
 use heap::{Entry, Heap};
 
-pub use rng::Rng;
+pub use rng::{Rng, Stream};
 
 /// Simulated time in nanoseconds.
 pub type Time = u64;
@@ -67,10 +85,13 @@ pub struct Event {
 
 /// Bits of an entry's key that hold the slot id.
 const SLOT_BITS: u32 = 20;
+/// The slot of the end of the run: the first, so that the end comes before
+/// any other event of its instant (the window is [0, end)).
+const END_SLOT: usize = 0;
 /// The most event sources (6 per CPU, 1 per task, the end) a run may have.
 pub const MAX_SLOTS: usize = 1 << SLOT_BITS;
 
-/// The pending events, popped in (time, seq) order from two indexed heaps:
+/// The pending events, popped in (time, slot) order from two indexed heaps:
 /// `near` holds each CPU's activity end (re-armed at almost every event,
 /// microseconds ahead), `far` the rest (ticks, timers, interrupts, the
 /// end), which mostly lie further ahead and change seldom. A re-armed
@@ -80,7 +101,6 @@ pub struct EventQueue {
     ncpus: usize,
     near: Heap,
     far: Heap,
-    seq: u64,
     pub popped: u64,
 }
 
@@ -90,32 +110,35 @@ impl EventQueue {
             ncpus,
             near: Heap::default(),
             far: Heap::default(),
-            seq: 0,
             popped: 0,
         }
     }
 
+    /// The slot of (kind, idx), which is also the tie-break between
+    /// events of one instant (see the order-free rule above): the end, then
+    /// the CPUs' events (CPU-major, `CPU_KINDS` order), then the timers.
     fn slot(&self, kind: EventKind, idx: usize) -> usize {
+        let cpu = 1 + PER_CPU * idx;
         match kind {
-            EventKind::End => PER_CPU * self.ncpus,
-            EventKind::Timer => PER_CPU * self.ncpus + 1 + idx,
-            EventKind::CpuDone => PER_CPU * idx,
-            EventKind::Tick => PER_CPU * idx + 1,
-            EventKind::Resched => PER_CPU * idx + 2,
-            EventKind::IdleBalance => PER_CPU * idx + 3,
-            EventKind::Irq => PER_CPU * idx + 4,
-            EventKind::NoiseIrq => PER_CPU * idx + 5,
+            EventKind::End => END_SLOT,
+            EventKind::Timer => 1 + PER_CPU * self.ncpus + idx,
+            EventKind::CpuDone => cpu,
+            EventKind::Tick => cpu + 1,
+            EventKind::Resched => cpu + 2,
+            EventKind::IdleBalance => cpu + 3,
+            EventKind::Irq => cpu + 4,
+            EventKind::NoiseIrq => cpu + 5,
         }
     }
 
     fn decode(&self, slot: usize) -> (EventKind, usize) {
-        let base = PER_CPU * self.ncpus;
-        if slot < base {
-            (CPU_KINDS[slot % PER_CPU], slot / PER_CPU)
-        } else if slot == base {
+        let base = 1 + PER_CPU * self.ncpus;
+        if slot == END_SLOT {
             (EventKind::End, 0)
+        } else if slot < base {
+            (CPU_KINDS[(slot - 1) % PER_CPU], (slot - 1) / PER_CPU)
         } else {
-            (EventKind::Timer, slot - base - 1)
+            (EventKind::Timer, slot - base)
         }
     }
 
@@ -136,13 +159,13 @@ impl EventQueue {
     }
 
     /// Arm the slot of (kind, idx) to fire at `time`, replacing any event
-    /// it already holds.
+    /// it already holds. Where it goes among the events of the same instant
+    /// depends on (kind, idx) only, not on when it was armed.
     pub fn push(&mut self, time: Time, kind: EventKind, idx: usize) {
         let slot = self.slot(kind, idx);
         assert!(slot < MAX_SLOTS, "more than {MAX_SLOTS} event sources");
-        self.seq += 1;
         let e = Entry {
-            key: (time as u128) << 64 | (self.seq as u128) << SLOT_BITS | slot as u128,
+            key: (time as u128) << 64 | slot as u128,
         };
         self.heap(kind).push(e);
     }
@@ -212,7 +235,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn equal_times_pop_in_arming_order_and_rearming_replaces() {
+    fn equal_times_pop_in_slot_order_and_rearming_replaces() {
         let mut q = EventQueue::new(4);
         q.push(10, EventKind::Tick, 3);
         q.push(5, EventKind::Timer, 1);
@@ -231,13 +254,53 @@ mod tests {
             order,
             vec![
                 (5, EventKind::Timer, 1),
-                (10, EventKind::Tick, 3),
                 (10, EventKind::CpuDone, 2),
+                (10, EventKind::Tick, 3),
                 (12, EventKind::CpuDone, 0),
             ]
         );
         assert_eq!(q.popped, 4);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn simultaneous_events_pop_in_the_same_order_however_armed() {
+        // Every kind on 3 CPUs, 2 timers and the end at one instant, armed
+        // in 20 shuffled orders (and some re-armed from elsewhere): one pop
+        // order, the end first, then CPU by CPU, then the timers.
+        let mut sources: Vec<(EventKind, usize)> = (0..3)
+            .flat_map(|c| CPU_KINDS.iter().map(move |&k| (k, c)))
+            .chain([(EventKind::Timer, 1), (EventKind::Timer, 0)])
+            .chain([(EventKind::End, 0)])
+            .collect();
+        let mut r = Rng::new(2, 0);
+        let mut orders = Vec::new();
+        for _ in 0..20 {
+            for i in (1..sources.len()).rev() {
+                sources.swap(i, r.range(0, i as u64) as usize);
+            }
+            let mut q = EventQueue::new(3);
+            for &(k, i) in &sources {
+                q.push(r.range(0, 20), k, i);
+            }
+            for &(k, i) in &sources {
+                q.push(100, k, i);
+            }
+            let order: Vec<_> = std::iter::from_fn(|| q.pop())
+                .map(|e| (e.kind, e.idx))
+                .collect();
+            orders.push(order);
+        }
+        assert!(orders.windows(2).all(|w| w[0] == w[1]));
+        let o = &orders[0];
+        assert_eq!(o.len(), sources.len());
+        assert_eq!(o[0], (EventKind::End, 0));
+        assert_eq!(o[1], (EventKind::CpuDone, 0));
+        assert_eq!(o[PER_CPU + 1], (EventKind::CpuDone, 1));
+        assert_eq!(
+            o[o.len() - 2..],
+            [(EventKind::Timer, 0), (EventKind::Timer, 1)]
+        );
     }
 
     #[test]
@@ -281,9 +344,8 @@ mod tests {
         };
         let mut r = Rng::new(3, 0);
         let mut want = std::collections::BTreeMap::new();
-        let (mut now, mut seq) = (0u64, 0);
+        let mut now = 0u64;
         for _ in 0..40_000 {
-            seq += 1;
             let task = r.range(0, 39) as usize;
             match r.range(0, 6) {
                 0 => {
@@ -298,7 +360,7 @@ mod tests {
                     };
                     let t = (now + ahead).saturating_sub(r.range(0, 1) * 300);
                     q.push(t, kind(task), task);
-                    want.insert(task, (t, seq));
+                    want.insert(task, (t, q.slot(kind(task), task)));
                 }
                 _ => {
                     let first = want.iter().min_by_key(|&(_, &k)| k).map(|(&c, &k)| (c, k));
@@ -318,15 +380,14 @@ mod tests {
 
     #[test]
     fn a_popped_event_is_gone_until_rearmed() {
-        // Against a model: the BTreeMap of pending (time, seq) per slot,
+        // Against a model: the BTreeMap of pending (time, cpu) per slot,
         // with pops, re-arms of the popped slot, cancels and other pushes
         // interleaved as a run does them.
         let mut q = EventQueue::new(8);
         let mut r = Rng::new(9, 0);
         let mut want = std::collections::BTreeMap::new();
-        let (mut now, mut seq) = (0, 0);
+        let mut now = 0;
         for _ in 0..5000 {
-            seq += 1;
             let cpu = r.range(0, 7) as usize;
             match r.range(0, 5) {
                 0 => {
@@ -337,7 +398,7 @@ mod tests {
                     // Now and then in the past: it must go before the taken root.
                     let t = (now + r.range(0, 50)).saturating_sub(5);
                     q.push(t, EventKind::CpuDone, cpu);
-                    want.insert(cpu, (t, seq));
+                    want.insert(cpu, (t, cpu));
                 }
                 _ => {
                     let first = want.iter().min_by_key(|&(_, &k)| k).map(|(&c, &k)| (c, k));

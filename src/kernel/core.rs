@@ -8,6 +8,7 @@ use super::fair::{
 use super::fair_class::Dequeued;
 use super::features::Feature;
 use super::footprint::Warmth;
+use super::noise::By;
 use super::pelt;
 use super::preempt::{Cause, Req, RqPreempt};
 use super::program::Action;
@@ -372,7 +373,7 @@ impl Kernel {
         self.pelt_leave_idle(cpu);
         self.cpuidle_exit(cpu);
         if !self.rqs[cpu].tick_on {
-            let nohz = self.vary(self.machine.cost.nohz_idle_exit_ns);
+            let nohz = self.vary(self.machine.cost.nohz_idle_exit_ns, By::Cpu(cpu));
             self.rqs[cpu].irq_ns += nohz;
         }
         let rq = &mut self.rqs[cpu];
@@ -473,7 +474,7 @@ impl Kernel {
     /// The reschedule request reaches `cpu` `after` + `delay` ns from now
     /// (the delay with its run-to-run variation).
     fn resched_at(&mut self, cpu: usize, after: u64, delay: u64) {
-        let at = self.now + after + self.vary(delay);
+        let at = self.now + after + self.vary(delay, By::Cpu(cpu));
         self.events.push_earliest(at, EventKind::Resched, cpu);
     }
 
@@ -487,11 +488,11 @@ impl Kernel {
             self.machine.cost.irq_entry_exit_ns,
             self.machine.cost.ipi_send_ns,
         );
-        let entry = self.vary(entry);
+        let entry = self.vary(entry, By::Cpu(cpu));
         let rq = &mut self.rqs[cpu];
         rq.stats.ipis_received += 1;
         rq.irq_ns += entry;
-        let send = self.vary(send);
+        let send = self.vary(send, By::Cpu(from.unwrap_or(cpu)));
         if let Some(w) = from.and_then(|f| self.rqs[f].curr) {
             self.tasks[w].prog.overhead += send;
         }
@@ -774,7 +775,7 @@ impl Kernel {
             None => {}
         }
         t.last_ran_cpu = Some(cpu);
-        self.vary(cost)
+        self.vary(cost, By::Cpu(cpu))
     }
 
     /// put_prev_task_fair for a fair prev that an RT task replaces.
@@ -1131,7 +1132,7 @@ impl Kernel {
             let (base, extra) = (c.wakeup_local_ns, c.remote_rq_lock_ns);
             base + extra + self.take_rq_lock(cpu, extra + c.activate_ns)
         };
-        let cost = self.vary(cost);
+        let cost = self.vary(cost, waker.map_or(By::Cpu(from), By::Task));
         if let Some(w) = waker {
             self.tasks[w].prog.overhead += cost;
         }
@@ -1227,7 +1228,7 @@ impl Kernel {
         self.sched_balance_trigger(cpu);
         if let (Activity::Running { .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr) {
             self.stop_segment(cpu);
-            let ns = self.vary(self.machine.cost.tick_ns);
+            let ns = self.vary(self.machine.cost.tick_ns, By::Cpu(cpu));
             self.tasks[p].prog.overhead += ns;
             self.update_irq_load_avg(cpu, ns);
             self.dispatch(cpu);
@@ -1259,7 +1260,7 @@ impl Kernel {
             return;
         }
         let cpu = self.tasks[p].timer_cpu;
-        let irq = self.vary(self.machine.cost.hrtimer_irq_ns);
+        let irq = self.vary(self.machine.cost.hrtimer_irq_ns, By::Cpu(cpu));
         self.rqs[cpu].irq_ns += irq;
         self.try_to_wake_up(p, 0, cpu, None);
         // Return from the timer interrupt: a preemption point.

@@ -12,6 +12,7 @@
 use super::core::Activity;
 use super::fair::{ENQUEUE_INITIAL, ENQUEUE_WAKEUP};
 use super::features::KernelConfig;
+use super::noise::By;
 use super::preempt::{Cause, Req};
 use super::rt::{Policy, RtBandwidth, FAIR_SERVER_RUNTIME_NS, RT_PERIOD_NS, RT_RUNTIME_NS};
 use super::task::Pid;
@@ -415,7 +416,7 @@ impl Kernel {
         if !self.tasks[p].on_rq {
             return self.tasks[p].dl.replenish(now);
         }
-        let irq = self.vary(self.machine.cost.hrtimer_irq_ns);
+        let irq = self.vary(self.machine.cost.hrtimer_irq_ns, By::Cpu(cpu));
         self.rqs[cpu].irq_ns += irq;
         self.rqs[cpu].dl.throttled.retain(|&q| q != p);
         self.enqueue_dl(cpu, p, ENQUEUE_REPLENISH);

@@ -313,7 +313,7 @@ impl Kernel {
             busy_in_core: vec![0; machine.cpus.iter().map(|c| c.core + 1).max().unwrap_or(0)],
             cpuidle: vec![Default::default(); n],
             cpu_timers: vec![Default::default(); n],
-            noise: noise::Noise::new(&cfg.noise, 1, cfg.tick_ns()),
+            noise: noise::Noise::new(&cfg.noise, 1, cfg.tick_ns(), n),
             // As an idle LLC computes it: scan all of it.
             nr_idle_scan: (0..machine.nr_llcs)
                 .map(|l| machine.llc_cpus(l).len() as u32)

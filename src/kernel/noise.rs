@@ -1,7 +1,20 @@
 //! Run-to-run noise (issue 20, part 5): what makes two runs of the same
-//! benchmark on a real machine differ, drawn from one seeded stream of its
+//! benchmark on a real machine differ, drawn from seeded streams of its
 //! own, so a scenario and seed still give byte-identical output and turning
 //! noise off does not change any task's own random draws.
+//!
+//! The streams are order-free (issue 33, part 1; engine/mod.rs's rule):
+//! counter-based `Stream`s, one per task, one per CPU for the costs its
+//! interrupts and switches are charged, one per CPU for its background
+//! interrupts' arrivals, each seeded from (run seed, owner). A cost of a
+//! task's own doing (its syscalls and pipe/socket work, the wakeups it
+//! does, its timer slack) draws from that task's stream; a cost of a CPU's
+//! (tick, interrupt entry, idle exit, context switch, a wakelist's
+//! activations, an IPI's sending and latency, a wakeup from interrupt
+//! context) from that CPU's. So a draw depends on how many draws its
+//! owner made before, never on what other tasks and CPUs did in between or
+//! in which order the engine handled simultaneous events; and each CPU's
+//! background interrupts fall at instants fixed by the seed alone.
 //!
 //! Sources, each with its own `noise.*` key (scenario `[noise]` table):
 //! - `tick_phase`: where the tick falls relative to the workload's start.
@@ -23,12 +36,18 @@
 //!   kworker bursts that steal `irq_ns` from the running task (irq time)
 //!   or wake an idle CPU out of its idle state for nothing.
 
+use super::task::Pid;
 use super::Kernel;
-use crate::engine::{EventKind, Rng, Time};
+use crate::engine::{EventKind, Stream, Time};
 use serde::Serialize;
 
-/// The RNG stream id of the noise (task streams are 0, 1, 2, ...).
-const NOISE_STREAM: u64 = u64::MAX;
+/// Stream ids (`Stream`, apart from the `Rng` ids of the tasks' programs,
+/// 0, 1, 2, ..., and of sched_rng, 2^62 + cpu): the tick phase, then a
+/// base per family plus the task's pid or the CPU's number.
+const PHASE_STREAM: u64 = u64::MAX;
+const TASK_STREAMS: u64 = 2 << 62;
+const CPU_STREAMS: u64 = 3 << 62;
+const IRQ_STREAMS: u64 = (3 << 62) | (1 << 61);
 /// Cost factors: a table of lognormal quantiles in 16.16 fixed point, one
 /// picked per charge (no transcendental function on the hot path).
 const FACTORS: usize = 1024;
@@ -85,11 +104,24 @@ impl NoiseConfig {
     ];
 }
 
+/// Whose noise stream a draw comes from: who pays the cost drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    Task(Pid),
+    Cpu(usize),
+}
+
 /// The noise state of one run.
 #[derive(Clone, Debug)]
 pub struct Noise {
     pub cfg: NoiseConfig,
-    rng: Rng,
+    seed: u64,
+    /// Per task (by pid; grown as tasks appear): its costs and timer slack.
+    task: Vec<Stream>,
+    /// Per CPU: the costs it pays.
+    cpu: Vec<Stream>,
+    /// Per CPU: its background interrupts' arrivals.
+    irq: Vec<Stream>,
     /// The tick's phase, ns after each jiffy boundary.
     pub phase: Time,
     /// Lognormal cost factors (empty: costs do not vary).
@@ -99,40 +131,71 @@ pub struct Noise {
 }
 
 impl Noise {
-    /// The noise of a run with seed `seed`; `tick_ns` is TICK_NSEC.
-    pub fn new(cfg: &NoiseConfig, seed: u64, tick_ns: u64) -> Self {
+    /// The noise of a run with seed `seed` on `ncpus` CPUs; `tick_ns` is
+    /// TICK_NSEC.
+    pub fn new(cfg: &NoiseConfig, seed: u64, tick_ns: u64, ncpus: usize) -> Self {
         let factors = if cfg.enabled && cfg.cost_cv > 0.0 {
             lognormal_table(cfg.cost_cv)
         } else {
             Vec::new()
         };
-        Self::with_factors(cfg, seed, tick_ns, factors)
+        Self::with_factors(cfg, seed, tick_ns, ncpus, factors)
     }
 
     /// The same with the factor table of `cfg` already built.
-    fn with_factors(cfg: &NoiseConfig, seed: u64, tick_ns: u64, factors: Vec<u32>) -> Self {
-        let mut rng = Rng::new(seed, NOISE_STREAM);
+    fn with_factors(
+        cfg: &NoiseConfig,
+        seed: u64,
+        tick_ns: u64,
+        ncpus: usize,
+        factors: Vec<u32>,
+    ) -> Self {
         let phase = if cfg.enabled && cfg.tick_phase {
-            rng.range(0, tick_ns - 1)
+            Stream::new(seed, PHASE_STREAM).range(0, tick_ns - 1)
         } else {
             0
         };
+        let per_cpu = |base: u64| {
+            (0..ncpus as u64)
+                .map(|c| Stream::new(seed, base + c))
+                .collect()
+        };
         Noise {
             cfg: cfg.clone(),
-            rng,
+            seed,
+            task: Vec::new(),
+            cpu: per_cpu(CPU_STREAMS),
+            irq: per_cpu(IRQ_STREAMS),
             phase,
             factors,
             irqs: 0,
         }
     }
 
-    /// An exponential wait with mean 1/rate_hz seconds, ns (None: rate 0).
-    fn exp_wait(&mut self, rate_hz: f64) -> Option<u64> {
-        (rate_hz > 0.0).then(|| {
-            let u = 1.0 - self.rng.next_f64();
-            (-u.ln() / rate_hz * 1e9) as u64
-        })
+    /// The stream of `by`.
+    fn stream(&mut self, by: By) -> &mut Stream {
+        match by {
+            By::Cpu(c) => &mut self.cpu[c],
+            By::Task(p) => {
+                if p >= self.task.len() {
+                    let seed = self.seed;
+                    let ids = self.task.len() as u64..=p as u64;
+                    self.task
+                        .extend(ids.map(|i| Stream::new(seed, TASK_STREAMS + i)));
+                }
+                &mut self.task[p]
+            }
+        }
     }
+}
+
+/// An exponential wait with mean 1/rate_hz seconds, ns, from `s` (None:
+/// rate 0, and no draw).
+fn exp_wait(s: &mut Stream, rate_hz: f64) -> Option<u64> {
+    (rate_hz > 0.0).then(|| {
+        let u = 1.0 - s.next_f64();
+        (-u.ln() / rate_hz * 1e9) as u64
+    })
 }
 
 /// FACTORS quantiles of the lognormal with mean 1 and coefficient of
@@ -182,24 +245,28 @@ impl Kernel {
     /// per run).
     pub fn seed(&mut self, seed: u64) {
         self.lb.seed(seed);
+        let ncpus = self.rqs.len();
         let (old, cfg) = (&self.noise.cfg, &self.cfg.noise);
         if old.enabled != cfg.enabled || old.cost_cv != cfg.cost_cv {
-            self.noise = Noise::new(cfg, seed, self.tick_ns);
+            self.noise = Noise::new(cfg, seed, self.tick_ns, ncpus);
             return;
         }
         let factors = std::mem::take(&mut self.noise.factors);
-        self.noise = Noise::with_factors(&self.cfg.noise, seed, self.tick_ns, factors);
+        self.noise = Noise::with_factors(&self.cfg.noise, seed, self.tick_ns, ncpus, factors);
     }
 
     /// One charged cost with its run-to-run variation (`noise.cost_cv`):
-    /// `ns` times a lognormal factor of mean 1; `ns` itself with noise off.
-    /// Every cost the kernel or a workload charges goes through here.
-    pub fn vary(&mut self, ns: u64) -> u64 {
+    /// `ns` times a lognormal factor of mean 1, drawn from the stream of
+    /// `by`, who pays it; `ns` itself (and no draw) with noise off or a
+    /// zero cost. Every cost the kernel or a workload charges goes through
+    /// here.
+    pub fn vary(&mut self, ns: u64, by: By) -> u64 {
         let n = self.noise.factors.len();
         if ns == 0 || n == 0 {
             return ns;
         }
-        let f = self.noise.factors[self.noise.rng.range(0, n as u64 - 1) as usize];
+        let i = self.noise.stream(by).range(0, n as u64 - 1) as usize;
+        let f = self.noise.factors[i];
         (ns * f as u64 + (1 << (FIX_SHIFT - 1))) >> FIX_SHIFT
     }
 
@@ -212,10 +279,11 @@ impl Kernel {
         phase + ((t - phase) / self.tick_ns + 1) * self.tick_ns
     }
 
-    /// When an hrtimer with soft expiry `at` and `slack` fires on `cpu`:
-    /// at the first hrtimer interrupt in [at, at + slack] (the CPU's tick
-    /// if it runs, a background timer interrupt), else at the hard expiry.
-    pub(crate) fn slack_expiry(&mut self, cpu: usize, at: Time, slack: u64) -> Time {
+    /// When task `p`'s hrtimer with soft expiry `at` and `slack` fires on
+    /// `cpu`: at the first hrtimer interrupt in [at, at + slack] (the CPU's
+    /// tick if it runs, a background timer interrupt, drawn from `p`'s
+    /// stream), else at the hard expiry.
+    pub(crate) fn slack_expiry(&mut self, p: Pid, cpu: usize, at: Time, slack: u64) -> Time {
         let hard = at + slack;
         if slack == 0 || !self.noise.cfg.enabled || !self.noise.cfg.timer_slack {
             return hard;
@@ -225,7 +293,8 @@ impl Kernel {
             let tick = self.next_tick_after(at.saturating_sub(1));
             fire = fire.min(tick.max(at));
         }
-        if let Some(w) = self.noise.exp_wait(self.noise.cfg.irq_rate_hz) {
+        let rate = self.noise.cfg.irq_rate_hz;
+        if let Some(w) = exp_wait(self.noise.stream(By::Task(p)), rate) {
             fire = fire.min(at + w);
         }
         fire
@@ -238,11 +307,15 @@ impl Kernel {
         }
     }
 
+    /// Arm `cpu`'s next background interrupt, an exponential wait from its
+    /// own arrival stream: the k-th interrupt's instant depends on the seed
+    /// and the CPU only.
     fn arm_noise_irq(&mut self, cpu: usize) {
         if !self.noise.cfg.enabled {
             return;
         }
-        if let Some(w) = self.noise.exp_wait(self.noise.cfg.irq_rate_hz) {
+        let rate = self.noise.cfg.irq_rate_hz;
+        if let Some(w) = exp_wait(&mut self.noise.irq[cpu], rate) {
             self.events
                 .push(self.now + w.max(1), EventKind::NoiseIrq, cpu);
         }
@@ -256,7 +329,7 @@ impl Kernel {
         self.noise.irqs += 1;
         self.arm_noise_irq(cpu);
         let ns = self.noise.cfg.irq_ns;
-        let ns = self.vary(ns);
+        let ns = self.vary(ns, By::Cpu(cpu));
         match (self.rqs[cpu].act, self.rqs[cpu].curr) {
             (super::core::Activity::Running { .. }, Some(p)) => {
                 self.stop_segment(cpu);
@@ -289,9 +362,9 @@ mod tests {
     #[test]
     fn the_stream_is_its_own_and_off_is_exact() {
         let cfg = NoiseConfig::default();
-        let a = Noise::new(&cfg, 7, 4_000_000);
-        let b = Noise::new(&cfg, 7, 4_000_000);
-        let c = Noise::new(&cfg, 8, 4_000_000);
+        let a = Noise::new(&cfg, 7, 4_000_000, 4);
+        let b = Noise::new(&cfg, 7, 4_000_000, 4);
+        let c = Noise::new(&cfg, 8, 4_000_000, 4);
         assert_eq!(a.phase, b.phase);
         assert_ne!(a.phase, c.phase);
         assert!(a.phase < 4_000_000);
@@ -299,7 +372,33 @@ mod tests {
             enabled: false,
             ..cfg
         };
-        let n = Noise::new(&off, 7, 4_000_000);
+        let n = Noise::new(&off, 7, 4_000_000, 4);
         assert_eq!((n.phase, n.factors.len()), (0, 0));
+    }
+
+    #[test]
+    fn a_draw_depends_on_its_owner_only() {
+        // Task 5's and CPU 2's draws are the same whatever other tasks and
+        // CPUs draw in between (a task that appears late included), and
+        // differ between owners.
+        let cfg = NoiseConfig::default();
+        let draws =
+            |n: &mut Noise, by: By| (0..20).map(|_| n.stream(by).next_u64()).collect::<Vec<_>>();
+        let mut alone = Noise::new(&cfg, 7, 4_000_000, 4);
+        let (t_alone, c_alone) = (
+            draws(&mut alone, By::Task(5)),
+            draws(&mut alone, By::Cpu(2)),
+        );
+        let mut mixed = Noise::new(&cfg, 7, 4_000_000, 4);
+        let (mut t, mut c) = (Vec::new(), Vec::new());
+        for k in 0..20 {
+            mixed.stream(By::Cpu([0, 1, 3][k % 3])).next_u64();
+            t.push(mixed.stream(By::Task(5)).next_u64());
+            mixed.stream(By::Task(40 + k)).next_u64();
+            c.push(mixed.stream(By::Cpu(2)).next_u64());
+        }
+        assert_eq!((t, c), (t_alone.clone(), c_alone.clone()));
+        assert_ne!(t_alone, c_alone);
+        assert_ne!(alone.irq[2].at(0), alone.cpu[2].at(0));
     }
 }

@@ -10,6 +10,7 @@
 use super::core::WF_MIGRATED;
 use super::fair::{ENQUEUE_MIGRATED, ENQUEUE_WAKEUP};
 use super::features::{Feature, Wakelist};
+use super::noise::By;
 use super::task::{Pid, TaskState};
 use super::Kernel;
 
@@ -48,7 +49,7 @@ impl Kernel {
         self.stats.ttwu_wakelist += 1;
         let c = &self.machine.cost;
         let queue = c.wakeup_local_ns - c.activate_ns + self.machine.line_transfer_ns(from, cpu);
-        let queue = self.vary(queue);
+        let queue = self.vary(queue, waker.map_or(By::Cpu(from), By::Task));
         if let Some(w) = waker {
             self.tasks[w].prog.overhead += queue;
         }
@@ -75,7 +76,7 @@ impl Kernel {
         self.rqs[cpu].ttwu_pending = false;
         let c = &self.machine.cost;
         let hold = c.activate_ns * list.len() as u64;
-        let hold = self.vary(hold);
+        let hold = self.vary(hold, By::Cpu(cpu));
         let wait = self.take_rq_lock(cpu, hold);
         self.rqs[cpu].irq_ns += wait + hold;
         for &p in &list {

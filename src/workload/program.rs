@@ -5,6 +5,7 @@
 //! as a run segment, then takes effect; if the effect must wait (an empty
 //! pipe, a full socket), the task sleeps and retries the effect when woken.
 
+use crate::kernel::noise::By;
 use crate::kernel::pipe::Io;
 use crate::kernel::preempt::{ExecMode, Point};
 use crate::kernel::task::{Pid, TaskState};
@@ -191,14 +192,14 @@ impl Kernel {
         if self.tasks[p].prog.phase == 0 {
             if let Some(ns) = self.op_cost(p, &op) {
                 self.tasks[p].prog.phase = 1;
-                let ns = self.vary(ns);
+                let ns = self.vary(ns, By::Task(p));
                 let ns = ns + self.shared_cost(&op, cpu, self.now, ns);
                 return Some(self.charge(p, ns, Point::MightSleep));
             }
         }
         if std::mem::take(&mut self.tasks[p].prog.wait_cycle_due) {
             if let Some(ns) = self.wait_cycle_cost(&op) {
-                let ns = self.vary(ns);
+                let ns = self.vary(ns, By::Task(p));
                 let ns = ns + self.shared_cost(&op, cpu, self.now, ns);
                 return Some(self.charge(p, ns, Point::MightSleep));
             }
@@ -214,7 +215,7 @@ impl Kernel {
                 let next = t.prog.ops.get(t.prog.pc).copied().unwrap_or(Op::Exit);
                 if let Some(cost) = self.op_cost(p, &next) {
                     self.tasks[p].prog.phase = 1;
-                    let cost = self.vary(cost);
+                    let cost = self.vary(cost, By::Task(p));
                     let cost = cost + self.shared_cost(&next, cpu, self.now + ns, cost);
                     return Some(self.charge_split(p, ns + cost, cost, Point::MightSleep));
                 }
@@ -826,7 +827,7 @@ impl Kernel {
         } else {
             self.cfg.timer_slack_ns
         };
-        let at = self.slack_expiry(cpu, at, slack);
+        let at = self.slack_expiry(p, cpu, at, slack);
         let t = &mut self.tasks[p];
         t.state = TaskState::Interruptible;
         t.prog.blocked = Blocked::Timer;
