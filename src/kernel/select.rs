@@ -129,11 +129,6 @@ impl Kernel {
         !(slave < factor || master < slave * factor)
     }
 
-    /// cpu_load: the root cfs_rq's load_avg.
-    fn cpu_load(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].cfs.avg.load_avg
-    }
-
     /// wake_affine: WA_IDLE, then WA_WEIGHT; the result is `this` or `prev`.
     fn wake_affine(
         &mut self,
