@@ -314,3 +314,28 @@ impl Kernel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v316_shares_follow_the_queued_weight() {
+        let shares = scale_load(1024);
+        let mut g = CfsRq::new(1);
+        // Alone: tg->load_avg is what this CPU published, replaced by its
+        // queued weight: the whole share.
+        g.load = scale_load(1024);
+        g.tg_load_avg_contrib = 700;
+        assert_eq!(calc_cfs_shares(&g, shares, 700), shares);
+        // Two more tasks' worth published by other CPUs: a third.
+        assert_eq!(calc_cfs_shares(&g, shares, 700 + 2048), scale_load(1024 / 3));
+        // The blocked load others published counts (v3.16's tg_load_contrib
+        // is runnable + blocked): a CPU with one queued task among much
+        // sleeping load elsewhere gets a sliver.
+        assert_eq!(calc_cfs_shares(&g, shares, 700 + 100_000), scale_load(10));
+        // Nothing queued: MIN_SHARES, in v3.16's unscaled units.
+        let empty = CfsRq::new(1);
+        assert_eq!(calc_cfs_shares(&empty, shares, 4096), scale_load(MIN_SHARES));
+    }
+}
