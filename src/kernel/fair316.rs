@@ -292,6 +292,59 @@ impl Kernel {
         self.update_rq_runnable_avg_316(cpu, runnable);
     }
 
+    /// effective_load (v3.16): how adding `wl` of queued weight (and `wg`
+    /// to the group's total) to group `tg` on `cpu` changes the root's
+    /// weight, through each level's share computed as calc_cfs_shares does.
+    fn effective_load_316(&self, tg: usize, cpu: usize, wl: i64, wg: i64) -> i64 {
+        let (mut wl, mut wg, mut g) = (wl, wg, tg);
+        while g != 0 {
+            let (q, t) = (&self.rqs[cpu].gcfs[g], &self.groups.tgs[g]);
+            let load = scale_load_down(q.load) as i64;
+            let total = wg + t.load_avg - q.tg_load_avg_contrib as i64 + load;
+            let w = load + wl;
+            let shares = scale_load_down(t.shares) as i64;
+            wl = match total > 0 && w < total {
+                true => w * shares / total,
+                false => shares,
+            };
+            wl = wl.max(MIN_SHARES as i64) - scale_load_down(self.rqs[cpu].gse[g].load.weight) as i64;
+            wg = 0;
+            g = self.groups.parent(g);
+        }
+        wl
+    }
+
+    /// wake_affine's weighing in v3.16, in WA_WEIGHT's place: `this` when
+    /// its runnable load with p's weight added (through effective_load)
+    /// is within half the domain's imbalance_pct of prev's runnable load,
+    /// which p, blocked, is not part of. A sync wakeup first takes the
+    /// waker's weight off `this`. Weights are load.weight, unscaled.
+    pub(super) fn wake_affine_316(
+        &self,
+        p: Pid,
+        this: usize,
+        prev: usize,
+        sync_waker: Option<Pid>,
+        imbalance_pct: i64,
+    ) -> bool {
+        let weight = |t: Pid| scale_load_down(self.tasks[t].se.load.weight) as i64;
+        let mut this_load = self.cpu_load(this) as i64;
+        let mut load = self.cpu_load(prev) as i64;
+        if let Some(w) = sync_waker {
+            let (tg, wt) = (self.tasks[w].tg, weight(w));
+            this_load += self.effective_load_316(tg, this, -wt, -wt);
+            load += self.effective_load_316(tg, prev, 0, -wt);
+        }
+        let (tg, wt) = (self.tasks[p].tg, weight(p));
+        let mut this_eff = 100 * self.capacity_of(prev) as i64;
+        let mut prev_eff = (100 + (imbalance_pct - 100) / 2) * self.capacity_of(this) as i64;
+        if this_load > 0 {
+            this_eff *= this_load + self.effective_load_316(tg, this, wt, wt);
+            prev_eff *= load + self.effective_load_316(tg, prev, 0, wt);
+        }
+        this_eff <= prev_eff
+    }
+
     /// The root cfs_rq's writes to root_task_group's load_avg and
     /// runnable_avg (one cache line, as the group's own).
     pub(super) fn settle_root_316(&mut self, cpu: usize, payer: Option<usize>) {
