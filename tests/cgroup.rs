@@ -346,7 +346,10 @@ fn pelt_v316_runs_checked_and_differs_from_current() {
             name,
         )
     };
-    let (old, now) = (run("v3.16", "pelt-v316.json"), run("current", "pelt-now.json"));
+    let (old, now) = (
+        run("v3.16", "pelt-v316.json"),
+        run("current", "pelt-now.json"),
+    );
     assert_eq!(old["scenario"]["kernel"]["pelt"], "v3.16");
     assert_eq!(now["scenario"]["kernel"]["pelt"], "current");
     let default = json_of(
@@ -366,7 +369,12 @@ fn pelt_v316_runs_checked_and_differs_from_current() {
     let tg = |v: &Value| group(v, "/a/b/c")["load_avg"].as_i64().unwrap();
     assert_ne!(tg(&old), tg(&now));
     let updates = |v: &Value| v["pelt"]["tg_load_avg_updates"].as_u64().unwrap();
-    assert!(updates(&old) > updates(&now), "{} vs {}", updates(&old), updates(&now));
+    assert!(
+        updates(&old) > updates(&now),
+        "{} vs {}",
+        updates(&old),
+        updates(&now)
+    );
     let (rc, out, err) = schedlab(&[
         "run",
         "-w",
@@ -375,7 +383,10 @@ fn pelt_v316_runs_checked_and_differs_from_current() {
         "kernel.pelt=\"v3.8\"",
     ]);
     assert_eq!(rc, 2, "{err}");
-    assert!(err.contains("kernel.pelt") && err.contains("v3.16"), "{err}");
+    assert!(
+        err.contains("kernel.pelt") && err.contains("v3.16"),
+        "{err}"
+    );
     assert!(out.is_empty());
 }
 

@@ -307,7 +307,8 @@ impl Kernel {
                 true => w * shares / total,
                 false => shares,
             };
-            wl = wl.max(MIN_SHARES as i64) - scale_load_down(self.rqs[cpu].gse[g].load.weight) as i64;
+            wl = wl.max(MIN_SHARES as i64)
+                - scale_load_down(self.rqs[cpu].gse[g].load.weight) as i64;
             wg = 0;
             g = self.groups.parent(g);
         }
@@ -382,13 +383,19 @@ mod tests {
         g.tg_load_avg_contrib = 700;
         assert_eq!(calc_cfs_shares(&g, shares, 700), shares);
         // Two more tasks' worth published by other CPUs: a third.
-        assert_eq!(calc_cfs_shares(&g, shares, 700 + 2048), scale_load(1024 / 3));
+        assert_eq!(
+            calc_cfs_shares(&g, shares, 700 + 2048),
+            scale_load(1024 / 3)
+        );
         // The blocked load others published counts (v3.16's tg_load_contrib
         // is runnable + blocked): a CPU with one queued task among much
         // sleeping load elsewhere gets a sliver.
         assert_eq!(calc_cfs_shares(&g, shares, 700 + 100_000), scale_load(10));
         // Nothing queued: MIN_SHARES, in v3.16's unscaled units.
         let empty = CfsRq::new(1);
-        assert_eq!(calc_cfs_shares(&empty, shares, 4096), scale_load(MIN_SHARES));
+        assert_eq!(
+            calc_cfs_shares(&empty, shares, 4096),
+            scale_load(MIN_SHARES)
+        );
     }
 }

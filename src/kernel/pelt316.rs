@@ -181,8 +181,7 @@ pub fn task_entity_contrib(sa: &mut EntityAvg, weight: u64) {
 /// the group entity's or the rq's sums); returns the change to add to
 /// tg->runnable_avg, 0 when it moved by no more than 1/64.
 pub fn tg_runnable_delta(sa: &EntityAvg, tg_runnable_contrib: &mut u32) -> i64 {
-    let frac = ((sa.runnable_avg_sum as u64) << NICE_0_SHIFT)
-        / (sa.runnable_avg_period as u64 + 1);
+    let frac = ((sa.runnable_avg_sum as u64) << NICE_0_SHIFT) / (sa.runnable_avg_period as u64 + 1);
     let contrib = frac as i64 - *tg_runnable_contrib as i64;
     if contrib.unsigned_abs() > (*tg_runnable_contrib / 64) as u64 {
         *tg_runnable_contrib = tg_runnable_contrib.wrapping_add(contrib as u32);
@@ -262,7 +261,10 @@ mod tests {
             let exact: f64 = (1..=n).map(|k| 1024.0 * y.powi(k as i32)).sum();
             let got = compute_runnable_contrib(n) as f64;
             // The table is floor()ed and the halving loop truncates.
-            assert!(got <= exact && got > exact * 0.998, "n={n}: {got} vs {exact}");
+            assert!(
+                got <= exact && got > exact * 0.998,
+                "n={n}: {got} vs {exact}"
+            );
         }
         assert_eq!(compute_runnable_contrib(32), 23371);
         assert_eq!(compute_runnable_contrib(345), LOAD_AVG_MAX);
@@ -295,7 +297,10 @@ mod tests {
         let per_period = settle(PERIOD_NS);
         assert!(per_period <= LOAD_AVG_MAX && per_period + 1024 > LOAD_AVG_MAX);
         let fast = settle(100_000);
-        assert!(fast < LOAD_AVG_MAX / 8 && fast > LOAD_AVG_MAX / 16, "{fast}");
+        assert!(
+            fast < LOAD_AVG_MAX / 8 && fast > LOAD_AVG_MAX / 16,
+            "{fast}"
+        );
         let mut sa = EntityAvg {
             runnable_avg_sum: 47_000,
             runnable_avg_period: 47_000,
@@ -321,7 +326,11 @@ mod tests {
             update_entity_runnable_avg(now, &mut sa, false);
         }
         task_entity_contrib(&mut sa, 1024);
-        assert!(sa.load_avg_contrib.abs_diff(512) <= 10, "{}", sa.load_avg_contrib);
+        assert!(
+            sa.load_avg_contrib.abs_diff(512) <= 10,
+            "{}",
+            sa.load_avg_contrib
+        );
         // Weight 3121 (nice -5): the u32 product does not overflow here.
         task_entity_contrib(&mut sa, 3121);
         assert!(sa.load_avg_contrib.abs_diff(1560) <= 30);

@@ -147,7 +147,8 @@ impl Kernel {
                 PeltModel::V316 => {
                     let pct = self.affine_imbalance_pct(this, prev);
                     let waker = waker.filter(|_| sync);
-                    self.wake_affine_316(p, this, prev, waker, pct).then_some(this)
+                    self.wake_affine_316(p, this, prev, waker, pct)
+                        .then_some(this)
                 }
                 PeltModel::Current => self.wake_affine_weight(p, this, prev, sync, waker),
             };

@@ -146,7 +146,10 @@ fn simulate(row: &Row, loops: u64, side: Side, seed: Option<u64>) -> Result<Meas
     let mut sets = vec![
         ("workload.0.loops", loops.to_string()),
         ("kernel.pelt", format!("\"{pelt}\"")),
-        ("kernel.features.TG_LOAD_AVG_FILTER", side.filter.to_string()),
+        (
+            "kernel.features.TG_LOAD_AVG_FILTER",
+            side.filter.to_string(),
+        ),
     ];
     if let Some(seed) = seed {
         sets.push(("sim.seed", seed.to_string()));
@@ -325,7 +328,11 @@ fn table(rows: &[&Row], runs: &[Runs], titles: &[[&str; 3]], cells: &[(usize, us
     let mut tot = vec![(0.0, 0.0); cells.len() + 1];
     for (row, m) in rows.iter().zip(runs) {
         let pairs: Vec<(f64, f64)> = std::iter::once(row.seed)
-            .chain(cells.iter().map(|&(a, b)| (m[a].throughput, m[b].throughput)))
+            .chain(
+                cells
+                    .iter()
+                    .map(|&(a, b)| (m[a].throughput, m[b].throughput)),
+            )
             .collect();
         for (t, p) in tot.iter_mut().zip(&pairs) {
             (t.0, t.1) = (t.0 + p.0, t.1 + p.1);
@@ -474,12 +481,22 @@ pub fn repro(args: &PeltArgs, quiet: bool) -> Result<(), String> {
     ];
     print!(
         "{}",
-        table(&rows, &runs, &both, &[(TOP_V316, TOP_NOW), (DEEP_V316, DEEP_NOW)])
+        table(
+            &rows,
+            &runs,
+            &both,
+            &[(TOP_V316, TOP_NOW), (DEEP_V316, DEEP_NOW)]
+        )
     );
     print!("{}", root_line(&rows, &runs));
-    println!("\nSecond experiment, 3 deep, rewrite: TG_LOAD_AVG_FILTER off (before) → on (after)\n");
+    println!(
+        "\nSecond experiment, 3 deep, rewrite: TG_LOAD_AVG_FILTER off (before) → on (after)\n"
+    );
     let filt = [["v3.16", "rewrite", ""], ["filter", "3 deep", ""]];
-    print!("{}", table(&rows, &runs, &filt, &[(DEEP_FILTER_OFF, DEEP_NOW)]));
+    print!(
+        "{}",
+        table(&rows, &runs, &filt, &[(DEEP_FILTER_OFF, DEEP_NOW)])
+    );
     print!("{}", overhead(&rows, &runs));
     if args.runs > 1 {
         print!("{}", spread(&rows, &all));

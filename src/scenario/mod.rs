@@ -12,7 +12,9 @@ pub mod flags;
 pub mod keys;
 pub mod output;
 
-use crate::kernel::features::{FairClass, KernelConfig, PeltModel, PreemptModel, Wakelist, FEATURES};
+use crate::kernel::features::{
+    FairClass, KernelConfig, PeltModel, PreemptModel, Wakelist, FEATURES,
+};
 use crate::kernel::noise::NoiseConfig;
 use crate::kernel::rt::RtBandwidth;
 use crate::kernel::task_group::{
