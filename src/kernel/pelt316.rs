@@ -51,9 +51,9 @@ pub struct EntityAvg {
     pub runnable_avg_period: u32,
     /// ns, cfs_rq_clock_task
     pub last_runnable_update: u64,
-    /// > 0: the cfs_rq's decay_counter when the entity blocked; < 0: the
-    /// decays it missed, carried across a wakeup migration; 0: queued,
-    /// new or migrated.
+    /// Positive: the cfs_rq's decay_counter when the entity blocked;
+    /// negative: the decays it missed, carried across a wakeup migration;
+    /// 0: queued, new or migrated.
     pub decay_count: i64,
     pub load_avg_contrib: u64,
 }
@@ -355,7 +355,7 @@ mod tests {
             ..Default::default()
         };
         synchronize_entity_decay(&mut sb, 15);
-        assert_eq!(sb.load_avg_contrib, 1000 * 0xce248c14u64 >> 32);
+        assert_eq!(sb.load_avg_contrib, (1000 * 0xce248c14u64) >> 32);
         assert_eq!(sb.load_avg_contrib, 805);
         // No decay since: untouched, decay_count kept.
         let mut sc = EntityAvg {
@@ -377,7 +377,7 @@ mod tests {
         assert_eq!(sa.load_avg_contrib, 2048 * 1024 / 2049);
         // Using half a CPU (tg->runnable_avg 512): a task's worth of it.
         group_entity_contrib(&mut sa, 2048, 1024, 2048, 512);
-        assert_eq!(sa.load_avg_contrib, (2048 * 1024 / 2049) * 512 >> 10);
+        assert_eq!(sa.load_avg_contrib, ((2048 * 1024 / 2049) * 512) >> 10);
         // Half of the group's load on this CPU: half of the shares.
         group_entity_contrib(&mut sa, 1000, 1024, 1999, 2048);
         assert_eq!(sa.load_avg_contrib, 512);
