@@ -232,7 +232,7 @@ impl Kernel {
         let tg = self.tasks[p].tg;
         let counter = self.cfs_rq(old, tg).v316.decay_counter;
         let sa = &mut self.tasks[p].se.avg316;
-        sa.decay_count = -(pelt316::synchronize_entity_decay(sa, counter) as i64);
+        sa.decay_count = (pelt316::synchronize_entity_decay(sa, counter) as i64).wrapping_neg();
         let contrib = sa.load_avg_contrib;
         let v = &mut self.cfs_rq_mut(old, tg).v316;
         v.removed_load = v.removed_load.wrapping_add(contrib);
