@@ -272,7 +272,7 @@ fn bad_cgroup_input_exits_2_naming_the_field() {
 }
 
 #[test]
-fn repro_pelt_filter_matters_only_inside_groups() {
+fn repro_pelt_compares_v316_with_the_rewrite_and_the_filter_inside_groups() {
     let path = common::tmp("repro-pelt.json");
     let p = path.display().to_string();
     let (rc, out, err) = schedlab(&[
@@ -296,32 +296,98 @@ fn repro_pelt_filter_matters_only_inside_groups() {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let row = &v["rows"][0];
     assert_eq!(row["config"], "50%-threads-pipe");
-    let f = |side: &str, filt: &str, key: &str| row[side][filt][key].as_f64().unwrap();
-    // Without task groups there is no tg->load_avg: the switch is inert.
-    assert_eq!(
-        f("top", "filter_off", "throughput_kb_s"),
-        f("top", "filter_on", "throughput_kb_s")
-    );
-    assert_eq!(f("top", "filter_off", "tg_load_avg_updates"), 0.0);
+    let f = |side: &str, cell: &str, key: &str| row[side][cell][key].as_f64().unwrap();
+    // v3.16 writes root_task_group's line from every CPU; today's kernel
+    // has no task group at the top level to write.
+    assert!(f("top", "v3_16", "tg_load_avg_ns") > 0.0);
+    assert_eq!(f("top", "rewrite", "tg_load_avg_ns"), 0.0);
+    assert_eq!(f("top", "rewrite", "tg_load_avg_updates"), 0.0);
     // Three levels deep, the filter cuts the writes to the shared line.
     let (off, on) = (
         f("deep", "filter_off", "tg_load_avg_updates"),
-        f("deep", "filter_on", "tg_load_avg_updates"),
+        f("deep", "rewrite", "tg_load_avg_updates"),
     );
     assert!(
         off > 5.0 * on && on > 0.0,
         "tg->load_avg updates off {off} on {on}"
     );
-    assert!(f("deep", "filter_off", "tg_load_avg_ns") > f("deep", "filter_on", "tg_load_avg_ns"));
+    assert!(f("deep", "filter_off", "tg_load_avg_ns") > f("deep", "rewrite", "tg_load_avg_ns"));
+    assert!(f("deep", "v3_16", "tg_load_avg_updates") > on);
     // --runs 2: each cell keeps both seeds' values, and prints their mean.
     assert_eq!(v["runs"], 2);
-    let runs = row["deep"]["filter_on"]["throughput_runs"]
-        .as_array()
-        .unwrap();
+    let runs = row["deep"]["v3_16"]["throughput_runs"].as_array().unwrap();
     let vals: Vec<f64> = runs.iter().map(|x| x.as_f64().unwrap()).collect();
     assert_eq!(vals.len(), 2);
     let mean = (vals[0] + vals[1]) / 2.0;
-    assert!((f("deep", "filter_on", "throughput_kb_s") - mean).abs() < 1e-6 * mean);
+    assert!((f("deep", "v3_16", "throughput_kb_s") - mean).abs() < 1e-6 * mean);
+}
+
+/// `kernel.pelt = "v3.16"` three groups deep under --check (which holds
+/// each cfs_rq's runnable_load_avg to its queued entities'), and how it
+/// differs from today's: tg->load_avg is v3.16's runnable + blocked
+/// contributions, published on every tick, and the root group's line is
+/// written. "current" is the default.
+#[test]
+fn pelt_v316_runs_checked_and_differs_from_current() {
+    let run = |pelt: &str, name: &str| {
+        json_of(
+            &[
+                "run",
+                "--machine",
+                "smp:cpus=4",
+                "--check",
+                "--cgroup",
+                "/a/b/c",
+                "-w",
+                "hackbench:groups=2,loops=200,ipc=pipe,cgroup=/a/b/c",
+                "--set",
+                &format!("kernel.pelt=\"{pelt}\""),
+            ],
+            name,
+        )
+    };
+    let (old, now) = (
+        run("v3.16", "pelt-v316.json"),
+        run("current", "pelt-now.json"),
+    );
+    assert_eq!(old["scenario"]["kernel"]["pelt"], "v3.16");
+    assert_eq!(now["scenario"]["kernel"]["pelt"], "current");
+    let default = json_of(
+        &[
+            "run",
+            "--machine",
+            "smp:cpus=4",
+            "--check",
+            "--cgroup",
+            "/a/b/c",
+            "-w",
+            "hackbench:groups=2,loops=200,ipc=pipe,cgroup=/a/b/c",
+        ],
+        "pelt-default.json",
+    );
+    assert_eq!(default, now);
+    let tg = |v: &Value| group(v, "/a/b/c")["load_avg"].as_i64().unwrap();
+    assert_ne!(tg(&old), tg(&now));
+    let updates = |v: &Value| v["pelt"]["tg_load_avg_updates"].as_u64().unwrap();
+    assert!(
+        updates(&old) > updates(&now),
+        "{} vs {}",
+        updates(&old),
+        updates(&now)
+    );
+    let (rc, out, err) = schedlab(&[
+        "run",
+        "-w",
+        "pipe:loops=10",
+        "--set",
+        "kernel.pelt=\"v3.8\"",
+    ]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("kernel.pelt") && err.contains("v3.16"),
+        "{err}"
+    );
+    assert!(out.is_empty());
 }
 
 #[test]

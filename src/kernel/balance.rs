@@ -742,7 +742,7 @@ impl Kernel {
             self.lb.cpus_read += 1;
             quiet &= self.blocked_quiet(c);
             let rq = &self.rqs[c];
-            s.group_load += rq.cfs.avg.load_avg;
+            s.group_load += self.cpu_load(c);
             s.group_util += self.cpu_util_cfs(c);
             s.group_runnable += rq.cfs.avg.runnable_avg;
             s.sum_h_nr_running += rq.cfs.h_nr_runnable as u64;
@@ -1037,7 +1037,7 @@ impl Kernel {
             let cap = self.capacity_of(c);
             match env.migration_type {
                 MigrationType::Load => {
-                    let load = rq.cfs.avg.load_avg;
+                    let load = self.cpu_load(c);
                     if nr == 1 && load as i64 > env.imbalance {
                         continue;
                     }

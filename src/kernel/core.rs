@@ -1066,6 +1066,7 @@ impl Kernel {
         self.touch_task(p);
         self.trace_migrate(p, old, cpu);
         self.remove_entity_load_avg(p, old);
+        self.migrate_task_rq_fair_316(p, old);
         let t = &mut self.tasks[p];
         t.cpu = cpu;
         t.stats.nr_migrations += 1;
@@ -1097,6 +1098,7 @@ impl Kernel {
         if counted {
             self.rqs[src].nr_running -= 1;
         }
+        self.migrate_task_rq_fair_316(p, src);
         self.rqs[src].cfs.resched_req = false;
         self.trace_migrate(p, src, dst);
         let t = &mut self.tasks[p];
@@ -1180,6 +1182,7 @@ impl Kernel {
         self.touch_task(p);
         let w = self.tasks[p].se.load.unscaled();
         pelt::init_entity_runnable_average(&mut self.tasks[p].se.avg, w);
+        self.init_task_runnable_average_316(p);
         self.tasks[p].state = TaskState::Running;
         self.tasks[p].recent_used_cpu = parent_cpu;
         let cpu = self.select_task_rq_fork(p, parent_cpu);

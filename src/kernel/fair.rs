@@ -113,6 +113,8 @@ pub struct FairEnv<'a> {
     pub min_quantum: u64,
     pub tick_ns: u64,
     pub feat: &'a Features,
+    /// `kernel.pelt = "v3.16"`: the v3.16 load tracking decides (fair316.rs).
+    pub pelt316: bool,
     /// Legacy CFS tunables when `kernel.fair = "cfs"`, None for EEVDF.
     pub legacy: Option<CfsTunables>,
 }
@@ -125,6 +127,8 @@ pub struct GroupCtx<'a> {
     pub shares: u64,
     /// tg->load_avg.
     pub tg_load_avg: i64,
+    /// tg->runnable_avg (v3.16).
+    pub tg_runnable_avg: i64,
 }
 
 /// PELT overhead counters of one cfs_rq.
@@ -171,6 +175,10 @@ pub struct CfsRq {
     pub tg_load_avg_contrib: u64,
     pub last_update_tg_load_avg: u64,
     pub tg_load_delta: i64,
+    /// v3.16: the load tracking of that kernel, and the change to
+    /// tg->runnable_avg not yet applied (the caller adds it).
+    pub v316: super::pelt316::CfsAvg,
+    pub tg_runnable_delta: i64,
     /// Load changes to pass up to the parent's group entity.
     pub propagate: bool,
     pub prop_runnable_sum: i64,
@@ -451,7 +459,7 @@ impl CfsRq {
     /// TG_LOAD_AVG_FILTER (the kernel's behaviour) at most once per ms and
     /// only when it moved by more than 1/64; without it, on every change.
     fn update_tg_load_avg(&mut self, env: &FairEnv) {
-        if self.tg == 0 {
+        if self.tg == 0 || env.pelt316 {
             return;
         }
         let filter = env.feat.enabled(Feature::TgLoadAvgFilter);
@@ -568,7 +576,10 @@ impl CfsRq {
         if g.my_q.load == 0 || g.my_q.throttle_count > 0 {
             return;
         }
-        let shares = calc_group_shares(g.my_q, g.shares, g.tg_load_avg);
+        let shares = match env.pelt316 {
+            true => super::fair316::calc_cfs_shares(g.my_q, g.shares, g.tg_load_avg),
+            false => calc_group_shares(g.my_q, g.shares, g.tg_load_avg),
+        };
         if ents.se(id).load.weight != shares {
             self.reweight_entity(ents, id, shares, env);
         }
@@ -636,6 +647,10 @@ impl CfsRq {
         }
         self.update_curr(ents, env);
         self.update_load_avg(ents, id, g.as_deref_mut(), UPDATE_TG | DO_ATTACH, env);
+        if env.pelt316 {
+            let wakeup = flags & ENQUEUE_WAKEUP != 0;
+            self.enqueue_entity_load_avg_316(ents, id, g.as_deref_mut(), wakeup, env);
+        }
         self.se_update_runnable(ents, id, g.as_deref());
         self.update_cfs_group(ents, id, g.as_deref(), env);
         if !is_curr {
@@ -673,6 +688,9 @@ impl CfsRq {
     ) {
         let flags = if tg_update { UPDATE_TG } else { 0 };
         self.update_load_avg(ents, id, g.as_deref_mut(), flags, env);
+        if env.pelt316 {
+            self.update_entity_load_avg_316(ents, id, g.as_deref_mut(), true, env);
+        }
         self.se_update_runnable(ents, id, g.as_deref());
         if tg_update {
             self.update_cfs_group(ents, id, g.as_deref(), env);
@@ -724,7 +742,11 @@ impl CfsRq {
             && env.feat.enabled(Feature::DelayDequeue)
             && env.legacy.is_none();
         if delay && !self.entity_eligible(ents, id) {
-            self.update_load_avg(ents, id, g, 0, env);
+            self.update_load_avg(ents, id, g.as_deref_mut(), 0, env);
+            if env.pelt316 {
+                // Still queued: v3.16 keeps it runnable (it had no delay).
+                self.update_entity_load_avg_316(ents, id, g, true, env);
+            }
             ents.se_mut(id).sched_delayed = true;
             return false;
         }
@@ -734,6 +756,9 @@ impl CfsRq {
             UPDATE_TG
         };
         self.update_load_avg(ents, id, g.as_deref_mut(), action, env);
+        if env.pelt316 {
+            self.dequeue_entity_load_avg_316(ents, id, g.as_deref_mut(), sleep, env);
+        }
         self.se_update_runnable(ents, id, g.as_deref());
         if env.legacy.is_some() {
             self.dequeue_entity_legacy(ents, id);
@@ -845,13 +870,16 @@ impl CfsRq {
         &mut self,
         ents: &mut Ents,
         id: SeId,
-        g: Option<&mut GroupCtx>,
+        mut g: Option<&mut GroupCtx>,
         env: &FairEnv,
     ) {
         if ents.se(id).on_rq {
             self.update_curr(ents, env);
             self.tree_insert(ents, id);
-            self.update_load_avg(ents, id, g, 0, env);
+            self.update_load_avg(ents, id, g.as_deref_mut(), 0, env);
+            if env.pelt316 {
+                self.update_entity_load_avg_316(ents, id, g, true, env);
+            }
         }
         self.curr = None;
     }
@@ -889,6 +917,10 @@ impl CfsRq {
         self.update_curr(ents, env);
         if let Some(c) = self.curr {
             self.update_load_avg(ents, c, g.as_deref_mut(), UPDATE_TG, env);
+            if env.pelt316 {
+                self.update_entity_load_avg_316(ents, c, g.as_deref_mut(), true, env);
+                self.update_cfs_rq_blocked_load_316(true, env);
+            }
             self.update_cfs_group(ents, c, g.as_deref(), env);
         }
         if let Some(tun) = env.legacy {

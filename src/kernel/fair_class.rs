@@ -10,7 +10,7 @@ use super::fair::{
     cancel_protect_slice, se_group, CfsRq, Ents, EntsRef, FairEnv, GroupCtx, SeId, DEQUEUE_DELAYED,
     DEQUEUE_SLEEP, DEQUEUE_SPECIAL, ENQUEUE_WAKEUP, GROUP_SE,
 };
-use super::features::Feature;
+use super::features::{Feature, PeltModel};
 use super::pelt;
 use super::rt::Policy;
 use super::task::Pid;
@@ -63,6 +63,7 @@ impl Kernel {
             min_quantum: self.cfg.base_slice_ns,
             tick_ns: self.tick_ns,
             feat: &self.cfg.features,
+            pelt316: self.cfg.pelt == PeltModel::V316,
             legacy: self.legacy_cfs,
         }
     }
@@ -127,7 +128,7 @@ impl Kernel {
 
     /// at_cfs with the CPU that pays the level's costs: None when the work
     /// is done on `cpu`'s behalf by a CPU whose cost is modelled elsewhere.
-    fn at_cfs_paid<R>(
+    pub(super) fn at_cfs_paid<R>(
         &mut self,
         cpu: usize,
         c: usize,
@@ -142,6 +143,7 @@ impl Kernel {
             min_quantum: self.cfg.base_slice_ns,
             tick_ns: self.tick_ns,
             feat: &self.cfg.features,
+            pelt316: self.cfg.pelt == PeltModel::V316,
             legacy: self.legacy_cfs,
         };
         let rq = &mut self.rqs[cpu];
@@ -159,6 +161,7 @@ impl Kernel {
                     my_q,
                     shares: tg.shares,
                     tg_load_avg: tg.load_avg,
+                    tg_runnable_avg: tg.runnable_avg,
                 };
                 f(cfs, &mut ents, Some(&mut ctx), &env)
             }
@@ -171,6 +174,14 @@ impl Kernel {
         }
         if c != 0 {
             self.settle_group(cpu, c, payer);
+        }
+        if self.cfg.pelt == PeltModel::V316 {
+            if c == 0 {
+                self.settle_root_316(cpu, payer);
+            }
+            if let Some(g) = g {
+                self.settle_runnable_316(cpu, g, payer);
+            }
         }
         r
     }
@@ -209,11 +220,35 @@ impl Kernel {
     /// atomic_long_add on tg->load_avg: the cache line comes over from the
     /// CPU that wrote it last, waiting behind writers still holding it;
     /// `payer`'s task spends that time.
-    fn tg_load_avg_add(&mut self, cpu: usize, tg: usize, delta: i64, payer: Option<usize>) {
+    pub(super) fn tg_load_avg_add(
+        &mut self,
+        cpu: usize,
+        tg: usize,
+        delta: i64,
+        payer: Option<usize>,
+    ) {
+        self.groups.tgs[tg].load_avg += delta;
+        self.tg_line_write(cpu, tg, payer);
+    }
+
+    /// atomic_add on tg->runnable_avg (v3.16), next to tg->load_avg in
+    /// struct task_group: the same cache line.
+    pub(super) fn tg_runnable_avg_add(
+        &mut self,
+        cpu: usize,
+        tg: usize,
+        delta: i64,
+        payer: Option<usize>,
+    ) {
+        self.groups.tgs[tg].runnable_avg += delta;
+        self.tg_line_write(cpu, tg, payer);
+    }
+
+    /// An atomic write to task group `tg`'s load line from `cpu`.
+    fn tg_line_write(&mut self, cpu: usize, tg: usize, payer: Option<usize>) {
         let from = self.groups.tgs[tg].last_writer.unwrap_or(cpu);
         let line = self.machine.line_transfer_ns(from, cpu);
         let t = &mut self.groups.tgs[tg];
-        t.load_avg += delta;
         self.groups.load_epoch += 1;
         let wait = t.line_free_at.saturating_sub(self.now);
         let cost = wait + line;
@@ -357,6 +392,8 @@ impl Kernel {
             }
             se = self.parent_entity(s);
         }
+        let runnable = self.rqs[cpu].nr_running != 0;
+        self.update_rq_runnable_avg_316(cpu, runnable);
         true
     }
 
@@ -421,6 +458,9 @@ impl Kernel {
                 return Dequeued::Done { counted: false };
             }
             cur = self.parent_entity(s);
+        }
+        if is_task {
+            self.update_rq_runnable_avg_316(cpu, true);
         }
         Dequeued::Done { counted: true }
     }
@@ -567,6 +607,7 @@ impl Kernel {
             self.at_cfs(cpu, c, se_group(s), |q, e, g, env| q.entity_tick(e, g, env));
             se = self.parent_entity(s);
         }
+        self.update_rq_runnable_avg_316(cpu, true);
     }
 
     /// check_preempt_wakeup_fair: compare the waking task and curr on the
@@ -666,6 +707,10 @@ impl Kernel {
     /// or was at this same instant with no group's load_avg (which group
     /// entities' shares read) changed since: no time has passed to decay.
     pub(super) fn update_blocked_averages(&mut self, cpu: usize) {
+        if self.cfg.pelt == PeltModel::V316 {
+            self.update_blocked_signals(cpu);
+            return self.update_blocked_averages_316(cpu);
+        }
         if let Some(c) = self.rqs[cpu].blocked_clean.filter(|_| self.idle_cpu(cpu)) {
             if c.gone {
                 debug_assert!(self.blocked_load_gone(cpu), "cpu {cpu}");
@@ -796,7 +841,7 @@ impl Kernel {
         let c = self.tasks[p].tg;
         self.update_cfs_rq_h_load(cpu, c);
         let cfs = self.cfs_rq(cpu, c);
-        self.tasks[p].se.avg.load_avg * cfs.h_load / (cfs.avg.load_avg + 1)
+        self.h_load_part(&self.tasks[p].se) * cfs.h_load / (self.h_load_base(cfs) + 1)
     }
 
     /// update_cfs_rq_h_load: recompute h_load top-down from the nearest
@@ -818,13 +863,15 @@ impl Kernel {
             }
         }
         if from_root {
+            let load = self.h_load_base(&self.rqs[cpu].cfs);
             let root = &mut self.rqs[cpu].cfs;
-            root.h_load = root.avg.load_avg;
+            root.h_load = load;
             root.last_h_load_update = jiffy;
         }
         for &g in path.iter().rev() {
             let pq = self.cfs_rq(cpu, self.groups.parent(g));
-            let load = pq.h_load * self.rqs[cpu].gse[g].avg.load_avg / (pq.avg.load_avg + 1);
+            let part = self.h_load_part(&self.rqs[cpu].gse[g]);
+            let load = pq.h_load * part / (self.h_load_base(pq) + 1);
             let q = self.cfs_rq_mut(cpu, g);
             q.h_load = load;
             q.last_h_load_update = jiffy;

@@ -239,6 +239,34 @@ impl Wakelist {
     }
 }
 
+/// Which per-entity load tracking the fair class keeps (`kernel.pelt`):
+/// today's (descended from the v4.3 rewrite) or v3.16's (seed 004's
+/// "before", `pelt316.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum PeltModel {
+    #[default]
+    #[serde(rename = "current")]
+    Current,
+    #[serde(rename = "v3.16")]
+    V316,
+}
+
+impl PeltModel {
+    pub const NAMES: [&'static str; 2] = ["current", "v3.16"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "current" => Some(PeltModel::Current),
+            "v3.16" => Some(PeltModel::V316),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
 /// Everything the kernel model is configured with.
 #[derive(Clone, Debug)]
 pub struct KernelConfig {
@@ -258,6 +286,8 @@ pub struct KernelConfig {
     /// ttwu_queue_cond queues every wakeup across LLCs (all kernels since
     /// v5.8 do); off makes cross-LLC wakeups follow the same-LLC rule.
     pub wakelist_cross_llc: bool,
+    /// The load tracking (`kernel.pelt`).
+    pub pelt: PeltModel,
     /// CONFIG_IRQ_TIME_ACCOUNTING: interrupt time feeds rq->avg_irq and
     /// shrinks the capacity left to the fair class.
     pub irq_time_accounting: bool,
@@ -284,6 +314,7 @@ impl Default for KernelConfig {
             timer_slack_ns: 50_000,
             wakelist: Wakelist::Idle,
             wakelist_cross_llc: true,
+            pelt: PeltModel::Current,
             irq_time_accounting: false,
             features: Features::default(),
             completion: Default::default(),

@@ -3,7 +3,7 @@
 //! looks for the idlest CPU (the slow path, sched_balance_find_dst_cpu).
 
 use super::core::WF_SYNC;
-use super::features::Feature;
+use super::features::{Feature, PeltModel};
 use super::task::{Pid, TaskState};
 use super::tracepoint::{Affine, PlaceWhy};
 use super::Kernel;
@@ -129,11 +129,6 @@ impl Kernel {
         !(slave < factor || master < slave * factor)
     }
 
-    /// cpu_load: the root cfs_rq's load_avg.
-    fn cpu_load(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].cfs.avg.load_avg
-    }
-
     /// wake_affine: WA_IDLE, then WA_WEIGHT; the result is `this` or `prev`.
     fn wake_affine(
         &mut self,
@@ -148,7 +143,15 @@ impl Kernel {
             target = self.wake_affine_idle(this, prev, sync);
         }
         if target.is_none() && self.cfg.features.enabled(Feature::WaWeight) {
-            target = self.wake_affine_weight(p, this, prev, sync, waker);
+            target = match self.cfg.pelt {
+                PeltModel::V316 => {
+                    let pct = self.affine_imbalance_pct(this, prev);
+                    let waker = waker.filter(|_| sync);
+                    self.wake_affine_316(p, this, prev, waker, pct)
+                        .then_some(this)
+                }
+                PeltModel::Current => self.wake_affine_weight(p, this, prev, sync, waker),
+            };
         }
         match target {
             Some(t) if t == this => {
@@ -173,6 +176,15 @@ impl Kernel {
             return Some(prev);
         }
         None
+    }
+
+    /// imbalance_pct of the lowest domain spanning both CPUs.
+    fn affine_imbalance_pct(&self, this: usize, prev: usize) -> i64 {
+        if self.machine.smt_siblings(prev).contains(&this) {
+            SMT_IMBALANCE_PCT
+        } else {
+            LLC_IMBALANCE_PCT
+        }
     }
 
     /// wake_affine_weight: compare the loads the two CPUs would have.
@@ -200,13 +212,7 @@ impl Kernel {
         this_eff *= self.capacity_of(prev);
         let mut prev_eff = self.cpu_load(prev) as i64 - task_load as i64;
         if self.cfg.features.enabled(Feature::WaBias) {
-            // imbalance_pct of the lowest domain spanning both CPUs.
-            let pct = if self.machine.smt_siblings(prev).contains(&this) {
-                SMT_IMBALANCE_PCT
-            } else {
-                LLC_IMBALANCE_PCT
-            };
-            prev_eff *= 100 + (pct - 100) / 2;
+            prev_eff *= 100 + (self.affine_imbalance_pct(this, prev) - 100) / 2;
         }
         prev_eff *= self.capacity_of(this) as i64;
         if sync {

@@ -45,6 +45,8 @@ pub struct Entity {
     /// A group entity's runnable tasks (se->runnable_weight); unused for tasks.
     pub runnable_weight: u64,
     pub avg: SchedAvg,
+    /// The v3.16 load tracking (`kernel.pelt = "v3.16"`).
+    pub avg316: super::pelt316::EntityAvg,
 }
 
 impl Entity {
@@ -65,6 +67,7 @@ impl Entity {
             rel_deadline: false,
             runnable_weight: 0,
             avg: SchedAvg::default(),
+            avg316: Default::default(),
         }
     }
 }

@@ -52,6 +52,8 @@ pub struct TaskGroup {
     pub shares: u64,
     /// tg->load_avg: Σ of its cfs_rqs' published load (an atomic).
     pub load_avg: i64,
+    /// tg->runnable_avg of v3.16: Σ of its cfs_rqs' CPU fractions (×1024).
+    pub runnable_avg: i64,
     /// cpu.max as (quota ns, period ns).
     pub quota: Option<(u64, u64)>,
     /// The CPU that last wrote tg->load_avg and when its cache line is free
@@ -84,6 +86,7 @@ impl Default for TaskGroups {
                 weight: CGROUP_WEIGHT_DFL,
                 shares: scale_load(1024),
                 load_avg: 0,
+                runnable_avg: 0,
                 quota: None,
                 last_writer: None,
                 line_free_at: 0,

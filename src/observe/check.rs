@@ -7,6 +7,7 @@ use crate::engine::EventKind;
 use crate::kernel::bandwidth::{BANDWIDTH_SLICE_NS, BW_TIMER_BASE};
 use crate::kernel::deadline::DL_TIMER_BASE;
 use crate::kernel::fair::{se_group, SeStore, GROUP_SE};
+use crate::kernel::features::PeltModel;
 use crate::kernel::pelt::LOAD_AVG_MAX;
 use crate::kernel::program::Blocked;
 use crate::kernel::task::{Pid, TaskState};
@@ -68,6 +69,7 @@ impl Kernel {
             self.check_task(p)?;
         }
         self.check_tg_load_avg()?;
+        self.check_runnable_load_316()?;
         self.check_cfs_util()?;
         self.check_bandwidth()?;
         self.check_wasted()
@@ -402,6 +404,37 @@ impl Kernel {
                 q.running_avg = Some(r);
             }
         }
+    }
+
+    /// `kernel.pelt = "v3.16"`: each cfs_rq's runnable_load_avg is the sum
+    /// of its queued entities' load_avg_contrib (every change of a queued
+    /// entity's contribution moves it by the same amount).
+    fn check_runnable_load_316(&self) -> Result<(), String> {
+        if self.cfg.pelt != PeltModel::V316 {
+            return Ok(());
+        }
+        let n = self.groups.count();
+        let mut sums = vec![0u64; self.rqs.len() * n];
+        for t in self.tasks.iter().filter(|t| t.se.on_rq) {
+            let s = &mut sums[t.cpu * n + t.tg];
+            *s = s.wrapping_add(t.se.avg316.load_avg_contrib);
+        }
+        for (cpu, rq) in self.rqs.iter().enumerate() {
+            for g in (1..n).filter(|&g| rq.gse[g].on_rq) {
+                let s = &mut sums[cpu * n + self.groups.parent(g)];
+                *s = s.wrapping_add(rq.gse[g].avg316.load_avg_contrib);
+            }
+            for c in 0..n {
+                let have = self.cfs_rq(cpu, c).v316.runnable_load_avg;
+                if have != sums[cpu * n + c] {
+                    return Err(format!(
+                        "cpu {cpu} cfs_rq of group {c}: runnable_load_avg {have} but its queued entities contribute {}",
+                        sums[cpu * n + c]
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// tg->load_avg is the sum of what each CPU's cfs_rq of the group last

@@ -1,10 +1,12 @@
 //! `schedlab repro pelt`: seed 004 (the per-entity load tracking rewrite,
 //! v5, August 2014). LKP's hackbench on lkp-snb01 (snb-32) at a 50 % and a
 //! 1600 % load factor, processes and threads, pipes and sockets; each at the
-//! top level and three cgroup levels deep, with `TG_LOAD_AVG_FILTER` off
-//! (tg->load_avg written on every change) and on (the 1/64 + 1 ms rule),
-//! beside the throughput the seed published. The scenarios are the files in
-//! scenarios/seed-004-pelt.
+//! top level and three cgroup levels deep, with v3.16's load tracking
+//! (`kernel.pelt = "v3.16"`, the seed's before) and today's, descended from
+//! the rewrite (its after), beside the throughput the seed published. A
+//! second experiment, three levels deep, turns `TG_LOAD_AVG_FILTER` off
+//! (tg->load_avg written on every change) against on (the 1/64 + 1 ms
+//! rule). The scenarios are the files in scenarios/seed-004-pelt.
 
 use super::run_embedded;
 use super::table::SeedTable;
@@ -128,22 +130,31 @@ struct Measured {
     cpu_ns: f64,
 }
 
-/// One run: a row's scenario at a depth (0 or 3) and filter setting.
-fn simulate(
-    row: &Row,
-    loops: u64,
-    (deep, filter): (bool, bool),
-    seed: Option<u64>,
-) -> Result<Measured, String> {
+/// One simulated cell: at the top level or 3 deep, which load tracking,
+/// and TG_LOAD_AVG_FILTER.
+#[derive(Clone, Copy)]
+struct Side {
+    deep: bool,
+    v316: bool,
+    filter: bool,
+}
+
+/// One run: a row's scenario on one side.
+fn simulate(row: &Row, loops: u64, side: Side, seed: Option<u64>) -> Result<Measured, String> {
     let path = format!("scenarios/seed-004-pelt/{}", row.file);
+    let pelt = if side.v316 { "v3.16" } else { "current" };
     let mut sets = vec![
         ("workload.0.loops", loops.to_string()),
-        ("kernel.features.TG_LOAD_AVG_FILTER", filter.to_string()),
+        ("kernel.pelt", format!("\"{pelt}\"")),
+        (
+            "kernel.features.TG_LOAD_AVG_FILTER",
+            side.filter.to_string(),
+        ),
     ];
     if let Some(seed) = seed {
         sets.push(("sim.seed", seed.to_string()));
     }
-    if deep {
+    if side.deep {
         sets.push(("workload.0.cgroup", format!("\"{DEEP}\"")));
         sets.push(("cgroup", format!("[{{ path = \"{DEEP}\", weight = 100 }}]")));
     }
@@ -167,15 +178,31 @@ fn simulate(
     })
 }
 
-/// The four cells of a row: (top off, top on, deep off, deep on), each the
-/// mean over the seeds.
-type Runs = [Measured; 4];
+/// The cells of a row, each the mean over the seeds: [`TOP_V316`] ..
+/// [`DEEP_FILTER_OFF`]. Today's kernel has the filter on.
+type Runs = [Measured; 5];
 
-const SIDES: [(bool, bool); 4] = [(false, false), (false, true), (true, false), (true, true)];
+const TOP_V316: usize = 0;
+const TOP_NOW: usize = 1;
+const DEEP_V316: usize = 2;
+const DEEP_NOW: usize = 3;
+const DEEP_FILTER_OFF: usize = 4;
 
-/// Every (row, side, seed) run, on all cores: for each row its four cells'
+const fn side(deep: bool, v316: bool, filter: bool) -> Side {
+    Side { deep, v316, filter }
+}
+
+const SIDES: [Side; 5] = [
+    side(false, true, true),
+    side(false, false, true),
+    side(true, true, true),
+    side(true, false, true),
+    side(true, false, false),
+];
+
+/// Every (row, side, seed) run, on all cores: for each row its cells'
 /// runs, seed by seed.
-fn run_all(rows: &[&Row], args: &PeltArgs) -> Result<Vec<[Vec<Measured>; 4]>, String> {
+fn run_all(rows: &[&Row], args: &PeltArgs) -> Result<Vec<[Vec<Measured>; 5]>, String> {
     let seeds = super::run_seeds(args.runs, args.seed);
     let per_row = SIDES.len() * seeds.len();
     let flat = crate::util::parallel::par_map(rows.len() * per_row, |i| {
@@ -216,25 +243,34 @@ fn sd(ms: &[Measured]) -> f64 {
     crate::compare::mean_sd(&xs).1
 }
 
-/// Does the filter's change of a depth (cells `off`, `on`) exceed twice its
-/// standard error over the seeds?
-fn beyond_spread(off: &[Measured], on: &[Measured]) -> bool {
-    let n = off.len() as f64;
-    let se = (sd(off).powi(2) / n + sd(on).powi(2) / n).sqrt();
-    (mean(on).throughput - mean(off).throughput).abs() > 2.0 * se
+/// Does the change from cell `a` to cell `b` exceed twice its standard
+/// error over the seeds?
+fn beyond_spread(a: &[Measured], b: &[Measured]) -> bool {
+    let n = a.len() as f64;
+    let se = (sd(a).powi(2) / n + sd(b).powi(2) / n).sqrt();
+    (mean(b).throughput - mean(a).throughput).abs() > 2.0 * se
 }
 
 /// With several seeds: each cell's sd of throughput, and whether the
-/// filter's change at each depth is larger than the spread.
-fn spread(rows: &[&Row], all: &[[Vec<Measured>; 4]]) -> String {
+/// rewrite's change at each depth, and the filter's 3 deep, are larger
+/// than the spread.
+fn spread(rows: &[&Row], all: &[[Vec<Measured>; 5]]) -> String {
     let n = all.first().map_or(0, |c| c[0].len());
     let mut s = format!(
-        "\nSpread over {n} seeds: sd of throughput (KB/s); the filter's change counts only beyond 2 standard errors\n"
+        "\nSpread over {n} seeds: sd of throughput (KB/s); a change counts only beyond 2 standard errors\n"
     );
     let _ = writeln!(
         s,
-        "{:<22} {:>9} {:>9} {:>9} {:>9} {:>12} {:>12}",
-        "", "top off", "top on", "deep off", "deep on", "top change", "deep change"
+        "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8} {:>11} {:>11} {:>11}",
+        "",
+        "top 3.16",
+        "top now",
+        "deep3.16",
+        "deep now",
+        "deep off",
+        "top 3.16→",
+        "deep 3.16→",
+        "deep filter"
     );
     for (row, c) in rows.iter().zip(all) {
         let verdict = |a: &[Measured], b: &[Measured]| {
@@ -246,14 +282,16 @@ fn spread(rows: &[&Row], all: &[[Vec<Measured>; 4]]) -> String {
         };
         let _ = writeln!(
             s,
-            "{:<22} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>12} {:>12}",
+            "{:<22} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>11} {:>11} {:>11}",
             row.name,
-            sd(&c[0]),
-            sd(&c[1]),
-            sd(&c[2]),
-            sd(&c[3]),
-            verdict(&c[0], &c[1]),
-            verdict(&c[2], &c[3])
+            sd(&c[TOP_V316]),
+            sd(&c[TOP_NOW]),
+            sd(&c[DEEP_V316]),
+            sd(&c[DEEP_NOW]),
+            sd(&c[DEEP_FILTER_OFF]),
+            verdict(&c[TOP_V316], &c[TOP_NOW]),
+            verdict(&c[DEEP_V316], &c[DEEP_NOW]),
+            verdict(&c[DEEP_FILTER_OFF], &c[DEEP_NOW])
         );
     }
     s
@@ -277,83 +315,108 @@ const TABLE: SeedTable = SeedTable {
     change: pct,
 };
 
-/// The throughput table, seed beside simulation.
-fn table(rows: &[&Row], runs: &[Runs]) -> String {
+/// A throughput table, seed beside simulation: each group of `cells`
+/// (before, after) pairs of a row's cells.
+fn table(rows: &[&Row], runs: &[Runs], titles: &[[&str; 3]], cells: &[(usize, usize)]) -> String {
     let mut s = String::new();
-    let top = [
-        ["v3.16", "rewrite", ""],
-        ["top", "top", ""],
-        ["3 deep", "3 deep", ""],
-    ];
-    let _ = writeln!(s, "{}", TABLE.header("", &top));
-    let filt = ["filt off", "filt on", "change"];
-    let titles = [["seed", "seed", "change"], filt, filt];
-    let _ = writeln!(s, "{}", TABLE.header("hackbench.throughput", &titles));
-    let mut tot = [0.0; 6];
+    let seed = ["seed", "seed", "change"];
+    let sub: Vec<[&str; 3]> = std::iter::once(seed)
+        .chain(cells.iter().map(|_| ["before", "after", "change"]))
+        .collect();
+    let _ = writeln!(s, "{}", TABLE.header("", titles));
+    let _ = writeln!(s, "{}", TABLE.header("hackbench.throughput", &sub));
+    let mut tot = vec![(0.0, 0.0); cells.len() + 1];
     for (row, m) in rows.iter().zip(runs) {
-        let v = [
-            row.seed.0,
-            row.seed.1,
-            m[0].throughput,
-            m[1].throughput,
-            m[2].throughput,
-            m[3].throughput,
-        ];
-        tot.iter_mut().zip(v).for_each(|(t, x)| *t += x);
-        let _ = writeln!(s, "{}", line(row.name, &v));
+        let pairs: Vec<(f64, f64)> = std::iter::once(row.seed)
+            .chain(
+                cells
+                    .iter()
+                    .map(|&(a, b)| (m[a].throughput, m[b].throughput)),
+            )
+            .collect();
+        for (t, p) in tot.iter_mut().zip(&pairs) {
+            (t.0, t.1) = (t.0 + p.0, t.1 + p.1);
+        }
+        let _ = writeln!(s, "{}", TABLE.row(row.name, &pairs));
     }
-    let _ = writeln!(s, "{}", line("TOTAL", &tot));
+    let _ = writeln!(s, "{}", TABLE.row("TOTAL", &tot));
     s
 }
 
-fn line(name: &str, v: &[f64; 6]) -> String {
-    TABLE.row(name, &[(v[0], v[1]), (v[2], v[3]), (v[4], v[5])])
-}
-
-/// The overhead counters that explain the deep rows, per message.
+/// The overhead counters that explain the deep rows, per message, for
+/// v3.16, then today's with the filter off and on.
 fn overhead(rows: &[&Row], runs: &[Runs]) -> String {
-    let mut s = String::from("\nPELT overhead 3 levels deep, per message (filter off → on):\n");
+    let mut s = String::from(
+        "\nPELT overhead 3 levels deep, per message (v3.16 / rewrite filter off / filter on):\n",
+    );
     let _ = writeln!(
         s,
-        "{:<22} {:>17} {:>17} {:>15} {:>19} {:>17}",
+        "{:<22} {:>20} {:>20} {:>20} {:>23} {:>20}",
         "", "update_load_avg", "tg->load_avg upd", "propagations", "tg line ns", "line % of CPU"
     );
+    let cells = [DEEP_V316, DEEP_FILTER_OFF, DEEP_NOW];
     for (row, m) in rows.iter().zip(runs) {
         let per = |r: &Measured, x: f64| x / r.messages.max(1.0);
-        let cell = |f: fn(&Measured) -> f64| {
-            format!("{:.2} → {:.2}", per(&m[2], f(&m[2])), per(&m[3], f(&m[3])))
+        let cell = |f: &dyn Fn(&Measured) -> f64| {
+            let v: Vec<String> = cells.iter().map(|&c| format!("{:.2}", f(&m[c]))).collect();
+            v.join(" / ")
         };
         let share = |r: &Measured| 100.0 * r.tg_load_avg_ns / r.cpu_ns.max(1.0);
         let _ = writeln!(
             s,
-            "{:<22} {:>17} {:>17} {:>15} {:>19} {:>17}",
+            "{:<22} {:>20} {:>20} {:>20} {:>23} {:>20}",
             row.name,
-            cell(|r| r.update_load_avg_calls),
-            cell(|r| r.tg_load_avg_updates),
-            cell(|r| r.propagations),
-            cell(|r| r.tg_load_avg_ns),
-            format!("{:.2} → {:.2}", share(&m[2]), share(&m[3]))
+            cell(&|r| per(r, r.update_load_avg_calls)),
+            cell(&|r| per(r, r.tg_load_avg_updates)),
+            cell(&|r| per(r, r.propagations)),
+            cell(&|r| per(r, r.tg_load_avg_ns)),
+            cell(&share)
         );
     }
     s
 }
 
 const NOTE: &str = "\
-Read this with care. The seed's \"before\" is v3.16-rc5's load tracking (runnable averages
-per entity, tg contributions rewritten on a different schedule, blocked load kept apart);
-its \"after\" is the rewrite. The simulator implements only today's PELT, which descends
-from the rewrite, so before vs after is modelled by the one rule of the rewrite that is a
-switch here: TG_LOAD_AVG_FILTER off writes tg->load_avg on every change, on keeps the
-1/64 + 1 ms filter. At the top level there is no task group, so the filter changes nothing
-and the two columns must match. Three levels deep, every tg->load_avg write moves one
-shared cache line between the CPUs (cost model: the machine's line transfer, plus the wait
-behind writers still holding it), charged to whatever runs on the writing CPU. Where
-that cost is a small share of the CPU time (last column) and throughput still moves, the
-filter acted through decisions: group shares come from tg->load_avg, and the group
-entities' weights feed task_h_load (wake_affine, load balancing) and the root's load.
+Read this with care. The seed's \"before\" is v3.16-rc5's load tracking and its \"after\" the
+rewrite; here \"v3.16\" is kernel.pelt = \"v3.16\" (runnable averages per entity, runnable and
+blocked load kept apart, tg->load_avg published beyond 1/8 or on every tick, tg->runnable_avg,
+v3.16's shares from the queued weight) and \"after\" is today's PELT, which descends from the
+rewrite (and, unlike v4.3, has skipped root_task_group's load_avg since v4.5). What changes
+between the two is what the seed's kernels decided with: the group entities' weights, the load
+the balancer and wake_affine read (v3.16: the runnable load only) and task_h_load; utilisation
+is today's on both sides. Both run on today's EEVDF fair class and balancer, not v3.16's CFS.
+v3.16 also writes root_task_group's load_avg and runnable_avg from every CPU (one shared cache
+line), so its overhead shows at the top level too (root line table). Three levels deep every
+tg->load_avg write moves the group's line between CPUs (the machine's line transfer plus the
+wait behind writers still holding it), charged to whatever runs on the writing CPU.
+The second experiment keeps today's PELT and turns the rewrite's filter on tg->load_avg off
+(every change written) against on (1/64 and once per ms), 3 deep only: at the top level there
+is no group and it changes nothing.
 Loops are LKP's divided by --scale; hackbench's Time excludes the fork of its tasks.";
 
-fn to_json(rows: &[&Row], all: &[[Vec<Measured>; 4]], args: &PeltArgs) -> Value {
+/// v3.16's writes to root_task_group's line at the top level, per message.
+fn root_line(rows: &[&Row], runs: &[Runs]) -> String {
+    let mut s = String::from(
+        "\nroot_task_group line at the top level (v3.16 / rewrite): ns per message, % of CPU\n",
+    );
+    for (row, m) in rows.iter().zip(runs) {
+        let [a, b] = [&m[TOP_V316], &m[TOP_NOW]];
+        let per = |r: &Measured| r.tg_load_avg_ns / r.messages.max(1.0);
+        let share = |r: &Measured| 100.0 * r.tg_load_avg_ns / r.cpu_ns.max(1.0);
+        let _ = writeln!(
+            s,
+            "{:<22} {:>9.2} / {:<9.2} {:>7.2} / {:.2}",
+            row.name,
+            per(a),
+            per(b),
+            share(a),
+            share(b)
+        );
+    }
+    s
+}
+
+fn to_json(rows: &[&Row], all: &[[Vec<Measured>; 5]], args: &PeltArgs) -> Value {
     let side = |ms: &Vec<Measured>| {
         let m = mean(ms);
         json!({
@@ -377,10 +440,12 @@ fn to_json(rows: &[&Row], all: &[[Vec<Measured>; 4]], args: &PeltArgs) -> Value 
                 "config": r.name,
                 "scenario": format!("scenarios/seed-004-pelt/{}", r.file),
                 "seed": {"before": r.seed.0, "after": r.seed.1},
-                "top": {"filter_off": side(&m[0]), "filter_on": side(&m[1]),
-                        "change_beyond_spread": beyond_spread(&m[0], &m[1])},
-                "deep": {"cgroup": DEEP, "filter_off": side(&m[2]), "filter_on": side(&m[3]),
-                         "change_beyond_spread": beyond_spread(&m[2], &m[3])},
+                "top": {"v3_16": side(&m[TOP_V316]), "rewrite": side(&m[TOP_NOW]),
+                        "change_beyond_spread": beyond_spread(&m[TOP_V316], &m[TOP_NOW])},
+                "deep": {"cgroup": DEEP, "v3_16": side(&m[DEEP_V316]), "rewrite": side(&m[DEEP_NOW]),
+                         "change_beyond_spread": beyond_spread(&m[DEEP_V316], &m[DEEP_NOW]),
+                         "filter_off": side(&m[DEEP_FILTER_OFF]),
+                         "filter_change_beyond_spread": beyond_spread(&m[DEEP_FILTER_OFF], &m[DEEP_NOW])},
             })
         })
         .collect();
@@ -409,7 +474,29 @@ pub fn repro(args: &PeltArgs, quiet: bool) -> Result<(), String> {
         "Seed 004: PELT rewrite, LKP hackbench on lkp-snb01 → snb-32 (KB/s, higher is better; loops ÷ {}; sim.seed {seeds})\n",
         args.scale,
     );
-    print!("{}", table(&rows, &runs));
+    let both = [
+        ["v3.16", "rewrite", ""],
+        ["top", "level", ""],
+        ["3", "deep", ""],
+    ];
+    print!(
+        "{}",
+        table(
+            &rows,
+            &runs,
+            &both,
+            &[(TOP_V316, TOP_NOW), (DEEP_V316, DEEP_NOW)]
+        )
+    );
+    print!("{}", root_line(&rows, &runs));
+    println!(
+        "\nSecond experiment, 3 deep, rewrite: TG_LOAD_AVG_FILTER off (before) → on (after)\n"
+    );
+    let filt = [["v3.16", "rewrite", ""], ["filter", "3 deep", ""]];
+    print!(
+        "{}",
+        table(&rows, &runs, &filt, &[(DEEP_FILTER_OFF, DEEP_NOW)])
+    );
     print!("{}", overhead(&rows, &runs));
     if args.runs > 1 {
         print!("{}", spread(&rows, &all));
@@ -421,8 +508,9 @@ pub fn repro(args: &PeltArgs, quiet: bool) -> Result<(), String> {
 }
 
 /// What `repro summary` sets beside seed 004's hackbench rows: each seed's
-/// top-level throughput on the repro's before and after sides, keyed by
-/// the configuration's name, all runs on all cores.
+/// top-level throughput under v3.16's load tracking (before) and the
+/// rewrite (after), keyed by the configuration's name, all runs on all
+/// cores.
 pub fn summary_cells(runs: u64, scale: u64) -> Result<Vec<super::summary::Cell>, String> {
     let seeds = super::run_seeds(runs, None);
     let n = seeds.len();

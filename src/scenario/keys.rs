@@ -7,7 +7,7 @@
 
 use super::{Scenario, Source};
 use crate::kernel::completion::CompletionVariant;
-use crate::kernel::features::{Wakelist, FEATURES};
+use crate::kernel::features::{PeltModel, Wakelist, FEATURES};
 use crate::kernel::preempt::MODELS;
 use crate::machine::cost::Governor;
 use crate::workload::kinds::{Ty, KINDS};
@@ -73,6 +73,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("kernel.migration_cost_ns", Int, "ns", "", "sysctl_sched_migration_cost: a task ran this recently is cache hot"),
     k("kernel.timer_slack_ns", Int, "ns", "", "timer slack added to a sleeping task's wakeup timer"),
     k("kernel.wakelist", Words(|| Wakelist::NAMES.to_vec()), "", "", "when a remote wakeup is queued on the wakelist (ttwu_queue_cond; seed 000)"),
+    k("kernel.pelt", Words(|| PeltModel::NAMES.to_vec()), "", "", "per-entity load tracking: today's, or v3.16's before the v4.3 rewrite (seed 004)"),
     k("kernel.wakelist_cross_llc", Bool, "", "", "queue wakeups across LLCs on the wakelist (TTWU_QUEUE)"),
     k("kernel.irq_time_accounting", Bool, "", "", "CONFIG_IRQ_TIME_ACCOUNTING: interrupt time tracked (avg_irq)"),
     k("kernel.completion", Words(|| CompletionVariant::NAMES.to_vec()), "", "", "completions on wait queues (v4.6), swait (mainline) or swait with deferred wakeups (seed 003)"),

@@ -12,7 +12,9 @@ pub mod flags;
 pub mod keys;
 pub mod output;
 
-use crate::kernel::features::{FairClass, KernelConfig, PreemptModel, Wakelist, FEATURES};
+use crate::kernel::features::{
+    FairClass, KernelConfig, PeltModel, PreemptModel, Wakelist, FEATURES,
+};
 use crate::kernel::noise::NoiseConfig;
 use crate::kernel::rt::RtBandwidth;
 use crate::kernel::task_group::{
@@ -551,6 +553,12 @@ impl Scenario {
                         src.err(&key, format!("must be one of {names}"))
                     })?
                 }
+                "pelt" => {
+                    kc.pelt = PeltModel::parse(&as_str(v)).ok_or_else(|| {
+                        let names = PeltModel::NAMES.map(|n| format!("\"{n}\"")).join(", ");
+                        src.err(&key, format!("must be one of {names}"))
+                    })?
+                }
                 "wakelist_cross_llc" => {
                     kc.wakelist_cross_llc = v
                         .as_bool()
@@ -651,6 +659,7 @@ impl Scenario {
         };
         kt.insert("rt_bandwidth".into(), Value::String(bw.into()));
         kt.insert("wakelist".into(), Value::String(k.wakelist.name().into()));
+        kt.insert("pelt".into(), Value::String(k.pelt.name().into()));
         kt.insert(
             "wakelist_cross_llc".into(),
             Value::Boolean(k.wakelist_cross_llc),
