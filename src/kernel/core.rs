@@ -278,12 +278,12 @@ impl Kernel {
         let cap = c.capacity as u64;
         let own = !self.idle_mask.test(cpu) as u8;
         let sibling_busy = self.busy_in_core[c.core] > own;
-        let pct = if sibling_busy {
-            self.machine.cost.smt_speed_pct as u64
-        } else {
-            100
-        };
-        (cap * pct / 100).max(1)
+        // Alone on its core (the common case) a CPU runs at its capacity:
+        // no multiply and divide by 100 per segment.
+        if !sibling_busy {
+            return cap.max(1);
+        }
+        (cap * self.machine.cost.smt_speed_pct as u64 / 100).max(1)
     }
 
     /// Run `p`'s remaining work on `cpu` at the CPU's current speed.

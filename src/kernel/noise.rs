@@ -178,14 +178,21 @@ impl Noise {
             By::Cpu(c) => &mut self.cpu[c],
             By::Task(p) => {
                 if p >= self.task.len() {
-                    let seed = self.seed;
-                    let ids = self.task.len() as u64..=p as u64;
-                    self.task
-                        .extend(ids.map(|i| Stream::new(seed, TASK_STREAMS + i)));
+                    self.add_task_streams(p);
                 }
                 &mut self.task[p]
             }
         }
+    }
+
+    /// Give tasks up to `p` their streams (once per task: kept out of
+    /// `stream`, which runs at every cost drawn).
+    #[cold]
+    fn add_task_streams(&mut self, p: usize) {
+        let seed = self.seed;
+        let ids = self.task.len() as u64..=p as u64;
+        self.task
+            .extend(ids.map(|i| Stream::new(seed, TASK_STREAMS + i)));
     }
 }
 

@@ -96,10 +96,17 @@ impl Kernel {
     /// update_irq_load_avg (CONFIG_IRQ_TIME_ACCOUNTING): `running` ns of
     /// interrupt work just done on `cpu`, scaled to the CPU's capacity and,
     /// pessimistically, placed right before now.
+    /// Inlined: every dispatch calls it, and with the accounting off (the
+    /// default) it does nothing.
+    #[inline]
     pub(super) fn update_irq_load_avg(&mut self, cpu: usize, running: u64) {
-        if !self.cfg.irq_time_accounting {
-            return;
+        if self.cfg.irq_time_accounting {
+            self.update_irq_load_avg_on(cpu, running);
         }
+    }
+
+    /// update_irq_load_avg's body, with the accounting on.
+    fn update_irq_load_avg_on(&mut self, cpu: usize, running: u64) {
         if running > 0 {
             self.rqs[cpu].blocked_clean = None;
         }
