@@ -1,0 +1,229 @@
+//! `perf script` text and the fd samples → the file `replay` reads: the
+//! text with the syscall lines of other tasks taken out, and a `# fd`
+//! line for each fd the command's tasks read or wrote that names a pipe
+//! or a socket's receive queue (docs/replay.md, "Causal replay").
+
+use super::fds::{ipc_object, Seen};
+use crate::trace::parse::{parse_all, Event};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The converted text, and what it could not name.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Converted {
+    /// `# fd` lines and the trace lines (no header).
+    pub text: String,
+    /// Tasks of the command's tree.
+    pub tasks: usize,
+    /// `# fd` lines written.
+    pub named: usize,
+    /// Why fds read or written were left unnamed, with how many.
+    pub unnamed: BTreeMap<&'static str, usize>,
+}
+
+/// How a task used an fd in the trace.
+const READ: u8 = 1;
+const WRITE: u8 = 2;
+
+/// Convert `perf` (perf script text) with what the samples saw. `name`
+/// names the text in a parse error (a perf whose output the parser does
+/// not read).
+pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String> {
+    let parsed = parse_all(name, perf)?;
+    let tree = tree_tasks(seen, &parsed.recs);
+    let mut uses: BTreeMap<(u32, u32), u8> = BTreeMap::new();
+    for r in &parsed.recs {
+        match r.ev {
+            Event::SysEnter { write, fd } if tree.contains(&r.ctx_pid) => {
+                *uses.entry((r.ctx_pid, fd)).or_default() |= if write { WRITE } else { READ };
+            }
+            _ => {}
+        }
+    }
+    let mut out = Converted {
+        tasks: tree.len(),
+        ..Converted::default()
+    };
+    for (&(tid, fd), &how) in &uses {
+        match object(seen, tid, fd, how) {
+            Ok(object) => {
+                out.text += &format!("# fd pid={tid} fd={fd} object={object}\n");
+                out.named += 1;
+            }
+            Err(why) => *out.unnamed.entry(why).or_default() += 1,
+        }
+    }
+    for line in perf.lines() {
+        let other = is_syscall(line) && line_tid(line).is_some_and(|t| !tree.contains(&t));
+        if !other {
+            out.text += line;
+            out.text.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// The command's tasks: the processes sampled and their threads, and
+/// every task the trace shows one of them forking (a child that lived
+/// less than a poll).
+fn tree_tasks(seen: &Seen, recs: &[crate::trace::parse::Record]) -> BTreeSet<u32> {
+    let mut tree: BTreeSet<u32> = seen.tree.iter().copied().collect();
+    let threads: Vec<u32> = (seen.threads.iter())
+        .filter(|(_, p)| tree.contains(p))
+        .map(|(&t, _)| t)
+        .collect();
+    tree.extend(threads);
+    for r in recs {
+        if let Event::Fork { parent, child } = &r.ev {
+            if tree.contains(&parent.pid) {
+                tree.insert(child.pid);
+            }
+        }
+    }
+    tree
+}
+
+/// What task `tid`'s `fd` names for the replay, used as `how` says: a
+/// pipe is one queue; a socket's reads drain its own receive queue, its
+/// writes fill its peer's, so an fd used both ways has no one name.
+fn object(seen: &Seen, tid: u32, fd: u32, how: u8) -> Result<String, &'static str> {
+    let pid = seen.threads.get(&tid).copied().unwrap_or(tid);
+    let objects = seen
+        .fds
+        .get(&(pid, fd))
+        .ok_or("no sample saw a pipe or socket there (a file, a terminal, or an fd opened and closed between samples)")?;
+    let mut it = objects.iter();
+    let (Some(first), None) = (it.next(), it.next()) else {
+        return Err("the fd named two objects in the samples (closed and reused)");
+    };
+    match ipc_object(first) {
+        Some((false, _)) => Ok(first.clone()),
+        Some((true, ino)) => match how {
+            READ => Ok(first.clone()),
+            WRITE => seen
+                .peers
+                .get(&ino)
+                .map(|p| format!("socket:[{p}]"))
+                .ok_or("a socket written to whose peer sock_diag did not name (not a UNIX socket, or closed before it was asked)"),
+            _ => Err("a socket both read and written (one queue each way)"),
+        },
+        None => Err("not a pipe or socket"),
+    }
+}
+
+/// A `syscalls:` event line of perf script text.
+fn is_syscall(line: &str) -> bool {
+    line.contains(" syscalls:sys_")
+}
+
+/// The tid of a perf script line: the last word before the ` [CPU]`
+/// column (`comm tid` or `comm pid/tid`).
+fn line_tid(line: &str) -> Option<u32> {
+    let mut from = 0;
+    while let Some(off) = line[from..].find(" [") {
+        let open = from + off;
+        let rest = &line[open + 2..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && rest.as_bytes().get(digits) == Some(&b']') {
+            let word = line[..open].split_whitespace().last()?;
+            return word.rsplit('/').next()?.parse().ok();
+        }
+        from = open + 2;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen() -> Seen {
+        let mut s = Seen {
+            tree: vec![10],
+            ..Seen::default()
+        };
+        s.threads.insert(10, 10);
+        let mut fd = |pid, fd, o: &str| {
+            s.fds.entry((pid, fd)).or_default().insert(o.to_string());
+        };
+        fd(10, 3, "pipe:[100]");
+        fd(11, 3, "pipe:[100]");
+        fd(10, 5, "socket:[200]");
+        fd(11, 6, "socket:[201]");
+        fd(11, 7, "socket:[300]");
+        fd(11, 8, "pipe:[1]");
+        fd(11, 8, "pipe:[2]");
+        s.peers.insert(200, 201);
+        s.peers.insert(201, 200);
+        s
+    }
+
+    const PERF: &str = "\
+perf 10 [000] 1.000000000: sched:sched_process_fork: comm=perf pid=10 child_comm=perf child_pid=11
+a 10 [000] 1.000001000: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x00000001
+a 10 [000] 1.000002000: syscalls:sys_exit_write: 0x1
+a 11 [001] 1.000003000: syscalls:sys_enter_read: fd: 0x00000003, buf: 0x1, count: 0x00000001
+a 11 [001] 1.000004000: syscalls:sys_exit_read: 0x1
+a 10 [000] 1.000005000: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000006000: syscalls:sys_enter_read: fd: 0x00000006, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000007000: syscalls:sys_enter_read: fd: 0x00000007, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000007100: syscalls:sys_enter_write: fd: 0x00000007, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000008000: syscalls:sys_enter_read: fd: 0x00000008, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000009000: syscalls:sys_enter_read: fd: 0x00000009, buf: 0x1, count: 0x00000064
+rustc 99 [001] 1.000010000: syscalls:sys_enter_read: fd: 0x00000003, buf: 0x1, count: 0x00000064
+rustc 99 [001] 1.000011000: syscalls:sys_enter_futex: uaddr: 0x1, op: 0x00000080, val: 0x00000000, utime: 0x0, uaddr2: 0x0, val3: 0x00000000
+rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cpu=001
+";
+
+    #[test]
+    fn names_each_fd_by_its_queue() {
+        let c = convert("t", PERF, &seen()).unwrap();
+        let fd_lines: Vec<&str> = c.text.lines().filter(|l| l.starts_with("# fd")).collect();
+        // Both ends of the pipe are one queue; the socket written names
+        // its peer's queue, the socket read its own. Pid 11 is in the
+        // tree by the fork line, though no poll saw it as a child.
+        assert_eq!(
+            fd_lines,
+            [
+                "# fd pid=10 fd=3 object=pipe:[100]",
+                "# fd pid=10 fd=5 object=socket:[201]",
+                "# fd pid=11 fd=3 object=pipe:[100]",
+                "# fd pid=11 fd=6 object=socket:[201]",
+            ]
+        );
+        assert_eq!(c.tasks, 2);
+        assert_eq!(c.named, 4);
+        let why: Vec<usize> = c.unnamed.values().copied().collect();
+        assert_eq!(c.unnamed.len(), 3, "{:?}", c.unnamed);
+        assert_eq!(why.iter().sum::<usize>(), 3);
+        // Other tasks' syscall lines go, their scheduler lines stay.
+        assert!(!c.text.contains("rustc 99 [001] 1.000010000"));
+        assert!(!c.text.contains("sys_enter_futex"));
+        assert!(c.text.contains("rustc 99 [001] 1.000012000: sched:sched_waking"));
+        // The result parses, with its fd names.
+        let p = parse_all("c", &c.text).unwrap();
+        assert_eq!(p.fds.len(), 4);
+    }
+
+    #[test]
+    fn a_threads_fds_are_its_process_fds() {
+        let mut s = seen();
+        s.threads.insert(12, 10);
+        let t = "a 12 [000] 1.0: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1\n";
+        let c = convert("t", t, &s).unwrap();
+        assert!(c.text.starts_with("# fd pid=12 fd=3 object=pipe:[100]\n"), "{}", c.text);
+    }
+
+    #[test]
+    fn tids_of_the_line_forms() {
+        assert_eq!(line_tid("my prog 12 [003] 1.0: x"), Some(12));
+        assert_eq!(line_tid("16043/16044 [001] 1.0: x"), Some(16044));
+        assert_eq!(line_tid("a [b] 7 [000] 1.0: x"), Some(7));
+        assert_eq!(line_tid("no cpu column"), None);
+    }
+
+    #[test]
+    fn a_text_the_parser_refuses_is_an_error() {
+        let e = convert("t", "garbage\n", &seen()).unwrap_err();
+        assert!(e.starts_with("t:1: "), "{e}");
+    }
+}
