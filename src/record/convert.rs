@@ -30,11 +30,20 @@ const WRITE: u8 = 2;
 pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String> {
     let parsed = parse_all(name, perf)?;
     let tree = tree_tasks(seen, &parsed.recs);
-    let mut uses: BTreeMap<(u32, u32), u8> = BTreeMap::new();
+    let forks: BTreeMap<u32, (u32, u64)> = (parsed.recs.iter())
+        .filter_map(|r| match &r.ev {
+            Event::Fork { parent, child } => Some((child.pid, (parent.pid, r.ts))),
+            _ => None,
+        })
+        .collect();
+    // (tid, fd) → how it was used, and the objects it named then.
+    let mut uses: BTreeMap<(u32, u32), (u8, BTreeSet<&str>)> = BTreeMap::new();
     for r in &parsed.recs {
         match r.ev {
             Event::SysEnter { write, fd } if tree.contains(&r.ctx_pid) => {
-                *uses.entry((r.ctx_pid, fd)).or_default() |= if write { WRITE } else { READ };
+                let u = uses.entry((r.ctx_pid, fd)).or_default();
+                u.0 |= if write { WRITE } else { READ };
+                u.1.extend(named_at(seen, &forks, r.ctx_pid, fd, r.ts));
             }
             _ => {}
         }
@@ -43,8 +52,8 @@ pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String>
         tasks: tree.len(),
         ..Converted::default()
     };
-    for (&(tid, fd), &how) in &uses {
-        match object(seen, tid, fd, how) {
+    for (&(tid, fd), (how, objects)) in &uses {
+        match object(seen, objects, *how) {
             Ok(object) => {
                 out.text += &format!("# fd pid={tid} fd={fd} object={object}\n");
                 out.named += 1;
@@ -82,23 +91,60 @@ fn tree_tasks(seen: &Seen, recs: &[crate::trace::parse::Record]) -> BTreeSet<u32
     tree
 }
 
-/// What task `tid`'s `fd` names for the replay, used as `how` says: a
-/// pipe is one queue; a socket's reads drain its own receive queue, its
-/// writes fill its peer's, so an fd used both ways has no one name.
-fn object(seen: &Seen, tid: u32, fd: u32, how: u8) -> Result<String, &'static str> {
+/// What task `tid`'s `fd` named at `ts`: the last sample's object at
+/// or before it (the first sample's, before every sample). A task no
+/// poll sampled (it lived or waited less than the poller took to come
+/// round) has the fds its parent had when it forked it, where the
+/// parent's samples show that fd's object both before and after the
+/// fork: `fork` copies the table, and the child's own changes (a
+/// receiver closing the end it does not use) do not rename the fds it
+/// keeps.
+fn named_at<'a>(
+    seen: &'a Seen,
+    forks: &BTreeMap<u32, (u32, u64)>,
+    tid: u32,
+    fd: u32,
+    ts: u64,
+) -> Option<&'a str> {
     let pid = seen.threads.get(&tid).copied().unwrap_or(tid);
-    let objects = seen
-        .fds
-        .get(&(pid, fd))
-        .ok_or("no sample saw a pipe or socket there (a file, a terminal, or an fd opened and closed between samples)")?;
+    if !seen.sampled.contains_key(&pid) {
+        let &(parent, at) = forks.get(&tid)?;
+        return held_at(seen, parent, fd, at);
+    }
+    let names = seen.fds.get(&(pid, fd))?;
+    let after = names.partition_point(|(t, _)| *t <= ts);
+    Some(&names[after.saturating_sub(1)].1)
+}
+
+/// The object process `pid`'s `fd` named at `ts`, if a sample at or
+/// before `ts` and one at or after it both show it.
+fn held_at(seen: &Seen, pid: u32, fd: u32, ts: u64) -> Option<&str> {
+    let pid = seen.threads.get(&pid).copied().unwrap_or(pid);
+    let names = seen.fds.get(&(pid, fd))?;
+    let k = names.partition_point(|(t, _)| *t <= ts).checked_sub(1)?;
+    let until = names.get(k + 1).map_or(u64::MAX, |n| n.0);
+    let times = seen.sampled.get(&pid)?;
+    times
+        .iter()
+        .any(|&t| t >= ts && t < until)
+        .then_some(names[k].1.as_str())
+}
+
+/// What an fd that named `objects` while used as `how` says names for
+/// the replay: a pipe is one queue; a socket's reads drain its own
+/// receive queue, its writes fill its peer's, so an fd used both ways
+/// has no one name.
+fn object(seen: &Seen, objects: &BTreeSet<&str>, how: u8) -> Result<String, &'static str> {
     let mut it = objects.iter();
-    let (Some(first), None) = (it.next(), it.next()) else {
-        return Err("the fd named two objects in the samples (closed and reused)");
+    let first = match (it.next(), it.next()) {
+        (Some(first), None) => *first,
+        (None, _) => return Err("no sample saw a pipe or socket there (a file, a terminal, or an fd opened and closed between samples)"),
+        _ => return Err("the fd named two objects while it was used (closed and reused)"),
     };
     match ipc_object(first) {
-        Some((false, _)) => Ok(first.clone()),
+        Some((false, _)) => Ok(first.to_string()),
         Some((true, ino)) => match how {
-            READ => Ok(first.clone()),
+            READ => Ok(first.to_string()),
             WRITE => seen
                 .peers
                 .get(&ino)
@@ -142,16 +188,22 @@ mod tests {
             ..Seen::default()
         };
         s.threads.insert(10, 10);
-        let mut fd = |pid, fd, o: &str| {
-            s.fds.entry((pid, fd)).or_default().insert(o.to_string());
+        s.sampled.insert(10, vec![0, 1_000_000_500]);
+        s.sampled.insert(11, vec![0, 1_000_008_500, 1_000_008_600]);
+        let mut fd = |pid, fd, ns, o: &str| {
+            s.fds.entry((pid, fd)).or_default().push((ns, o.to_string()));
         };
-        fd(10, 3, "pipe:[100]");
-        fd(11, 3, "pipe:[100]");
-        fd(10, 5, "socket:[200]");
-        fd(11, 6, "socket:[201]");
-        fd(11, 7, "socket:[300]");
-        fd(11, 8, "pipe:[1]");
-        fd(11, 8, "pipe:[2]");
+        fd(10, 3, 1_000_000_500, "pipe:[100]");
+        fd(11, 3, 0, "pipe:[100]");
+        fd(10, 5, 0, "socket:[200]");
+        fd(11, 6, 0, "socket:[201]");
+        fd(11, 7, 0, "socket:[300]");
+        // Reused between the two calls on it: two objects.
+        fd(11, 8, 0, "pipe:[1]");
+        fd(11, 8, 1_000_008_500, "pipe:[2]");
+        // Reused before the call on it: the later object.
+        fd(11, 9, 0, "pipe:[3]");
+        fd(11, 9, 1_000_008_600, "pipe:[100]");
         s.peers.insert(200, 201);
         s.peers.insert(201, 200);
         s
@@ -168,7 +220,9 @@ a 11 [001] 1.000006000: syscalls:sys_enter_read: fd: 0x00000006, buf: 0x1, count
 a 11 [001] 1.000007000: syscalls:sys_enter_read: fd: 0x00000007, buf: 0x1, count: 0x00000064
 a 11 [001] 1.000007100: syscalls:sys_enter_write: fd: 0x00000007, buf: 0x1, count: 0x00000064
 a 11 [001] 1.000008000: syscalls:sys_enter_read: fd: 0x00000008, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000008900: syscalls:sys_enter_read: fd: 0x00000008, buf: 0x1, count: 0x00000064
 a 11 [001] 1.000009000: syscalls:sys_enter_read: fd: 0x00000009, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000009100: syscalls:sys_enter_read: fd: 0x0000000a, buf: 0x1, count: 0x00000064
 rustc 99 [001] 1.000010000: syscalls:sys_enter_read: fd: 0x00000003, buf: 0x1, count: 0x00000064
 rustc 99 [001] 1.000011000: syscalls:sys_enter_futex: uaddr: 0x1, op: 0x00000080, val: 0x00000000, utime: 0x0, uaddr2: 0x0, val3: 0x00000000
 rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cpu=001
@@ -188,10 +242,11 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
                 "# fd pid=10 fd=5 object=socket:[201]",
                 "# fd pid=11 fd=3 object=pipe:[100]",
                 "# fd pid=11 fd=6 object=socket:[201]",
+                "# fd pid=11 fd=9 object=pipe:[100]",
             ]
         );
         assert_eq!(c.tasks, 2);
-        assert_eq!(c.named, 4);
+        assert_eq!(c.named, 5);
         let why: Vec<usize> = c.unnamed.values().copied().collect();
         assert_eq!(c.unnamed.len(), 3, "{:?}", c.unnamed);
         assert_eq!(why.iter().sum::<usize>(), 3);
@@ -201,7 +256,7 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
         assert!(c.text.contains("rustc 99 [001] 1.000012000: sched:sched_waking"));
         // The result parses, with its fd names.
         let p = parse_all("c", &c.text).unwrap();
-        assert_eq!(p.fds.len(), 4);
+        assert_eq!(p.fds.len(), 5);
     }
 
     #[test]
@@ -211,6 +266,26 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
         let t = "a 12 [000] 1.0: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1\n";
         let c = convert("t", t, &s).unwrap();
         assert!(c.text.starts_with("# fd pid=12 fd=3 object=pipe:[100]\n"), "{}", c.text);
+    }
+
+    /// A child no poll saw has its parent's fds at the fork, where the
+    /// parent's samples bracket the fork.
+    #[test]
+    fn an_unsampled_child_inherits_its_parents_fds() {
+        let mut s = seen();
+        s.sampled.insert(10, vec![0, 1_000_000_500, 3_000_000_000]);
+        let t = "\
+a 10 [000] 1.0: sched:sched_process_fork: comm=a pid=10 child_comm=a child_pid=20
+a 10 [000] 4.0: sched:sched_process_fork: comm=a pid=10 child_comm=a child_pid=21
+a 20 [000] 5.0: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
+a 20 [000] 5.1: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1
+a 21 [000] 5.2: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
+";
+        let c = convert("t", t, &s).unwrap();
+        let fd_lines: Vec<&str> = c.text.lines().filter(|l| l.starts_with("# fd")).collect();
+        // Fd 3 was sampled first at 1.0000005 s, after the fork: not known
+        // then. The fork at 4 s is after the parent's last sample.
+        assert_eq!(fd_lines, ["# fd pid=20 fd=5 object=socket:[201]"]);
     }
 
     #[test]

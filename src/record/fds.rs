@@ -13,9 +13,12 @@ use std::path::Path;
 /// What the samples saw of the command's tasks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Seen {
-    /// (process id, fd) → the pipes and sockets it named in the samples
-    /// (two or more: the fd was closed and reused while sampled).
-    pub fds: BTreeMap<(u32, u32), BTreeSet<String>>,
+    /// (process id, fd) → the pipe or socket it named from each sample
+    /// on (CLOCK_MONOTONIC ns, the clock of `perf record -k mono`), one
+    /// entry per change: an fd closed and reused names another object.
+    pub fds: BTreeMap<(u32, u32), Vec<(u64, String)>>,
+    /// Process id → the times it was sampled (CLOCK_MONOTONIC ns).
+    pub sampled: BTreeMap<u32, Vec<u64>>,
     /// Thread id → its process id (threads share the process's fds).
     pub threads: BTreeMap<u32, u32>,
     /// UNIX socket inode → its peer's inode.
@@ -83,15 +86,18 @@ impl Poller {
         self.diag_error.as_deref()
     }
 
-    /// Read process `pid`'s threads and its pipe and socket fds.
+    /// Read process `pid`'s threads and its pipe and socket fds, at
+    /// the time now.
     fn sample(&mut self, pid: u32) {
         let dir = Path::new("/proc").join(pid.to_string());
+        let now = monotonic_ns();
         for tid in proc_pids(&dir.join("task")) {
             self.seen.threads.insert(tid, pid);
         }
         let Ok(fds) = std::fs::read_dir(dir.join("fd")) else {
             return;
         };
+        self.seen.sampled.entry(pid).or_default().push(now);
         for e in fds.flatten() {
             let Some(fd) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
                 continue;
@@ -107,8 +113,10 @@ impl Poller {
                     self.unpeered.insert(ino);
                 }
             }
-            let objects = self.seen.fds.entry((pid, fd)).or_default();
-            objects.insert(object.to_string());
+            let names = self.seen.fds.entry((pid, fd)).or_default();
+            if names.last().is_none_or(|(_, o)| o != object) {
+                names.push((now, object.to_string()));
+            }
         }
     }
 
@@ -126,6 +134,18 @@ impl Poller {
             Err(e) => self.diag_error = Some(format!("sock_diag (UNIX_DIAG_PEER): {e}")),
         }
     }
+}
+
+/// CLOCK_MONOTONIC in ns, the clock `perf record -k mono` stamps
+/// events with.
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a live timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// `pipe:[123]` → (false, 123), `socket:[45]` → (true, 45); None for

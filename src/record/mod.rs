@@ -65,8 +65,12 @@ const SYSCALLS: &[&str] = &[
 /// Time between two polls of `/proc` for new processes of the command.
 const POLL: Duration = Duration::from_millis(1);
 /// Every this many polls, every live process of the command is sampled
-/// again (its new threads and fds); a new process is sampled at once.
-const RESAMPLE_EVERY: u32 = 20;
+/// again (its new threads and fds); a new process is sampled at once,
+/// with its parent. A sample reads every fd's link: on 2 busy vCPUs,
+/// resampling 41 messaging processes every 20 polls kept the poller
+/// from coming round for 20 ms and more (a third of the senders of a
+/// `-g 1 -l 20` run were never sampled).
+const RESAMPLE_EVERY: u32 = 100;
 /// perf's ring buffer per CPU, in pages: 16 MiB of 4 KiB pages, so that
 /// a few hundred loops of messaging lose no records (perf's default,
 /// 516 KiB for root, lost some in `-l 500` runs on this VM).
@@ -213,7 +217,8 @@ fn run_perf(
     data: &Path,
 ) -> Result<(ExitStatus, fds::Seen, Option<String>), String> {
     let mut cmd = Command::new(&a.perf);
-    cmd.args(["record", "-q", "-a", "-m", MMAP_PAGES, "-e"])
+    // CLOCK_MONOTONIC stamps, to set each call beside the fd samples.
+    cmd.args(["record", "-q", "-a", "-k", "mono", "-m", MMAP_PAGES, "-e"])
         .arg(setup.events.join(","))
         .arg("-o")
         .arg(data)
@@ -224,6 +229,7 @@ fn run_perf(
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", a.perf.display()))?;
     let mut poller = fds::Poller::new(child.id());
+    let nice = Nice::raise();
     let mut n = 0u32;
     let status = loop {
         match child.try_wait() {
@@ -235,8 +241,42 @@ fn run_perf(
         n += 1;
         std::thread::sleep(POLL);
     };
+    drop(nice);
     let diag = poller.diag_error().map(str::to_string);
     Ok((status, poller.seen, diag))
+}
+
+/// The poller's thread at nice -20 while the command runs (perf and the
+/// command, forked before, keep theirs), back to its nice after. At
+/// nice 0 on this VM's 2 vCPUs, busy with other work (load 5-7), the
+/// poller waited tens of ms for a CPU and missed most messaging
+/// workers; at -20 it runs within a slice of waking. The price is its
+/// own ~0.1 ms bursts ahead of the command's tasks, which the trace
+/// shows and replay replays.
+struct Nice(Option<i32>);
+
+/// The poller's nice while the command runs.
+const POLLER_NICE: i32 = -20;
+
+impl Nice {
+    fn raise() -> Self {
+        // SAFETY: plain syscalls on this thread's id.
+        unsafe {
+            let tid = libc::gettid() as libc::id_t;
+            let old = libc::getpriority(libc::PRIO_PROCESS, tid);
+            let ok = libc::setpriority(libc::PRIO_PROCESS, tid, POLLER_NICE) == 0;
+            Nice(ok.then_some(old))
+        }
+    }
+}
+
+impl Drop for Nice {
+    fn drop(&mut self) {
+        if let Some(old) = self.0 {
+            // SAFETY: a plain syscall on this thread's id.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, old) };
+        }
+    }
 }
 
 /// `perf script` of the data: its text and its warning of lost records.
