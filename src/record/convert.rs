@@ -191,7 +191,10 @@ mod tests {
         s.sampled.insert(10, vec![0, 1_000_000_500]);
         s.sampled.insert(11, vec![0, 1_000_008_500, 1_000_008_600]);
         let mut fd = |pid, fd, ns, o: &str| {
-            s.fds.entry((pid, fd)).or_default().push((ns, o.to_string()));
+            s.fds
+                .entry((pid, fd))
+                .or_default()
+                .push((ns, o.to_string()));
         };
         fd(10, 3, 1_000_000_500, "pipe:[100]");
         fd(11, 3, 0, "pipe:[100]");
@@ -253,7 +256,9 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
         // Other tasks' syscall lines go, their scheduler lines stay.
         assert!(!c.text.contains("rustc 99 [001] 1.000010000"));
         assert!(!c.text.contains("sys_enter_futex"));
-        assert!(c.text.contains("rustc 99 [001] 1.000012000: sched:sched_waking"));
+        assert!(c
+            .text
+            .contains("rustc 99 [001] 1.000012000: sched:sched_waking"));
         // The result parses, with its fd names.
         let p = parse_all("c", &c.text).unwrap();
         assert_eq!(p.fds.len(), 5);
@@ -265,7 +270,11 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
         s.threads.insert(12, 10);
         let t = "a 12 [000] 1.0: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1\n";
         let c = convert("t", t, &s).unwrap();
-        assert!(c.text.starts_with("# fd pid=12 fd=3 object=pipe:[100]\n"), "{}", c.text);
+        assert!(
+            c.text.starts_with("# fd pid=12 fd=3 object=pipe:[100]\n"),
+            "{}",
+            c.text
+        );
     }
 
     /// A child no poll saw has its parent's fds at the fork, where the

@@ -298,7 +298,12 @@ mod tests {
     fn names_pipes_and_sockets_only() {
         assert_eq!(ipc_object("pipe:[123]"), Some((false, 123)));
         assert_eq!(ipc_object("socket:[45]"), Some((true, 45)));
-        for other in ["/dev/pts/0", "anon_inode:[eventfd]", "pipe:[x]", "socket:[1"] {
+        for other in [
+            "/dev/pts/0",
+            "anon_inode:[eventfd]",
+            "pipe:[x]",
+            "socket:[1",
+        ] {
             assert_eq!(ipc_object(other), None, "{other}");
         }
         assert_eq!(stat_ppid("7 (a) b) S 3 7 7"), Some(3));

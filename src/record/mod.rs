@@ -71,10 +71,12 @@ const POLL: Duration = Duration::from_millis(1);
 /// from coming round for 20 ms and more (a third of the senders of a
 /// `-g 1 -l 20` run were never sampled).
 const RESAMPLE_EVERY: u32 = 100;
-/// perf's ring buffer per CPU, in pages: 16 MiB of 4 KiB pages, so that
-/// a few hundred loops of messaging lose no records (perf's default,
-/// 516 KiB for root, lost some in `-l 500` runs on this VM).
-const MMAP_PAGES: &str = "4096";
+/// perf's ring buffer per CPU, in pages: 64 MiB of 4 KiB pages. On this
+/// VM under other sessions' load (load average 7-15), 16 MiB per CPU
+/// lost 4 chunks of `messaging -g 4 -l 200` (about 1M events, most of
+/// them the syscalls of other tasks, recorded by `-a` and dropped by
+/// the conversion).
+const MMAP_PAGES: &str = "16384";
 
 pub fn main(a: &RecordArgs) -> i32 {
     match record(a) {
@@ -94,16 +96,22 @@ struct Setup {
 
 fn record(a: &RecordArgs) -> Result<i32, String> {
     let setup = check(a)?;
-    let data = TempData(std::env::temp_dir().join(format!(
-        "schedlab-record-{}.perf.data",
-        std::process::id()
-    )));
+    let data = TempData(
+        std::env::temp_dir().join(format!("schedlab-record-{}.perf.data", std::process::id())),
+    );
     let (status, seen, diag_error) = run_perf(a, &setup, &data.0)?;
     let script = perf_script(&a.perf, &data.0, status)?;
     let name = format!("perf script of {}", data.0.display());
     let conv = convert::convert(&name, &script.text, &seen)
         .map_err(|e| format!("perf's text is not what replay reads: {e}"))?;
-    let head = header(a, &setup, status, &script.lost, diag_error.as_deref(), &conv);
+    let head = header(
+        a,
+        &setup,
+        status,
+        &script.lost,
+        diag_error.as_deref(),
+        &conv,
+    );
     crate::util::fs::write_atomic(&a.output, (head.clone() + &conv.text).as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", a.output.display()))?;
     for l in head.lines() {
@@ -148,15 +156,18 @@ fn check(a: &RecordArgs) -> Result<Setup, String> {
 
 /// The tracefs `events` directory (perf reads the tracepoints' formats there).
 fn tracefs_events() -> Result<PathBuf, String> {
-    ["/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|d| d.join("sched").is_dir())
-        .ok_or_else(|| {
-            "no tracefs with the sched tracepoints at /sys/kernel/tracing (mount -t tracefs nodev \
+    [
+        "/sys/kernel/tracing/events",
+        "/sys/kernel/debug/tracing/events",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|d| d.join("sched").is_dir())
+    .ok_or_else(|| {
+        "no tracefs with the sched tracepoints at /sys/kernel/tracing (mount -t tracefs nodev \
              /sys/kernel/tracing) nor /sys/kernel/debug/tracing"
-                .to_string()
-        })
+            .to_string()
+    })
 }
 
 /// The perf event names to record: every sched tracepoint and the
@@ -167,7 +178,10 @@ fn events(dir: PathBuf) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for ev in SCHED {
         if !has("sched", ev) {
-            return Err(format!("the tracepoint sched:{ev} is missing from {}", dir.display()));
+            return Err(format!(
+                "the tracepoint sched:{ev} is missing from {}",
+                dir.display()
+            ));
         }
         out.push(format!("sched:{ev}"));
     }
@@ -237,7 +251,7 @@ fn run_perf(
             Ok(None) => {}
             Err(e) => return Err(format!("waiting for perf: {e}")),
         }
-        poller.poll(n % RESAMPLE_EVERY == 0);
+        poller.poll(n.is_multiple_of(RESAMPLE_EVERY));
         n += 1;
         std::thread::sleep(POLL);
     };
@@ -371,13 +385,20 @@ mod tests {
         }
         let e = events(d.clone()).unwrap_err();
         assert!(e.contains("syscalls:sys_enter_read is missing"), "{e}");
-        for ev in ["sys_enter_read", "sys_exit_read", "sys_enter_write", "sys_exit_write"] {
+        for ev in [
+            "sys_enter_read",
+            "sys_exit_read",
+            "sys_enter_write",
+            "sys_exit_write",
+        ] {
             std::fs::create_dir_all(d.join("syscalls").join(ev)).unwrap();
         }
         let got = events(d.clone()).unwrap();
         assert_eq!(got.len(), SCHED.len() + 4);
         std::fs::remove_dir(d.join("sched/sched_waking")).unwrap();
-        assert!(events(d.clone()).unwrap_err().contains("sched:sched_waking"));
+        assert!(events(d.clone())
+            .unwrap_err()
+            .contains("sched:sched_waking"));
         std::fs::remove_dir_all(d).unwrap();
     }
 }
