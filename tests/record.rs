@@ -156,6 +156,20 @@ fn a_recorded_pipe_messaging_run_replays_causally() {
     assert_loose_targets(&t);
 }
 
+/// Thread mode: one process, its threads share its fds (sampled when
+/// a new thread shows; a sample of perf's child before the exec once
+/// named the command's sockets by perf's fds, and the replay deadlocked).
+#[test]
+fn a_recorded_thread_mode_run_replays_causally() {
+    if let Some(why) = missing() {
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let (text, t) = record_and_replay("threads", &["-t", "-g", "1", "-l", "20"]);
+    assert_fds_named(&text);
+    assert_loose_targets(&t);
+}
+
 #[test]
 fn record_refuses_a_command_that_does_not_exist() {
     let out = tmp("none.txt");

@@ -53,9 +53,10 @@ impl Poller {
     }
 
     /// One poll: find the new processes of the tree and sample them and
-    /// their parents (which made the fds a child inherits); with `all`,
-    /// every live process of the tree (its new threads, its fds since).
-    pub fn poll(&mut self, all: bool) {
+    /// their parents (which made the fds a child inherits); with
+    /// `threads`, sample again each process with a thread not seen
+    /// before; with `all`, every live process of the tree (its fds since).
+    pub fn poll(&mut self, threads: bool, all: bool) {
         let mut again = BTreeSet::new();
         for pid in proc_pids(Path::new("/proc")) {
             if !self.looked.insert(pid) {
@@ -72,6 +73,14 @@ impl Poller {
         }
         if all {
             again.extend(self.seen.tree.iter().copied());
+        } else if threads {
+            let new_thread = |p: &u32| {
+                let dir = Path::new("/proc").join(p.to_string()).join("task");
+                proc_pids(&dir)
+                    .iter()
+                    .any(|t| !self.seen.threads.contains_key(t))
+            };
+            again.extend(self.seen.tree.iter().filter(|p| new_thread(p)));
         }
         for pid in again {
             self.sample(pid);
@@ -91,6 +100,13 @@ impl Poller {
     fn sample(&mut self, pid: u32) {
         let dir = Path::new("/proc").join(pid.to_string());
         let now = monotonic_ns();
+        // perf's child before it execs the command: perf's fds, not the
+        // command's (a sample then named the command's later pipe by
+        // perf's fd of that number, and its replay deadlocked).
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim_end() == PERF_CHILD {
+            return;
+        }
         for tid in proc_pids(&dir.join("task")) {
             self.seen.threads.insert(tid, pid);
         }
@@ -135,6 +151,10 @@ impl Poller {
         }
     }
 }
+
+/// The name perf gives the child it forks for the command until the
+/// exec (tools/perf/util/evlist.c, `evlist__prepare_workload`).
+const PERF_CHILD: &str = "perf-exec";
 
 /// CLOCK_MONOTONIC in ns, the clock `perf record -k mono` stamps
 /// events with.

@@ -71,6 +71,11 @@ const POLL: Duration = Duration::from_millis(1);
 /// from coming round for 20 ms and more (a third of the senders of a
 /// `-g 1 -l 20` run were never sampled).
 const RESAMPLE_EVERY: u32 = 100;
+/// Every this many polls, the threads of each process of the command
+/// are listed, and a process with a new thread is sampled again (a
+/// thread's first calls before its process's first sample after the
+/// exec took the fds perf's child had).
+const THREADS_EVERY: u32 = 10;
 /// perf's ring buffer per CPU, in pages: 64 MiB of 4 KiB pages. On this
 /// VM under other sessions' load (load average 7-15), 16 MiB per CPU
 /// lost 4 chunks of `messaging -g 4 -l 200` (about 1M events, most of
@@ -251,7 +256,10 @@ fn run_perf(
             Ok(None) => {}
             Err(e) => return Err(format!("waiting for perf: {e}")),
         }
-        poller.poll(n.is_multiple_of(RESAMPLE_EVERY));
+        poller.poll(
+            n.is_multiple_of(THREADS_EVERY),
+            n.is_multiple_of(RESAMPLE_EVERY),
+        );
         n += 1;
         std::thread::sleep(POLL);
     };
