@@ -91,14 +91,16 @@ fn tree_tasks(seen: &Seen, recs: &[crate::trace::parse::Record]) -> BTreeSet<u32
     tree
 }
 
-/// What task `tid`'s `fd` named at `ts`: the last sample's object at
-/// or before it (the first sample's, before every sample). A task no
-/// poll sampled (it lived or waited less than the poller took to come
-/// round) has the fds its parent had when it forked it, where the
-/// parent's samples show that fd's object both before and after the
-/// fork: `fork` copies the table, and the child's own changes (a
-/// receiver closing the end it does not use) do not rename the fds it
-/// keeps.
+/// What task `tid`'s `fd` named at `ts`, by its process's samples:
+/// the last at or before `ts`, else the next (an fd made between two
+/// samples). Before the process's first sample (a child that ran less
+/// than the poller took to come round: a sender thread can start and
+/// finish in 20 µs), its parent's last sample before the fork: `fork`
+/// copies the table, and the child's own changes (a receiver closing
+/// the end it does not use) do not rename the fds it keeps. The
+/// command itself has no parent sampled: its first calls (the dynamic
+/// loader reading libraries through fds its sockets take later) are
+/// not named.
 fn named_at<'a>(
     seen: &'a Seen,
     forks: &BTreeMap<u32, (u32, u64)>,
@@ -107,27 +109,24 @@ fn named_at<'a>(
     ts: u64,
 ) -> Option<&'a str> {
     let pid = seen.threads.get(&tid).copied().unwrap_or(tid);
-    if !seen.sampled.contains_key(&pid) {
+    let first = seen.sampled.get(&pid).and_then(|t| t.first());
+    if first.is_none_or(|&t| t > ts) {
         let &(parent, at) = forks.get(&tid)?;
         return held_at(seen, parent, fd, at);
     }
     let names = seen.fds.get(&(pid, fd))?;
-    let after = names.partition_point(|(t, _)| *t <= ts);
-    Some(&names[after.saturating_sub(1)].1)
+    let k = names.partition_point(|(t, _)| *t <= ts).max(1);
+    Some(names[k - 1].1.as_str()).filter(|n| !n.is_empty())
 }
 
-/// The object process `pid`'s `fd` named at `ts`, if a sample at or
-/// before `ts` and one at or after it both show it.
+/// The object process `pid`'s `fd` named at `ts`: the last sample's
+/// at or before it (none before the first sample that shows the fd:
+/// a child does not inherit an fd made after its fork).
 fn held_at(seen: &Seen, pid: u32, fd: u32, ts: u64) -> Option<&str> {
     let pid = seen.threads.get(&pid).copied().unwrap_or(pid);
     let names = seen.fds.get(&(pid, fd))?;
     let k = names.partition_point(|(t, _)| *t <= ts).checked_sub(1)?;
-    let until = names.get(k + 1).map_or(u64::MAX, |n| n.0);
-    let times = seen.sampled.get(&pid)?;
-    times
-        .iter()
-        .any(|&t| t >= ts && t < until)
-        .then_some(names[k].1.as_str())
+    Some(names[k].1.as_str()).filter(|n| !n.is_empty())
 }
 
 /// What an fd that named `objects` while used as `how` says names for
@@ -207,6 +206,12 @@ mod tests {
         // Reused before the call on it: the later object.
         fd(11, 9, 0, "pipe:[3]");
         fd(11, 9, 1_000_008_600, "pipe:[100]");
+        // A file when sampled before its call: not a queue.
+        fd(11, 10, 0, "");
+        fd(11, 10, 1_000_009_500, "pipe:[100]");
+        // First seen after its call, in a process sampled before it:
+        // made between the two samples, the later one names it.
+        fd(11, 11, 1_000_009_500, "pipe:[100]");
         s.peers.insert(200, 201);
         s.peers.insert(201, 200);
         s
@@ -226,6 +231,8 @@ a 11 [001] 1.000008000: syscalls:sys_enter_read: fd: 0x00000008, buf: 0x1, count
 a 11 [001] 1.000008900: syscalls:sys_enter_read: fd: 0x00000008, buf: 0x1, count: 0x00000064
 a 11 [001] 1.000009000: syscalls:sys_enter_read: fd: 0x00000009, buf: 0x1, count: 0x00000064
 a 11 [001] 1.000009100: syscalls:sys_enter_read: fd: 0x0000000a, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000009200: syscalls:sys_enter_read: fd: 0x0000000b, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000009300: syscalls:sys_enter_read: fd: 0x0000000c, buf: 0x1, count: 0x00000064
 rustc 99 [001] 1.000010000: syscalls:sys_enter_read: fd: 0x00000003, buf: 0x1, count: 0x00000064
 rustc 99 [001] 1.000011000: syscalls:sys_enter_futex: uaddr: 0x1, op: 0x00000080, val: 0x00000000, utime: 0x0, uaddr2: 0x0, val3: 0x00000000
 rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cpu=001
@@ -246,13 +253,14 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
                 "# fd pid=11 fd=3 object=pipe:[100]",
                 "# fd pid=11 fd=6 object=socket:[201]",
                 "# fd pid=11 fd=9 object=pipe:[100]",
+                "# fd pid=11 fd=11 object=pipe:[100]",
             ]
         );
         assert_eq!(c.tasks, 2);
-        assert_eq!(c.named, 5);
+        assert_eq!(c.named, 6);
         let why: Vec<usize> = c.unnamed.values().copied().collect();
         assert_eq!(c.unnamed.len(), 3, "{:?}", c.unnamed);
-        assert_eq!(why.iter().sum::<usize>(), 3);
+        assert_eq!(why.iter().sum::<usize>(), 4);
         // Other tasks' syscall lines go, their scheduler lines stay.
         assert!(!c.text.contains("rustc 99 [001] 1.000010000"));
         assert!(!c.text.contains("sys_enter_futex"));
@@ -261,14 +269,15 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
             .contains("rustc 99 [001] 1.000012000: sched:sched_waking"));
         // The result parses, with its fd names.
         let p = parse_all("c", &c.text).unwrap();
-        assert_eq!(p.fds.len(), 5);
+        assert_eq!(p.fds.len(), 6);
     }
 
     #[test]
     fn a_threads_fds_are_its_process_fds() {
         let mut s = seen();
         s.threads.insert(12, 10);
-        let t = "a 12 [000] 1.0: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1\n";
+        let t =
+            "a 12 [000] 1.000001: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1\n";
         let c = convert("t", t, &s).unwrap();
         assert!(
             c.text.starts_with("# fd pid=12 fd=3 object=pipe:[100]\n"),
@@ -277,8 +286,8 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
         );
     }
 
-    /// A child no poll saw has its parent's fds at the fork, where the
-    /// parent's samples bracket the fork.
+    /// A child no poll saw has its parent's fds as sampled before the
+    /// fork.
     #[test]
     fn an_unsampled_child_inherits_its_parents_fds() {
         let mut s = seen();
@@ -292,9 +301,15 @@ a 21 [000] 5.2: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
 ";
         let c = convert("t", t, &s).unwrap();
         let fd_lines: Vec<&str> = c.text.lines().filter(|l| l.starts_with("# fd")).collect();
-        // Fd 3 was sampled first at 1.0000005 s, after the fork: not known
-        // then. The fork at 4 s is after the parent's last sample.
-        assert_eq!(fd_lines, ["# fd pid=20 fd=5 object=socket:[201]"]);
+        // Fd 3 was sampled first at 1.0000005 s, after the first fork:
+        // not the first child's.
+        assert_eq!(
+            fd_lines,
+            [
+                "# fd pid=20 fd=5 object=socket:[201]",
+                "# fd pid=21 fd=5 object=socket:[201]"
+            ]
+        );
     }
 
     #[test]

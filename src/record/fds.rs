@@ -15,7 +15,8 @@ use std::path::Path;
 pub struct Seen {
     /// (process id, fd) → the pipe or socket it named from each sample
     /// on (CLOCK_MONOTONIC ns, the clock of `perf record -k mono`), one
-    /// entry per change: an fd closed and reused names another object.
+    /// entry per change: an fd closed and reused names another object;
+    /// "" is another kind of file.
     pub fds: BTreeMap<(u32, u32), Vec<(u64, String)>>,
     /// Process id → the times it was sampled (CLOCK_MONOTONIC ns).
     pub sampled: BTreeMap<u32, Vec<u64>>,
@@ -53,9 +54,10 @@ impl Poller {
     }
 
     /// One poll: find the new processes of the tree and sample them and
-    /// their parents (which made the fds a child inherits); with
-    /// `threads`, sample again each process with a thread not seen
-    /// before; with `all`, every live process of the tree (its fds since).
+    /// their parents (which made the fds a child inherits); sample again
+    /// each process with a thread not seen before (every process with
+    /// `threads`, else those that had threads); with `all`, every live
+    /// process of the tree (its fds since).
     pub fn poll(&mut self, threads: bool, all: bool) {
         let mut again = BTreeSet::new();
         for pid in proc_pids(Path::new("/proc")) {
@@ -73,14 +75,24 @@ impl Poller {
         }
         if all {
             again.extend(self.seen.tree.iter().copied());
-        } else if threads {
+        } else {
+            // A process that has threads is likely to start more: its
+            // threads are listed every poll, the others' with `threads`.
+            let threaded: BTreeSet<u32> = (self.seen.threads.iter())
+                .filter(|(t, p)| t != p)
+                .map(|(_, &p)| p)
+                .collect();
             let new_thread = |p: &u32| {
                 let dir = Path::new("/proc").join(p.to_string()).join("task");
                 proc_pids(&dir)
                     .iter()
                     .any(|t| !self.seen.threads.contains_key(t))
             };
-            again.extend(self.seen.tree.iter().filter(|p| new_thread(p)));
+            again.extend(
+                (self.seen.tree.iter())
+                    .filter(|p| threads || threaded.contains(p))
+                    .filter(|p| new_thread(p)),
+            );
         }
         for pid in again {
             self.sample(pid);
@@ -121,9 +133,13 @@ impl Poller {
             let Ok(target) = std::fs::read_link(e.path()) else {
                 continue;
             };
-            let Some(object) = target.to_str().filter(|t| ipc_object(t).is_some()) else {
-                continue;
-            };
+            // Another kind of file is kept as "": the fd was not a queue
+            // then (the dynamic loader reads libraries through the fd
+            // numbers the command's pipes take later).
+            let object = target
+                .to_str()
+                .filter(|t| ipc_object(t).is_some())
+                .unwrap_or("");
             if let Some((true, ino)) = ipc_object(object) {
                 if !self.seen.peers.contains_key(&ino) {
                     self.unpeered.insert(ino);

@@ -153,6 +153,14 @@ fn check(a: &RecordArgs) -> Result<Setup, String> {
     }
     let events = events(tracefs_events()?)?;
     find_command(&a.command[0])?;
+    // Fail before the command runs, not after.
+    let dir = match a.output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!("-o: directory {} does not exist", dir.display()));
+    }
     Ok(Setup {
         perf_version,
         events,
@@ -359,7 +367,7 @@ fn header(
         RESAMPLE_EVERY,
     );
     for (why, n) in &conv.unnamed {
-        h += &format!("# {n} fds read or written but not named: {why}\n");
+        h += &format!("# fds read or written but not named: {n}: {why}\n");
     }
     if let Some(e) = diag_error {
         h += &format!("# socket peers unknown: {e}\n");
