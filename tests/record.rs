@@ -92,13 +92,15 @@ fn record_and_replay(name: &str, args: &[&str]) -> (String, Totals) {
 fn assert_fds_named(text: &str) {
     let named = text.lines().filter(|l| l.starts_with("# fd pid=")).count();
     assert!(named >= 2 * 20 + 20, "only {named} `# fd` lines");
-    // At most one fd unsampled: the benchmark's stdout, when a terminal.
+    // At most two fds unsampled: the benchmark's stdout (a terminal or
+    // a file), and fd 3 through which the dynamic loader read the
+    // libraries of `perf` before its first sample after the exec.
     let unsampled: usize = (text.lines())
         .filter_map(|l| l.strip_prefix("# fds read or written but not named: "))
         .filter(|l| l.contains(": no sample"))
         .map(|l| l.split(':').next().unwrap().parse::<usize>().unwrap())
         .sum();
-    assert!(unsampled <= 1, "{}", &text[..1500]);
+    assert!(unsampled <= 2, "{}", &text[..1500]);
 }
 
 /// One recording at a time: two `perf record -a` would record each other.

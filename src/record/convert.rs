@@ -29,6 +29,7 @@ const WRITE: u8 = 2;
 /// not read).
 pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String> {
     let parsed = parse_all(name, perf)?;
+    let seen = &after_exec(seen, perf);
     let tree = tree_tasks(seen, &parsed.recs);
     let forks: BTreeMap<u32, (u32, u64)> = (parsed.recs.iter())
         .filter_map(|r| match &r.ev {
@@ -97,10 +98,10 @@ fn tree_tasks(seen: &Seen, recs: &[crate::trace::parse::Record]) -> BTreeSet<u32
 /// than the poller took to come round: a sender thread can start and
 /// finish in 20 µs), its parent's last sample before the fork: `fork`
 /// copies the table, and the child's own changes (a receiver closing
-/// the end it does not use) do not rename the fds it keeps. The
-/// command itself has no parent sampled: its first calls (the dynamic
-/// loader reading libraries through fds its sockets take later) are
-/// not named.
+/// the end it does not use) do not rename the fds it keeps; else its
+/// own first sample's. The command itself has no parent sampled: its
+/// first calls (the dynamic loader reading libraries through fds its
+/// sockets take later) are not named.
 fn named_at<'a>(
     seen: &'a Seen,
     forks: &BTreeMap<u32, (u32, u64)>,
@@ -112,7 +113,10 @@ fn named_at<'a>(
     let first = seen.sampled.get(&pid).and_then(|t| t.first());
     if first.is_none_or(|&t| t > ts) {
         let &(parent, at) = forks.get(&tid)?;
-        return held_at(seen, parent, fd, at);
+        let own = || seen.fds.get(&(pid, fd)).map(|n| n[0].1.as_str());
+        return held_at(seen, parent, fd, at)
+            .or_else(own)
+            .filter(|n| !n.is_empty());
     }
     let names = seen.fds.get(&(pid, fd))?;
     let k = names.partition_point(|(t, _)| *t <= ts).max(1);
@@ -153,6 +157,43 @@ fn object(seen: &Seen, objects: &BTreeSet<&str>, how: u8) -> Result<String, &'st
         },
         None => Err("not a pipe or socket"),
     }
+}
+
+/// The samples of each process taken after its last exec (a
+/// `sched_process_exec` line): before it, its fds were the old
+/// program's (perf's, for the command).
+fn after_exec(seen: &Seen, perf: &str) -> Seen {
+    let mut execs: BTreeMap<u32, u64> = BTreeMap::new();
+    for l in perf
+        .lines()
+        .filter(|l| l.contains(" sched:sched_process_exec:"))
+    {
+        if let (Some(tid), Some(ts)) = (line_tid(l), line_ts(l)) {
+            execs.insert(tid, ts);
+        }
+    }
+    let mut s = seen.clone();
+    for (&pid, &at) in &execs {
+        if let Some(t) = s.sampled.get_mut(&pid) {
+            t.retain(|&t| t >= at);
+        }
+        for (_, names) in s.fds.range_mut((pid, 0)..=(pid, u32::MAX)) {
+            names.retain(|(t, _)| *t >= at);
+        }
+    }
+    s.fds.retain(|_, names| !names.is_empty());
+    s.sampled.retain(|_, t| !t.is_empty());
+    s
+}
+
+/// The timestamp of a perf script line (`SECONDS.NANOSECONDS:` after
+/// the CPU column), in ns.
+fn line_ts(line: &str) -> Option<u64> {
+    let after = &line[line.find("] ")? + 2..];
+    let tok = after.split_whitespace().next()?.strip_suffix(':')?;
+    let (sec, frac) = tok.split_once('.')?;
+    let frac: String = format!("{frac:0<9}").chars().take(9).collect();
+    Some(sec.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?)
 }
 
 /// A `syscalls:` event line of perf script text.
@@ -310,6 +351,28 @@ a 21 [000] 5.2: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
                 "# fd pid=21 fd=5 object=socket:[201]"
             ]
         );
+    }
+
+    /// Samples of a process before its exec are the old program's.
+    #[test]
+    fn samples_before_an_exec_are_dropped() {
+        let mut s = seen();
+        s.fds.get_mut(&(10, 5)).unwrap()[0].0 = 500_000_000;
+        s.fds
+            .get_mut(&(10, 3))
+            .unwrap()
+            .push((2_000_000_000, "pipe:[7]".into()));
+        s.sampled
+            .insert(10, vec![500_000_000, 1_000_000_500, 2_000_000_000]);
+        let t = "\
+a 10 [000] 1.5: sched:sched_process_exec: filename=/bin/a pid=10 old_pid=10
+a 10 [000] 2.5: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1
+a 10 [000] 2.6: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
+";
+        let c = convert("t", t, &s).unwrap();
+        let fd_lines: Vec<&str> = c.text.lines().filter(|l| l.starts_with("# fd")).collect();
+        assert_eq!(fd_lines, ["# fd pid=10 fd=3 object=pipe:[7]"]);
+        assert_eq!(line_ts("a 10 [000] 1.5: x"), Some(1_500_000_000));
     }
 
     #[test]

@@ -34,6 +34,10 @@ const SCHED: &[&str] = &[
     "sched_migrate_task",
     "sched_process_fork",
     "sched_process_exit",
+    // Not read by replay: it tells record which fd samples of a process
+    // were taken before its exec (perf's child is perf until it execs
+    // the command, and holds perf's fds).
+    "sched_process_exec",
 ];
 
 /// Syscalls whose enter and exit are recorded: the reads and writes the
