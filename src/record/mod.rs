@@ -121,8 +121,13 @@ fn record(a: &RecordArgs) -> Result<i32, String> {
         diag_error.as_deref(),
         &conv,
     );
-    crate::util::fs::write_atomic(&a.output, (head.clone() + &conv.text).as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", a.output.display()))?;
+    let write = || {
+        let mut f = crate::util::fs::AtomicFile::create(&a.output)?;
+        f.write_all(head.as_bytes())?;
+        f.write_all(conv.text.as_bytes())?;
+        f.commit()
+    };
+    write().map_err(|e| format!("cannot write {}: {e}", a.output.display()))?;
     for l in head.lines() {
         eprintln!("schedlab: {}", l.trim_start_matches("# "));
     }
