@@ -12,6 +12,7 @@ pub mod kernel;
 pub mod machine;
 pub mod observe;
 pub mod progress;
+pub mod record;
 pub mod report;
 pub mod repro;
 pub mod run;

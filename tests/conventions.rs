@@ -10,6 +10,7 @@ fn subcommands() -> Vec<Vec<&'static str>> {
     let mut all: Vec<Vec<&str>> = [
         "run",
         "replay",
+        "record",
         "demo",
         "machines",
         "workloads",

@@ -19,6 +19,7 @@ const LAYERS: &[&[&str]] = &[
         "compare",
         "explain",
         "fuzz",
+        "record",
         "repro",
         "sweep",
         "validate",

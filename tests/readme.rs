@@ -21,6 +21,10 @@ const SKIPPED: &[(&str, &str)] = &[
         "needs perf and the host kernel (tests/validate*.rs cover it)",
     ),
     (
+        "schedlab record",
+        "needs perf and root on the host (tests/record.rs covers it)",
+    ),
+    (
         "schedlab calibrate",
         "measures the host for minutes (tests/calibrate.rs covers it)",
     ),

@@ -46,6 +46,20 @@ enum Cmd {
         schedlab replay t.txt --machine xeon-8269cy --set kernel.features.WAKEUP_PREEMPTION=false"
     )]
     Replay(ReplayArgs),
+    /// Record a command on this machine (perf record -a: scheduler and syscall tracepoints, fds from /proc) into a trace that `replay` replays causally
+    #[command(
+        long_about = "Record a command on this machine into a trace that `replay` replays causally.\n\n\
+        Runs CMD under `perf record -a` with the scheduler tracepoints and the syscall events of reads \
+        and writes (and futex, poll and sleep calls), samples the pipes and sockets behind the fds of \
+        CMD's processes from /proc/PID/fd every millisecond (socket peers from sock_diag), and writes \
+        perf script text with `# fd` lines (docs/replay.md, \"Recording a command\"). Needs perf on PATH \
+        (or --perf), root or kernel.perf_event_paranoid = -1, tracefs with the sched and syscalls \
+        tracepoints; otherwise it exits 2 saying which. The file is written only when complete; a \
+        command that fails is recorded, and record exits 1.",
+        after_help = "Examples:\n  schedlab record -o messaging.txt -- perf bench sched messaging -g 1 -l 100\n  \
+        schedlab replay messaging.txt --fidelity"
+    )]
+    Record(crate::record::RecordArgs),
     /// Run the built-in demo scenario
     Demo(OutArgs),
     /// List machine presets (one line each), or one machine's sched domains
@@ -351,7 +365,7 @@ fn stdout_taken(sc: &Scenario) -> bool {
 /// Every exit status schedlab uses, listed at the end of each `--help`.
 pub const EXIT_CODES: &str = "Exit codes:
   0      success
-  1      a sweep run failed, or a `validate` check did not pass
+  1      a sweep run failed, a `validate` check did not pass, or the command `record` ran failed (the file is written)
   2      bad input (the file, line and key or flag are named), or an output that cannot be written
   3      --check found a broken scheduler invariant
   4      a benchmark did not finish within --duration (run, replay, demo; 0 with --allow-unfinished)
@@ -432,6 +446,7 @@ pub fn main() -> i32 {
             }
             0
         }
+        Some(Cmd::Record(args)) => crate::record::main(&args),
         Some(Cmd::Bench(args)) => crate::bench::main(&args),
         Some(Cmd::Fuzz(args)) => crate::fuzz::main(&args),
         Some(Cmd::Compare(args)) => crate::compare::main(&args),

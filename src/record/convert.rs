@@ -1,0 +1,391 @@
+//! `perf script` text and the fd samples → the file `replay` reads: the
+//! text with the syscall lines of other tasks taken out, and a `# fd`
+//! line for each fd the command's tasks read or wrote that names a pipe
+//! or a socket's receive queue (docs/replay.md, "Causal replay").
+
+use super::fds::{ipc_object, Seen};
+use crate::trace::parse::{parse_all, Event};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The converted text, and what it could not name.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Converted {
+    /// `# fd` lines and the trace lines (no header).
+    pub text: String,
+    /// Tasks of the command's tree.
+    pub tasks: usize,
+    /// `# fd` lines written.
+    pub named: usize,
+    /// Why fds read or written were left unnamed, with how many.
+    pub unnamed: BTreeMap<&'static str, usize>,
+}
+
+/// How a task used an fd in the trace.
+const READ: u8 = 1;
+const WRITE: u8 = 2;
+
+/// Convert `perf` (perf script text) with what the samples saw. `name`
+/// names the text in a parse error (a perf whose output the parser does
+/// not read).
+pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String> {
+    let parsed = parse_all(name, perf)?;
+    let seen = &after_exec(seen, perf);
+    let tree = tree_tasks(seen, &parsed.recs);
+    let forks: BTreeMap<u32, (u32, u64)> = (parsed.recs.iter())
+        .filter_map(|r| match &r.ev {
+            Event::Fork { parent, child } => Some((child.pid, (parent.pid, r.ts))),
+            _ => None,
+        })
+        .collect();
+    // (tid, fd) → how it was used, and the objects it named then.
+    let mut uses: BTreeMap<(u32, u32), (u8, BTreeSet<&str>)> = BTreeMap::new();
+    for r in &parsed.recs {
+        match r.ev {
+            Event::SysEnter { write, fd } if tree.contains(&r.ctx_pid) => {
+                let u = uses.entry((r.ctx_pid, fd)).or_default();
+                u.0 |= if write { WRITE } else { READ };
+                u.1.extend(named_at(seen, &forks, r.ctx_pid, fd, r.ts));
+            }
+            _ => {}
+        }
+    }
+    let mut out = Converted {
+        tasks: tree.len(),
+        ..Converted::default()
+    };
+    for (&(tid, fd), (how, objects)) in &uses {
+        match object(seen, objects, *how) {
+            Ok(object) => {
+                out.text += &format!("# fd pid={tid} fd={fd} object={object}\n");
+                out.named += 1;
+            }
+            Err(why) => *out.unnamed.entry(why).or_default() += 1,
+        }
+    }
+    for line in perf.lines() {
+        let other = is_syscall(line) && line_tid(line).is_some_and(|t| !tree.contains(&t));
+        if !other {
+            out.text += line;
+            out.text.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// The command's tasks: the processes sampled and their threads, and
+/// every task the trace shows one of them forking (a child that lived
+/// less than a poll).
+fn tree_tasks(seen: &Seen, recs: &[crate::trace::parse::Record]) -> BTreeSet<u32> {
+    let mut tree: BTreeSet<u32> = seen.tree.iter().copied().collect();
+    let threads: Vec<u32> = (seen.threads.iter())
+        .filter(|(_, p)| tree.contains(p))
+        .map(|(&t, _)| t)
+        .collect();
+    tree.extend(threads);
+    for r in recs {
+        if let Event::Fork { parent, child } = &r.ev {
+            if tree.contains(&parent.pid) {
+                tree.insert(child.pid);
+            }
+        }
+    }
+    tree
+}
+
+/// What task `tid`'s `fd` named at `ts`, by its process's samples:
+/// the last at or before `ts`, else the next (an fd made between two
+/// samples). Before the process's first sample (a child that ran less
+/// than the poller took to come round: a sender thread can start and
+/// finish in 20 µs), its parent's last sample before the fork: `fork`
+/// copies the table, and the child's own changes (a receiver closing
+/// the end it does not use) do not rename the fds it keeps; else its
+/// own first sample's. The command itself has no parent sampled: its
+/// first calls (the dynamic loader reading libraries through fds its
+/// sockets take later) are not named.
+fn named_at<'a>(
+    seen: &'a Seen,
+    forks: &BTreeMap<u32, (u32, u64)>,
+    tid: u32,
+    fd: u32,
+    ts: u64,
+) -> Option<&'a str> {
+    let pid = seen.threads.get(&tid).copied().unwrap_or(tid);
+    let first = seen.sampled.get(&pid).and_then(|t| t.first());
+    if first.is_none_or(|&t| t > ts) {
+        let &(parent, at) = forks.get(&tid)?;
+        let own = || seen.fds.get(&(pid, fd)).map(|n| n[0].1.as_str());
+        return held_at(seen, parent, fd, at)
+            .or_else(own)
+            .filter(|n| !n.is_empty());
+    }
+    let names = seen.fds.get(&(pid, fd))?;
+    let k = names.partition_point(|(t, _)| *t <= ts).max(1);
+    Some(names[k - 1].1.as_str()).filter(|n| !n.is_empty())
+}
+
+/// The object process `pid`'s `fd` named at `ts`: the last sample's
+/// at or before it (none before the first sample that shows the fd:
+/// a child does not inherit an fd made after its fork).
+fn held_at(seen: &Seen, pid: u32, fd: u32, ts: u64) -> Option<&str> {
+    let pid = seen.threads.get(&pid).copied().unwrap_or(pid);
+    let names = seen.fds.get(&(pid, fd))?;
+    let k = names.partition_point(|(t, _)| *t <= ts).checked_sub(1)?;
+    Some(names[k].1.as_str()).filter(|n| !n.is_empty())
+}
+
+/// What an fd that named `objects` while used as `how` says names for
+/// the replay: a pipe is one queue; a socket's reads drain its own
+/// receive queue, its writes fill its peer's, so an fd used both ways
+/// has no one name.
+fn object(seen: &Seen, objects: &BTreeSet<&str>, how: u8) -> Result<String, &'static str> {
+    let mut it = objects.iter();
+    let first = match (it.next(), it.next()) {
+        (Some(first), None) => *first,
+        (None, _) => return Err("no sample saw a pipe or socket there (a file, a terminal, or an fd opened and closed between samples)"),
+        _ => return Err("the fd named two objects while it was used (closed and reused)"),
+    };
+    match ipc_object(first) {
+        Some((false, _)) => Ok(first.to_string()),
+        Some((true, ino)) => match how {
+            READ => Ok(first.to_string()),
+            WRITE => seen
+                .peers
+                .get(&ino)
+                .map(|p| format!("socket:[{p}]"))
+                .ok_or("a socket written to whose peer sock_diag did not name (not a UNIX socket, or closed before it was asked)"),
+            _ => Err("a socket both read and written (one queue each way)"),
+        },
+        None => Err("not a pipe or socket"),
+    }
+}
+
+/// The samples of each process taken after its last exec (a
+/// `sched_process_exec` line): before it, its fds were the old
+/// program's (perf's, for the command).
+fn after_exec(seen: &Seen, perf: &str) -> Seen {
+    let mut execs: BTreeMap<u32, u64> = BTreeMap::new();
+    for l in perf
+        .lines()
+        .filter(|l| l.contains(" sched:sched_process_exec:"))
+    {
+        if let (Some(tid), Some(ts)) = (line_tid(l), line_ts(l)) {
+            execs.insert(tid, ts);
+        }
+    }
+    let mut s = seen.clone();
+    for (&pid, &at) in &execs {
+        if let Some(t) = s.sampled.get_mut(&pid) {
+            t.retain(|&t| t >= at);
+        }
+        for (_, names) in s.fds.range_mut((pid, 0)..=(pid, u32::MAX)) {
+            names.retain(|(t, _)| *t >= at);
+        }
+    }
+    s.fds.retain(|_, names| !names.is_empty());
+    s.sampled.retain(|_, t| !t.is_empty());
+    s
+}
+
+/// The timestamp of a perf script line (`SECONDS.NANOSECONDS:` after
+/// the CPU column), in ns.
+fn line_ts(line: &str) -> Option<u64> {
+    let after = &line[line.find("] ")? + 2..];
+    let tok = after.split_whitespace().next()?.strip_suffix(':')?;
+    let (sec, frac) = tok.split_once('.')?;
+    let frac: String = format!("{frac:0<9}").chars().take(9).collect();
+    Some(sec.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?)
+}
+
+/// A `syscalls:` event line of perf script text.
+fn is_syscall(line: &str) -> bool {
+    line.contains(" syscalls:sys_")
+}
+
+/// The tid of a perf script line: the last word before the ` [CPU]`
+/// column (`comm tid` or `comm pid/tid`).
+fn line_tid(line: &str) -> Option<u32> {
+    let mut from = 0;
+    while let Some(off) = line[from..].find(" [") {
+        let open = from + off;
+        let rest = &line[open + 2..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && rest.as_bytes().get(digits) == Some(&b']') {
+            let word = line[..open].split_whitespace().last()?;
+            return word.rsplit('/').next()?.parse().ok();
+        }
+        from = open + 2;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen() -> Seen {
+        let mut s = Seen {
+            tree: vec![10],
+            ..Seen::default()
+        };
+        s.threads.insert(10, 10);
+        s.sampled.insert(10, vec![0, 1_000_000_500]);
+        s.sampled.insert(11, vec![0, 1_000_008_500, 1_000_008_600]);
+        let mut fd = |pid, fd, ns, o: &str| {
+            s.fds
+                .entry((pid, fd))
+                .or_default()
+                .push((ns, o.to_string()));
+        };
+        fd(10, 3, 1_000_000_500, "pipe:[100]");
+        fd(11, 3, 0, "pipe:[100]");
+        fd(10, 5, 0, "socket:[200]");
+        fd(11, 6, 0, "socket:[201]");
+        fd(11, 7, 0, "socket:[300]");
+        // Reused between the two calls on it: two objects.
+        fd(11, 8, 0, "pipe:[1]");
+        fd(11, 8, 1_000_008_500, "pipe:[2]");
+        // Reused before the call on it: the later object.
+        fd(11, 9, 0, "pipe:[3]");
+        fd(11, 9, 1_000_008_600, "pipe:[100]");
+        // A file when sampled before its call: not a queue.
+        fd(11, 10, 0, "");
+        fd(11, 10, 1_000_009_500, "pipe:[100]");
+        // First seen after its call, in a process sampled before it:
+        // made between the two samples, the later one names it.
+        fd(11, 11, 1_000_009_500, "pipe:[100]");
+        s.peers.insert(200, 201);
+        s.peers.insert(201, 200);
+        s
+    }
+
+    const PERF: &str = "\
+perf 10 [000] 1.000000000: sched:sched_process_fork: comm=perf pid=10 child_comm=perf child_pid=11
+a 10 [000] 1.000001000: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x00000001
+a 10 [000] 1.000002000: syscalls:sys_exit_write: 0x1
+a 11 [001] 1.000003000: syscalls:sys_enter_read: fd: 0x00000003, buf: 0x1, count: 0x00000001
+a 11 [001] 1.000004000: syscalls:sys_exit_read: 0x1
+a 10 [000] 1.000005000: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000006000: syscalls:sys_enter_read: fd: 0x00000006, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000007000: syscalls:sys_enter_read: fd: 0x00000007, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000007100: syscalls:sys_enter_write: fd: 0x00000007, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000008000: syscalls:sys_enter_read: fd: 0x00000008, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000008900: syscalls:sys_enter_read: fd: 0x00000008, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000009000: syscalls:sys_enter_read: fd: 0x00000009, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000009100: syscalls:sys_enter_read: fd: 0x0000000a, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000009200: syscalls:sys_enter_read: fd: 0x0000000b, buf: 0x1, count: 0x00000064
+a 11 [001] 1.000009300: syscalls:sys_enter_read: fd: 0x0000000c, buf: 0x1, count: 0x00000064
+rustc 99 [001] 1.000010000: syscalls:sys_enter_read: fd: 0x00000003, buf: 0x1, count: 0x00000064
+rustc 99 [001] 1.000011000: syscalls:sys_enter_futex: uaddr: 0x1, op: 0x00000080, val: 0x00000000, utime: 0x0, uaddr2: 0x0, val3: 0x00000000
+rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cpu=001
+";
+
+    #[test]
+    fn names_each_fd_by_its_queue() {
+        let c = convert("t", PERF, &seen()).unwrap();
+        let fd_lines: Vec<&str> = c.text.lines().filter(|l| l.starts_with("# fd")).collect();
+        // Both ends of the pipe are one queue; the socket written names
+        // its peer's queue, the socket read its own. Pid 11 is in the
+        // tree by the fork line, though no poll saw it as a child.
+        assert_eq!(
+            fd_lines,
+            [
+                "# fd pid=10 fd=3 object=pipe:[100]",
+                "# fd pid=10 fd=5 object=socket:[201]",
+                "# fd pid=11 fd=3 object=pipe:[100]",
+                "# fd pid=11 fd=6 object=socket:[201]",
+                "# fd pid=11 fd=9 object=pipe:[100]",
+                "# fd pid=11 fd=11 object=pipe:[100]",
+            ]
+        );
+        assert_eq!(c.tasks, 2);
+        assert_eq!(c.named, 6);
+        let why: Vec<usize> = c.unnamed.values().copied().collect();
+        assert_eq!(c.unnamed.len(), 3, "{:?}", c.unnamed);
+        assert_eq!(why.iter().sum::<usize>(), 4);
+        // Other tasks' syscall lines go, their scheduler lines stay.
+        assert!(!c.text.contains("rustc 99 [001] 1.000010000"));
+        assert!(!c.text.contains("sys_enter_futex"));
+        assert!(c
+            .text
+            .contains("rustc 99 [001] 1.000012000: sched:sched_waking"));
+        // The result parses, with its fd names.
+        let p = parse_all("c", &c.text).unwrap();
+        assert_eq!(p.fds.len(), 6);
+    }
+
+    #[test]
+    fn a_threads_fds_are_its_process_fds() {
+        let mut s = seen();
+        s.threads.insert(12, 10);
+        let t =
+            "a 12 [000] 1.000001: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1\n";
+        let c = convert("t", t, &s).unwrap();
+        assert!(
+            c.text.starts_with("# fd pid=12 fd=3 object=pipe:[100]\n"),
+            "{}",
+            c.text
+        );
+    }
+
+    /// A child no poll saw has its parent's fds as sampled before the
+    /// fork.
+    #[test]
+    fn an_unsampled_child_inherits_its_parents_fds() {
+        let mut s = seen();
+        s.sampled.insert(10, vec![0, 1_000_000_500, 3_000_000_000]);
+        let t = "\
+a 10 [000] 1.0: sched:sched_process_fork: comm=a pid=10 child_comm=a child_pid=20
+a 10 [000] 4.0: sched:sched_process_fork: comm=a pid=10 child_comm=a child_pid=21
+a 20 [000] 5.0: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
+a 20 [000] 5.1: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1
+a 21 [000] 5.2: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
+";
+        let c = convert("t", t, &s).unwrap();
+        let fd_lines: Vec<&str> = c.text.lines().filter(|l| l.starts_with("# fd")).collect();
+        // Fd 3 was sampled first at 1.0000005 s, after the first fork:
+        // not the first child's.
+        assert_eq!(
+            fd_lines,
+            [
+                "# fd pid=20 fd=5 object=socket:[201]",
+                "# fd pid=21 fd=5 object=socket:[201]"
+            ]
+        );
+    }
+
+    /// Samples of a process before its exec are the old program's.
+    #[test]
+    fn samples_before_an_exec_are_dropped() {
+        let mut s = seen();
+        s.fds.get_mut(&(10, 5)).unwrap()[0].0 = 500_000_000;
+        s.fds
+            .get_mut(&(10, 3))
+            .unwrap()
+            .push((2_000_000_000, "pipe:[7]".into()));
+        s.sampled
+            .insert(10, vec![500_000_000, 1_000_000_500, 2_000_000_000]);
+        let t = "\
+a 10 [000] 1.5: sched:sched_process_exec: filename=/bin/a pid=10 old_pid=10
+a 10 [000] 2.5: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1
+a 10 [000] 2.6: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
+";
+        let c = convert("t", t, &s).unwrap();
+        let fd_lines: Vec<&str> = c.text.lines().filter(|l| l.starts_with("# fd")).collect();
+        assert_eq!(fd_lines, ["# fd pid=10 fd=3 object=pipe:[7]"]);
+        assert_eq!(line_ts("a 10 [000] 1.5: x"), Some(1_500_000_000));
+    }
+
+    #[test]
+    fn tids_of_the_line_forms() {
+        assert_eq!(line_tid("my prog 12 [003] 1.0: x"), Some(12));
+        assert_eq!(line_tid("16043/16044 [001] 1.0: x"), Some(16044));
+        assert_eq!(line_tid("a [b] 7 [000] 1.0: x"), Some(7));
+        assert_eq!(line_tid("no cpu column"), None);
+    }
+
+    #[test]
+    fn a_text_the_parser_refuses_is_an_error() {
+        let e = convert("t", "garbage\n", &seen()).unwrap_err();
+        assert!(e.starts_with("t:1: "), "{e}");
+    }
+}
