@@ -866,15 +866,33 @@ fn pinned_replay_runs_each_task_where_it_ran() {
     assert!(strays(&[], "nopin.txt") > 0);
 }
 
-/// A trace whose tasks ran longer than its CPUs had time (tracefs on this
-/// VM loses CPU 1's switch-outs) is replayed with a warning saying so; a
-/// complete one is not.
+/// A trace whose tasks ran longer than its CPUs had time is replayed with
+/// a warning saying so; a complete one is not. tracefs on this VM lost
+/// CPU 1's switch-outs in messaging-g1-l20.ftrace.txt (157.1 ms of CPU
+/// on 2 CPUs in 65.0 ms): the run it never switched out now ends at the
+/// CPU's next record in another context, and no warning is left. Here a
+/// switch-out and the next task's switch-in are both lost: one of them
+/// overlaps the other.
 #[test]
 fn a_trace_with_more_cpu_time_than_cpus_warns_of_lost_records() {
-    let lost = "tests/data/messaging-g1-l20.ftrace.txt";
-    let (rc, _, err) = schedlab(&["replay", lost, "--machine", "vm-2", "-q"]);
+    let mended = "tests/data/messaging-g1-l20.ftrace.txt";
+    let (rc, out, err) = schedlab(&["replay", mended, "--machine", "vm-2"]);
     assert_eq!(rc, 0, "{err}");
-    assert!(err.contains("157.1 ms on 2 CPUs in 65.0 ms"), "{err}");
+    assert!(out.contains("1 lost switch-outs"), "{out}");
+    assert!(!err.contains("lost records"), "{err}");
+    let lost = tmp("overlap.txt");
+    std::fs::write(
+        &lost,
+        "\
+  a-10 [000] d..2 1.000000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=x next_pid=20 next_prio=120
+  b-11 [000] d..2 1.050000: sched_switch: prev_comm=b prev_pid=11 prev_prio=120 prev_state=R ==> next_comm=a next_pid=10 next_prio=120
+  a-10 [000] d..2 1.100000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+",
+    )
+    .unwrap();
+    let (rc, _, err) = schedlab(&["replay", &lost, "--machine", "vm-2", "-q"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains("150.0 ms on 1 CPUs in 100.0 ms"), "{err}");
     assert!(err.contains("lost records"), "{err}");
     let (rc, _, err) = schedlab(&["replay", PERF, "--machine", "vm-2", "-q"]);
     assert_eq!(rc, 0, "{err}");
@@ -1097,4 +1115,39 @@ fn trace_syscalls_needs_ftrace_text() {
     ]);
     assert_eq!(rc, 2, "{err}");
     assert!(err.contains("--trace-syscalls"), "{err}");
+}
+
+/// A task the trace switches in and never out (this VM's kernel traces
+/// nothing in the context of PID 1's threads) stops running at the next
+/// record of its CPU in another context: without that, x below ran for
+/// the whole trace, and one CPU held 400 ms of CPU time in 200 ms.
+#[test]
+fn a_run_the_trace_never_switched_out_ends_at_the_next_context() {
+    let sw = |ts: &str, prev: (&str, u32), next: (&str, u32)| {
+        format!(
+            "{:>16}-{:<5} [000] d..2 {ts}: sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state=S ==> next_comm={} next_pid={} next_prio=120\n",
+            prev.0, prev.1, prev.0, prev.1, next.0, next.1
+        )
+    };
+    let text = [
+        "# tracer: nop\n".to_string(),
+        sw("1.000000", ("a", 10), ("x", 20)),
+        sw("1.001000", ("b", 11), ("a", 10)),
+        "               a-10    [000] d..2 1.002000: sched_waking: comm=b pid=11 prio=120 target_cpu=000\n".into(),
+        sw("1.100000", ("a", 10), ("b", 11)),
+        sw("1.200000", ("b", 11), ("swapper/0", 0)),
+    ]
+    .concat();
+    let p = tmp("lost-switch-out.txt");
+    std::fs::write(&p, text).unwrap();
+    let (out, r) = replay_fidelity(&p, "lost-switch-out.json", &[]);
+    assert!(out.contains("1 lost switch-outs"), "{out}");
+    assert_eq!(r["lost_switch_outs"], 1);
+    let tasks = r["fidelity"]["tasks"].as_array().unwrap();
+    let x = tasks.iter().find(|t| t["comm"] == "x").unwrap();
+    assert_eq!(x["recorded"]["runtime_ns"], 1_000_000, "{x}");
+    let cpu: u64 = (tasks.iter())
+        .map(|t| t["recorded"]["runtime_ns"].as_u64().unwrap())
+        .sum();
+    assert!(cpu <= 201_000_000, "{cpu} ns of CPU on one CPU in 200 ms");
 }

@@ -18,6 +18,8 @@ pub struct Converted {
     pub named: usize,
     /// Why fds read or written were left unnamed, with how many.
     pub unnamed: BTreeMap<&'static str, usize>,
+    /// Lines perf script printed twice in a row, dropped.
+    pub duplicates: usize,
 }
 
 /// How a task used an fd in the trace.
@@ -62,12 +64,20 @@ pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String>
             Err(why) => *out.unnamed.entry(why).or_default() += 1,
         }
     }
+    let mut last = "";
     for line in perf.lines() {
         let other = is_syscall(line) && line_tid(line).is_some_and(|t| !tree.contains(&t));
-        if !other {
+        // perf script (6.1 here) sometimes prints a run of records twice:
+        // the same CPU, nanosecond and fields, which no kernel emits (a
+        // second switch from a task already switched out). Replayed, each
+        // copy would be a switch-out the trace lost.
+        if line == last && line_ts(line).is_some() {
+            out.duplicates += 1;
+        } else if !other {
             out.text += line;
             out.text.push('\n');
         }
+        last = line;
     }
     Ok(out)
 }
@@ -381,6 +391,22 @@ a 10 [000] 2.6: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
         assert_eq!(line_tid("16043/16044 [001] 1.0: x"), Some(16044));
         assert_eq!(line_tid("a [b] 7 [000] 1.0: x"), Some(7));
         assert_eq!(line_tid("no cpu column"), None);
+    }
+
+    /// A record perf script printed twice in a row is kept once; the
+    /// same line after another is kept (it is not a copy).
+    #[test]
+    fn records_printed_twice_in_a_row_are_dropped() {
+        let sw = "a 11 [001] 1.000020000: sched:sched_switch: prev_comm=a prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=b next_pid=12 next_prio=120";
+        let other =
+            "b 12 [001] 1.000021000: sched:sched_waking: comm=a pid=11 prio=120 target_cpu=001";
+        let perf = format!("{PERF}{sw}\n{sw}\n{other}\n");
+        let c = convert("t", &perf, &seen()).unwrap();
+        assert_eq!(c.duplicates, 1);
+        assert_eq!(c.text.matches(sw).count(), 1);
+        let again = format!("{PERF}{sw}\n{other}\n{sw}\n");
+        let c = convert("t", &again, &seen()).unwrap();
+        assert_eq!((c.duplicates, c.text.matches(sw).count()), (0, 2));
     }
 
     #[test]

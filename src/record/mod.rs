@@ -384,6 +384,12 @@ fn header(
     if let Some(l) = lost {
         h += &format!("# perf lost records: {l}\n");
     }
+    if conv.duplicates > 0 {
+        h += &format!(
+            "# perf script printed {} records twice in a row: the copies are dropped\n",
+            conv.duplicates
+        );
+    }
     if !status.success() {
         h += &format!("# the command failed: {status}\n");
     }

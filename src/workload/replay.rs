@@ -174,6 +174,9 @@ pub struct Replay {
     pub timers: usize,
     /// Switch-ins the trace lost, put back where the task reappeared.
     pub reconstructed: usize,
+    /// Runs the trace never switched out, ended at the CPU's next record
+    /// in another context.
+    pub lost_switch_outs: usize,
     /// Edges inferred from a waker's preemption by its wakee (`handover`).
     pub handovers: usize,
     pub span: u64,
@@ -192,6 +195,8 @@ struct CpuSeen {
     first: u64,
     /// Its last sched_switch.
     last_switch: Option<u64>,
+    /// The replayed task last seen running on it.
+    current: Option<usize>,
 }
 
 impl CpuSeen {
@@ -210,6 +215,8 @@ struct Builder2 {
     edges: usize,
     timers: usize,
     reconstructed: usize,
+    /// Runs that ended without a traced switch-out (`end_lost_run`).
+    lost_switch_outs: usize,
     handover: bool,
     handovers: usize,
     cpus: BTreeMap<usize, CpuSeen>,
@@ -310,6 +317,7 @@ impl Builder2 {
             t.running_since = Some(since);
             t.last_cpu = Some(cpu);
             t.ran_on(cpu);
+            self.cpus.get_mut(&cpu).expect("seen").current = Some(i);
             return;
         }
         // sched_wakeup, when traced, is the enqueue: closer to the switch.
@@ -341,7 +349,9 @@ impl Builder2 {
         self.cpus.entry(r.cpu).or_insert(CpuSeen {
             first: ts,
             last_switch: None,
+            current: None,
         });
+        self.end_lost_run(r.cpu, r.ctx_pid, ts);
         if let Some(i) = self.known(r.ctx_pid) {
             self.on_cpu(i, r.cpu, ts);
         }
@@ -638,6 +648,32 @@ impl Builder2 {
         }
         t.last_cpu = Some(cpu);
         t.ran_on(cpu);
+        if let Some(c) = self.cpus.get_mut(&cpu) {
+            c.current = Some(i);
+        }
+    }
+
+    /// A replayed task still running on `cpu` when a record there is in
+    /// another context (another task's, or idle's) lost its switch-out:
+    /// this VM's kernel traces nothing in the context of PID 1's threads,
+    /// which are switched in and never out (docs/replay.md, "Recorded on
+    /// this VM"). Its run ends at this record, the first sign that the CPU
+    /// ran something else, and it blocks there; its next switch-in, or a
+    /// traced wakeup, ends the block (as for any block).
+    fn end_lost_run(&mut self, cpu: usize, ctx: u32, ts: u64) {
+        let Some(x) = self.cpus[&cpu].current else {
+            return;
+        };
+        let t = &self.tasks[x];
+        if ctx == UNKNOWN_PID || ctx == t.pid {
+            return;
+        }
+        self.cpus.get_mut(&cpu).expect("seen").current = None;
+        if t.running_since.is_none() || t.last_cpu != Some(cpu) || t.dead {
+            return;
+        }
+        self.lost_switch_outs += 1;
+        self.switch_out(x, ts, "S", None);
     }
 
     /// The target was woken: by a replayed task running in its own context
@@ -804,6 +840,7 @@ impl Replay {
             edges: 0,
             timers: 0,
             reconstructed: 0,
+            lost_switch_outs: 0,
             handover: opts.handover,
             handovers: 0,
             cpus: BTreeMap::new(),
@@ -859,6 +896,7 @@ impl Replay {
             edges: b.edges,
             timers: b.timers,
             reconstructed: b.reconstructed,
+            lost_switch_outs: b.lost_switch_outs,
             handovers: b.handovers,
             span,
             t0: first.ts,
@@ -1194,13 +1232,14 @@ impl Replay {
     pub fn report(&self, k: &Kernel, tasks: &[Pid]) -> BenchResult {
         let sim_span = crate::workload::marked_span(k, tasks).unwrap_or(0);
         let mut lines = vec![format!(
-            "# replay of {}: {} tasks, {} wakeup edges ({} handovers), {} timer sleeps, {} switch-ins reconstructed; recorded span {:.6} s, simulated {:.6} s",
+            "# replay of {}: {} tasks, {} wakeup edges ({} handovers), {} timer sleeps, {} switch-ins reconstructed, {} lost switch-outs; recorded span {:.6} s, simulated {:.6} s",
             self.file,
             self.tasks.len(),
             self.edges,
             self.handovers,
             self.timers,
             self.reconstructed,
+            self.lost_switch_outs,
             self.span as f64 / 1e9,
             sim_span as f64 / 1e9
         )];
@@ -1215,6 +1254,7 @@ impl Replay {
         fields.insert("edges".into(), json!(self.edges));
         fields.insert("timer_sleeps".into(), json!(self.timers));
         fields.insert("reconstructed_switch_ins".into(), json!(self.reconstructed));
+        fields.insert("lost_switch_outs".into(), json!(self.lost_switch_outs));
         fields.insert("handover_edges".into(), json!(self.handovers));
         fields.insert("recorded_span_ns".into(), json!(self.span));
         fields.insert("simulated_span_ns".into(), json!(sim_span));
