@@ -213,7 +213,10 @@ fn exp_wait(s: &mut Stream, rate_hz: f64) -> Option<u64> {
 fn lognormal_table(cv: f64) -> Vec<u32> {
     let sigma = (1.0 + cv * cv).ln().sqrt();
     let mu = -sigma * sigma / 2.0;
-    let q: Vec<f64> = quantiles::Z.iter().map(|z| (mu + sigma * z).exp()).collect();
+    let q: Vec<f64> = quantiles::Z
+        .iter()
+        .map(|z| (mu + sigma * z).exp())
+        .collect();
     let mean = q.iter().sum::<f64>() / FACTORS as f64;
     q.iter()
         .map(|v| (v / mean * (1u64 << FIX_SHIFT) as f64).round() as u32)
