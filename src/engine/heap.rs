@@ -51,8 +51,9 @@ impl Heap {
         self.pos[e.slot()] = i as u32;
     }
 
-    fn sift_up(&mut self, mut i: usize) {
-        let e = self.heap[i];
+    /// Fill the hole at `i` with `e`, moving the parents it beats down
+    /// (each entry is written once, where it ends up).
+    fn sift_up(&mut self, mut i: usize, e: Entry) {
         while i > 0 {
             let parent = (i - 1) / ARITY;
             let p = self.heap[parent];
@@ -65,17 +66,18 @@ impl Heap {
         self.place(i, e);
     }
 
-    /// The index of the smallest of the children starting at `first`; with
-    /// all four present, a tournament of independent comparisons.
-    /// (Inlined, over one bounds-checked slice of the four: it runs at
-    /// every level of every sift-down.)
+    /// The index and entry of the smallest of the children starting at
+    /// `first`; with all four present, a tournament of independent
+    /// comparisons. (Inlined, over one bounds-checked slice of the four: it
+    /// runs at every level of every sift-down.)
     #[inline]
-    fn min_child(&self, first: usize, n: usize) -> usize {
+    fn min_child(&self, first: usize, n: usize) -> (usize, Entry) {
         let h = &self.heap;
         if let Some(q) = h.get(first..).and_then(|r| r.first_chunk::<ARITY>()) {
             let a = (q[1].key < q[0].key) as usize;
             let b = 2 + (q[3].key < q[2].key) as usize;
-            return first + if q[b].key < q[a].key { b } else { a };
+            let m = if q[b].key < q[a].key { b } else { a };
+            return (first + m, q[m & (ARITY - 1)]);
         }
         let mut c = first;
         for k in first + 1..n {
@@ -83,19 +85,18 @@ impl Heap {
                 c = k;
             }
         }
-        c
+        (c, h[c])
     }
 
-    fn sift_down(&mut self, mut i: usize) {
-        let e = self.heap[i];
+    /// Fill the hole at `i` with `e`, moving the children that beat it up.
+    fn sift_down(&mut self, mut i: usize, e: Entry) {
         let n = self.heap.len();
         loop {
             let first = ARITY * i + 1;
             if first >= n {
                 break;
             }
-            let c = self.min_child(first, n);
-            let ce = self.heap[c];
+            let (c, ce) = self.min_child(first, n);
             if ce.key >= e.key {
                 break;
             }
@@ -122,18 +123,16 @@ impl Heap {
         }
         match self.pos[slot] {
             NONE => {
+                let i = self.heap.len();
                 self.heap.push(e);
-                let i = self.heap.len() - 1;
-                self.sift_up(i);
+                self.sift_up(i, e);
             }
             i => {
                 let i = i as usize;
-                let old = self.heap[i];
-                self.heap[i] = e;
-                if e.key < old.key {
-                    self.sift_up(i);
+                if e.key < self.heap[i].key {
+                    self.sift_up(i, e);
                 } else {
-                    self.sift_down(i);
+                    self.sift_down(i, e);
                 }
             }
         }
@@ -179,13 +178,11 @@ impl Heap {
             if first >= n {
                 break;
             }
-            let c = self.min_child(first, n);
-            let ce = self.heap[c];
+            let (c, ce) = self.min_child(first, n);
             self.place(i, ce);
             i = c;
         }
-        self.place(i, last);
-        self.sift_up(i);
+        self.sift_up(i, last);
     }
 
     /// The earliest pending entry (after `drop_taken`).

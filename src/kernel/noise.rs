@@ -41,6 +41,8 @@ use super::Kernel;
 use crate::engine::{EventKind, Stream, Time};
 use serde::Serialize;
 
+mod quantiles;
+
 /// Stream ids (`Stream`, apart from the `Rng` ids of the tasks' programs,
 /// 0, 1, 2, ..., and of sched_rng, 2^62 + cpu): the tick phase, then a
 /// base per family plus the task's pid or the CPU's number.
@@ -206,12 +208,14 @@ fn exp_wait(s: &mut Stream, rate_hz: f64) -> Option<u64> {
 }
 
 /// FACTORS quantiles of the lognormal with mean 1 and coefficient of
-/// variation `cv`, rescaled so their mean is exactly 1.
+/// variation `cv`, rescaled so their mean is exactly 1 (the normal
+/// quantiles from `quantiles::Z`: 1024 `exp`s per run).
 fn lognormal_table(cv: f64) -> Vec<u32> {
     let sigma = (1.0 + cv * cv).ln().sqrt();
     let mu = -sigma * sigma / 2.0;
-    let q: Vec<f64> = (0..FACTORS)
-        .map(|i| (mu + sigma * normal_quantile((i as f64 + 0.5) / FACTORS as f64)).exp())
+    let q: Vec<f64> = quantiles::Z
+        .iter()
+        .map(|z| (mu + sigma * z).exp())
         .collect();
     let mean = q.iter().sum::<f64>() / FACTORS as f64;
     q.iter()
@@ -219,7 +223,9 @@ fn lognormal_table(cv: f64) -> Vec<u32> {
         .collect()
 }
 
-/// The standard normal quantile of `p`, by bisection on Φ.
+/// The standard normal quantile of `p`, by bisection on Φ (how
+/// `quantiles::Z` was made).
+#[cfg(test)]
 fn normal_quantile(p: f64) -> f64 {
     let (mut lo, mut hi) = (-8.0f64, 8.0f64);
     for _ in 0..60 {
@@ -234,6 +240,7 @@ fn normal_quantile(p: f64) -> f64 {
 }
 
 /// erf (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7).
+#[cfg(test)]
 fn erf(x: f64) -> f64 {
     let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
     let poly = t
@@ -248,8 +255,7 @@ impl Kernel {
     /// Seed the run's random streams (the scenario's `sim.seed`): its noise
     /// and each CPU's sched_rng.
     /// The factor table depends only on the configuration: it is kept
-    /// unless that changed (building it is 61 k bisection steps, a few ms
-    /// per run).
+    /// unless that changed.
     pub fn seed(&mut self, seed: u64) {
         self.lb.seed(seed);
         let ncpus = self.rqs.len();
@@ -364,6 +370,14 @@ mod tests {
         assert!((sd - 0.10).abs() < 0.01, "{sd}");
         assert!(f.windows(2).all(|w| w[0] <= w[1]));
         assert!((normal_quantile(0.975) - 1.96).abs() < 1e-3);
+    }
+
+    #[test]
+    fn the_stored_quantiles_are_the_bisections_bit_for_bit() {
+        for (i, z) in quantiles::Z.iter().enumerate() {
+            let p = (i as f64 + 0.5) / FACTORS as f64;
+            assert_eq!(z.to_bits(), normal_quantile(p).to_bits(), "Z[{i}]");
+        }
     }
 
     #[test]
