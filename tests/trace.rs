@@ -1151,3 +1151,22 @@ fn a_run_the_trace_never_switched_out_ends_at_the_next_context() {
         .sum();
     assert!(cpu <= 201_000_000, "{cpu} ns of CPU on one CPU in 200 ms");
 }
+
+/// Found by the fuzzer: a task the trace shows woken while it ran, then
+/// ending without a switch-out, then seen on another CPU. Its lost
+/// switch-out blocks it; the wakeup before does not make it runnable
+/// before that block (a replay that subtracted the two panicked).
+#[test]
+fn a_lost_switch_out_after_a_stray_wakeup_replays() {
+    let p = tmp("stray-wakeup.txt");
+    std::fs::write(&p, "\
+t1-1 [000] d..2. 1.020559: sched_wakeup_new: comm=t0 pid=0 prio=120 target_cpu=000
+t5-5 [002] d..2. 1.022608: sched_switch: prev_comm=t5 prev_pid=5 prev_prio=120 prev_state=D ==> next_comm=t2 next_pid=2 next_prio=120
+t2-2 [004] d..2. 1.032108: sched_wakeup_new: comm=t2 pid=2 prio=120 target_cpu=004
+t4-4 [002] d..2. 1.035844: sched_switch: prev_comm=t4 prev_pid=4 prev_prio=120 prev_state=D ==> next_comm=t6 next_pid=6 next_prio=120
+t2-2 [000] d..2. 1.035957: sched_switch: prev_comm=t2 prev_pid=2 prev_prio=120 prev_state=X ==> next_comm=t6 next_pid=6 next_prio=120
+").unwrap();
+    let (rc, out, err) = schedlab(&["replay", &p, "--machine", "vm-2"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("1 lost switch-outs"), "{out}");
+}

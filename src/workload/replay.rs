@@ -674,6 +674,9 @@ impl Builder2 {
         }
         self.lost_switch_outs += 1;
         self.switch_out(x, ts, "S", None);
+        // Blocked now, whatever wakeup the trace showed while it ran: its
+        // next switch-in is after this block, not after that wakeup.
+        self.tasks[x].runnable_since = None;
     }
 
     /// The target was woken: by a replayed task running in its own context
