@@ -5,6 +5,16 @@
 mod common;
 use common::{schedlab, tmp};
 
+/// `schedlab repro`'s subcommands.
+const REPROS: [&str; 6] = [
+    "wakelist",
+    "preempt",
+    "completion",
+    "swb",
+    "pelt",
+    "summary",
+];
+
 /// Every subcommand path, e.g. ["repro", "swb"].
 fn subcommands() -> Vec<Vec<&'static str>> {
     let mut all: Vec<Vec<&str>> = [
@@ -29,14 +39,7 @@ fn subcommands() -> Vec<Vec<&'static str>> {
     .iter()
     .map(|s| vec![*s])
     .collect();
-    for r in [
-        "wakelist",
-        "preempt",
-        "completion",
-        "swb",
-        "pelt",
-        "summary",
-    ] {
+    for r in REPROS {
         all.push(vec!["repro", r]);
     }
     for v in ["pelt", "bench"] {
@@ -69,14 +72,7 @@ fn help_shows_the_defaults() {
 
 #[test]
 fn runs_scale_json_and_quiet_are_spelled_the_same_everywhere() {
-    for r in [
-        "wakelist",
-        "preempt",
-        "completion",
-        "swb",
-        "pelt",
-        "summary",
-    ] {
+    for r in REPROS {
         let (_, out, _) = schedlab(&["repro", r, "--help"]);
         assert!(out.contains("--json <PATH>"), "repro {r} has no --json");
         assert!(out.contains("-q, --quiet"), "repro {r}");

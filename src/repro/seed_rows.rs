@@ -343,8 +343,9 @@ const HACKBENCH_001: [(&str, u32, f64, f64); 16] = [
     ("thread(Pipe)", 20, 11.74, 11.73),
 ];
 
-/// stress-ng --cpu=N -util=P, time taken (s).
-const STRESS_001: [(u32, u32, f64, f64); 13] = [
+/// stress-ng --cpu=N -util=P, time taken (s): (N, P, before, after);
+/// `repro swb` runs these too.
+pub const STRESS_001: [(u32, u32, f64, f64); 13] = [
     (96, 100, 5.30, 5.01),
     (48, 100, 7.94, 6.73),
     (24, 100, 11.67, 8.75),

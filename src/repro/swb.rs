@@ -6,6 +6,7 @@
 //! `kernel.features.SWB_SMT_SKIP`.
 
 use super::run_embedded;
+use super::seed_rows::STRESS_001;
 use super::summary::Cell;
 use super::table::SeedTable;
 use crate::compare::mean_sd;
@@ -221,22 +222,7 @@ fn hackbench_rows() -> Vec<Row> {
 }
 
 fn time_rows(ops: u64) -> Vec<Row> {
-    let cases = [
-        (96, 100, 5.30, 5.01),
-        (48, 100, 7.94, 6.73),
-        (24, 100, 11.67, 8.75),
-        (12, 100, 15.71, 15.02),
-        (96, 10, 22.71, 22.19),
-        (96, 20, 12.14, 12.37),
-        (96, 30, 8.76, 8.86),
-        (96, 40, 7.13, 7.14),
-        (96, 50, 6.10, 6.13),
-        (96, 60, 5.42, 5.41),
-        (96, 70, 4.94, 4.94),
-        (96, 80, 4.56, 4.53),
-        (96, 90, 4.27, 4.26),
-    ];
-    cases
+    STRESS_001
         .iter()
         .map(|&(n, l, b, a)| Row {
             label: format!("--cpu={n} -util={l}"),
