@@ -194,24 +194,29 @@ fn group_util_propagates_to_the_root() {
     assert_eq!(flat["pelt"]["tg_load_avg_updates"], 0);
 }
 
+/// Pipe hackbench three groups deep on 4 CPUs under --check, with each
+/// of `sets` as a `--set`: its `--json`.
+fn deep_hackbench(sets: &[&str], name: &str) -> Value {
+    let mut args = vec![
+        "run",
+        "--machine",
+        "smp:cpus=4",
+        "--check",
+        "--cgroup",
+        "/a/b/c",
+        "-w",
+        "hackbench:groups=2,loops=200,ipc=pipe,cgroup=/a/b/c",
+    ];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    json_of(&args, name)
+}
+
 #[test]
 fn tg_load_avg_filter_cuts_the_updates_of_tg_load_avg() {
     let run = |on: &str, name: &str| {
-        json_of(
-            &[
-                "run",
-                "--machine",
-                "smp:cpus=4",
-                "--check",
-                "--cgroup",
-                "/a/b/c",
-                "-w",
-                "hackbench:groups=2,loops=200,ipc=pipe,cgroup=/a/b/c",
-                "--set",
-                &format!("kernel.features.TG_LOAD_AVG_FILTER={on}"),
-            ],
-            name,
-        )
+        deep_hackbench(&[&format!("kernel.features.TG_LOAD_AVG_FILTER={on}")], name)
     };
     let (on, off) = (
         run("true", "filter-on.json"),
@@ -329,42 +334,14 @@ fn repro_pelt_compares_v316_with_the_rewrite_and_the_filter_inside_groups() {
 /// written. "current" is the default.
 #[test]
 fn pelt_v316_runs_checked_and_differs_from_current() {
-    let run = |pelt: &str, name: &str| {
-        json_of(
-            &[
-                "run",
-                "--machine",
-                "smp:cpus=4",
-                "--check",
-                "--cgroup",
-                "/a/b/c",
-                "-w",
-                "hackbench:groups=2,loops=200,ipc=pipe,cgroup=/a/b/c",
-                "--set",
-                &format!("kernel.pelt=\"{pelt}\""),
-            ],
-            name,
-        )
-    };
+    let run = |pelt: &str, name: &str| deep_hackbench(&[&format!("kernel.pelt=\"{pelt}\"")], name);
     let (old, now) = (
         run("v3.16", "pelt-v316.json"),
         run("current", "pelt-now.json"),
     );
     assert_eq!(old["scenario"]["kernel"]["pelt"], "v3.16");
     assert_eq!(now["scenario"]["kernel"]["pelt"], "current");
-    let default = json_of(
-        &[
-            "run",
-            "--machine",
-            "smp:cpus=4",
-            "--check",
-            "--cgroup",
-            "/a/b/c",
-            "-w",
-            "hackbench:groups=2,loops=200,ipc=pipe,cgroup=/a/b/c",
-        ],
-        "pelt-default.json",
-    );
+    let default = deep_hackbench(&[], "pelt-default.json");
     assert_eq!(default, now);
     let tg = |v: &Value| group(v, "/a/b/c")["load_avg"].as_i64().unwrap();
     assert_ne!(tg(&old), tg(&now));

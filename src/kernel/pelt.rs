@@ -27,8 +27,9 @@ pub const UTIL_EST_MARGIN: u64 = 1024 / 100;
 /// UTIL_EST_WEIGHT_SHIFT: new samples get weight 1/4 in the ewma.
 pub const UTIL_EST_WEIGHT_SHIFT: u32 = 2;
 
-/// runnable_avg_yN_inv (sched-pelt.h): y^n scaled by 2^32, n = 0..31.
-const RUNNABLE_AVG_YN_INV: [u32; 32] = [
+/// runnable_avg_yN_inv (sched-pelt.h): y^n scaled by 2^32, n = 0..31;
+/// v3.16 had the same table (`pelt316`).
+pub(super) const RUNNABLE_AVG_YN_INV: [u32; 32] = [
     0xffffffff, 0xfa83b2da, 0xf5257d14, 0xefe4b99a, 0xeac0c6e6, 0xe5b906e6, 0xe0ccdeeb, 0xdbfbb796,
     0xd744fcc9, 0xd2a81d91, 0xce248c14, 0xc9b9bd85, 0xc5672a10, 0xc12c4cc9, 0xbd08a39e, 0xb8fbaf46,
     0xb504f333, 0xb123f581, 0xad583ee9, 0xa9a15ab4, 0xa5fed6a9, 0xa2704302, 0x9ef5325f, 0x9b8d39b9,

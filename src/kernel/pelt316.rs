@@ -17,25 +17,17 @@
 //! (SCHED_LOAD_RESOLUTION was 0 in v3.16): weights here are unscaled,
 //! nice 0 is 1024. The kernel glue is in `fair316.rs`.
 
-use super::pelt::LOAD_AVG_PERIOD;
+use super::pelt::{LOAD_AVG_PERIOD, RUNNABLE_AVG_YN_INV};
 
 /// LOAD_AVG_MAX_N: the number of full periods that produce LOAD_AVG_MAX.
 const LOAD_AVG_MAX_N: u64 = 345;
-/// LOAD_AVG_MAX of v3.16 (the same 47742 as today's).
-pub const LOAD_AVG_MAX: u32 = 47742;
+/// LOAD_AVG_MAX of v3.16: today's 47742, as the u32 of its sums.
+pub const LOAD_AVG_MAX: u32 = super::pelt::LOAD_AVG_MAX as u32;
 /// NICE_0_SHIFT and NICE_0_LOAD with SCHED_LOAD_RESOLUTION 0 (v3.16).
 pub const NICE_0_SHIFT: u32 = 10;
 pub const NICE_0_LOAD: i64 = 1 << NICE_0_SHIFT;
 /// The period of the cfs_rq's blocked-load decay clock: clock_task >> 20.
 pub const DECAY_SHIFT: u32 = 20;
-
-/// runnable_avg_yN_inv (v3.16): y^n scaled by 2^32, n = 0..31.
-const RUNNABLE_AVG_YN_INV: [u32; 32] = [
-    0xffffffff, 0xfa83b2da, 0xf5257d14, 0xefe4b99a, 0xeac0c6e6, 0xe5b906e6, 0xe0ccdeeb, 0xdbfbb796,
-    0xd744fcc9, 0xd2a81d91, 0xce248c14, 0xc9b9bd85, 0xc5672a10, 0xc12c4cc9, 0xbd08a39e, 0xb8fbaf46,
-    0xb504f333, 0xb123f581, 0xad583ee9, 0xa9a15ab4, 0xa5fed6a9, 0xa2704302, 0x9ef5325f, 0x9b8d39b9,
-    0x9837f050, 0x94f4efa8, 0x91c3d373, 0x8ea4398a, 0x8b95c1e3, 0x88980e80, 0x85aac367, 0x82cd8698,
-];
 
 /// runnable_avg_yN_sum (v3.16): floor(Σ 1024·y^k, 1 ≤ k ≤ n), n = 0..32.
 const RUNNABLE_AVG_YN_SUM: [u32; 33] = [
@@ -79,7 +71,8 @@ pub struct CfsAvg {
     pub rq_avg: EntityAvg,
 }
 
-/// decay_load (v3.16): val · y^n, with the 64-bit product of that kernel.
+/// decay_load (v3.16): val · y^n, with the 64-bit product of that kernel
+/// (the table of y^n is today's, unchanged since v3.8).
 pub fn decay_load(val: u64, n: u64) -> u64 {
     if n == 0 {
         return val;
