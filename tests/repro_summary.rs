@@ -68,7 +68,12 @@ fn summary_lists_every_row_and_judges_each_by_the_rule() {
             assert_eq!(s.runs, 2);
         }
         let seed_change = j["seed_change_pct"].as_f64().unwrap();
-        assert_eq!(verdict(seed_change, sim.as_ref()), vd, "{}", r.label);
+        assert_eq!(
+            verdict(seed_change, r.moves(), sim.as_ref()),
+            vd,
+            "{}",
+            r.label
+        );
         let explained = matches!(vd, Verdict::Reproduced | Verdict::NoEffect);
         assert_eq!(j["cause"].is_null(), explained, "{}", r.label);
     }
