@@ -243,6 +243,20 @@ struct Judged<'a> {
     row: &'a SeedRow,
     sim: Option<SimStats>,
     verdict: Verdict,
+    /// The simulated before (scaled to the seed's work) over the seed's.
+    abs_ratio: Option<f64>,
+}
+
+/// The simulated before, scaled to the seed's work, over the seed's
+/// before, where the two measure the same thing.
+fn abs_ratio(row: &SeedRow, sim: Option<&SimStats>, scale: u64) -> Option<f64> {
+    let (abs, sim) = (row.absolute?, sim?);
+    Some(sim.before.0 * abs.factor(scale) / row.before)
+}
+
+/// Is an absolute ratio within 2x either way?
+fn within_2x(r: f64) -> bool {
+    (0.5..=2.0).contains(&r)
 }
 
 /// `schedlab repro summary`.
@@ -262,7 +276,7 @@ pub fn repro(args: &SummaryArgs, quiet: bool) -> Result<(), String> {
             cells.insert((s, c.key.clone()), SimStats::of(&c));
         }
     }
-    let judged = judge(&chosen, &cells)?;
+    let judged = judge(&chosen, &cells, args.scale)?;
     print!("{}", text(&judged, &series, args, quiet));
     super::write_json(args.json.as_ref(), to_json(&judged, &series, args))
 }
@@ -272,6 +286,7 @@ pub fn repro(args: &SummaryArgs, quiet: bool) -> Result<(), String> {
 fn judge<'a>(
     rows: &[&'a SeedRow],
     cells: &HashMap<(Series, String), SimStats>,
+    scale: u64,
 ) -> Result<Vec<Judged<'a>>, String> {
     rows.iter()
         .map(|&row| {
@@ -281,7 +296,13 @@ fn judge<'a>(
             };
             let change = change_pct(row.before, row.after);
             let verdict = verdict(change, row.moves(), sim.as_ref());
-            Ok(Judged { row, sim, verdict })
+            let abs_ratio = abs_ratio(row, sim.as_ref(), scale);
+            Ok(Judged {
+                row,
+                sim,
+                verdict,
+                abs_ratio,
+            })
         })
         .collect()
 }
@@ -327,6 +348,17 @@ fn count_line(judged: &[Judged]) -> String {
     )
 }
 
+/// The line on absolute values: how many rows' simulated before, scaled
+/// to the seed's work, is within 2x of the seed's.
+fn abs_line(judged: &[Judged]) -> String {
+    let ratios: Vec<f64> = judged.iter().filter_map(|j| j.abs_ratio).collect();
+    let near = ratios.iter().filter(|&&r| within_2x(r)).count();
+    format!(
+        "absolute before (sim x work / seed) within 2x in {near} of the {} rows that measure the same thing",
+        ratios.len()
+    )
+}
+
 /// A number in a cell: about four significant digits, exponent form for
 /// the perf-stat counts.
 fn num(v: f64) -> String {
@@ -360,7 +392,9 @@ fn text(judged: &[Judged], series: &[Series], args: &SummaryArgs, quiet: bool) -
     let _ = writeln!(
         o,
         "schedlab repro summary: every before/after row the seeds publish, beside the simulation\n\
-         simulated: mean ± sd over seeds 1..={} per side; Δ = after / before - 1",
+         simulated: mean ± sd over seeds 1..={} per side; Δ = after / before - 1; abs = the simulated\n\
+         before, times the seed's work over the simulated run's for whole-run times and counts, over\n\
+         the seed's before (blank where the two measure different things)",
         args.runs
     );
     if !quiet {
@@ -381,7 +415,7 @@ fn text(judged: &[Judged], series: &[Series], args: &SummaryArgs, quiet: bool) -
         );
         let _ = writeln!(
             o,
-            "{:<w$} {:>11} {:>11} {:>11} {:>7}  {:>21} {:>21} {:>7}  verdict",
+            "{:<w$} {:>11} {:>11} {:>11} {:>7}  {:>21} {:>21} {:>7} {:>7}  verdict",
             "row",
             "unit",
             "seed before",
@@ -389,13 +423,15 @@ fn text(judged: &[Judged], series: &[Series], args: &SummaryArgs, quiet: bool) -
             "seed Δ",
             "sim before",
             "sim after",
-            "sim Δ"
+            "sim Δ",
+            "abs"
         );
         for j in judged.iter().filter(|j| j.row.seed == s.seed()) {
             o += &line(j, w);
         }
     }
-    let _ = writeln!(o, "\n{}", count_line(judged));
+    let _ = writeln!(o, "\n{}", abs_line(judged));
+    let _ = writeln!(o, "{}", count_line(judged));
     o
 }
 
@@ -407,8 +443,9 @@ fn line(j: &Judged, w: usize) -> String {
         Some(s) => (ms(s.before), ms(s.after), pct(s.change_pct())),
         None => ("-".into(), "-".into(), "".into()),
     };
+    let abs = j.abs_ratio.map_or(String::new(), |x| format!("{x:.2}x"));
     let mut s = format!(
-        "{:<w$} {:>11} {:>11} {:>11} {:>7}  {b:>21} {a:>21} {d:>7}  {}\n",
+        "{:<w$} {:>11} {:>11} {:>11} {:>7}  {b:>21} {a:>21} {d:>7} {abs:>7}  {}\n",
         r.label,
         r.unit,
         num(r.before),
@@ -445,6 +482,7 @@ fn to_json(judged: &[Judged], series: &[Series], args: &SummaryArgs) -> Value {
                 "seed_se": r.spread.map(|s| json!({"before": s.before_se, "after": s.after_se})),
                 "seed_moves": r.moves(),
                 "sim": sim, "verdict": j.verdict.name(),
+                "abs_ratio": j.abs_ratio.and_then(finite),
                 "cause": (!reproduced).then_some(r.cause),
             })
         })
@@ -458,6 +496,7 @@ fn to_json(judged: &[Judged], series: &[Series], args: &SummaryArgs) -> Value {
         "counts": {"rows": judged.len(), "reproduced": r, "direction_only": d,
                    "not_reproduced": n, "not_simulated": none, "no_effect": e},
         "count_line": count_line(judged),
+        "abs_line": abs_line(judged),
     })
 }
 
@@ -519,6 +558,28 @@ mod tests {
         let zero = sim((5.0, 0.0), (5.0, 0.0), 3);
         assert_eq!(by_pct(2.0, Some(&zero)), Verdict::NotReproduced);
         assert_eq!(by_pct(-1.99, Some(&zero)), Verdict::NoEffect);
+    }
+
+    #[test]
+    fn absolute_ratios_scale_whole_run_measures_by_their_work() {
+        let s = sim((0.2, 0.0), (0.2, 0.0), 3);
+        let rows = rows();
+        let find = |label: &str| rows.iter().find(|r| r.label == label).unwrap();
+        // 0.2 s for -l 10000 stands for 2 s of the seed's -l 100000.
+        let hb = find("xeon-8269cy hackbench -g 1 -l 100000 Time");
+        assert!((abs_ratio(hb, Some(&s), 1).unwrap() - 2.0 / 3.246).abs() < 1e-9);
+        assert_eq!(abs_ratio(hb, Some(&s), 7), abs_ratio(hb, Some(&s), 1));
+        // preempt's --scale divides its runs further.
+        let t = find("power10-96: time elapsed");
+        let want = 0.2 * 2000.0 / 55.93;
+        assert!((abs_ratio(t, Some(&s), 2).unwrap() - want).abs() < 1e-9);
+        // A latency stands as it is; another build's times have no ratio.
+        let p50 = find("xeon-8269cy schbench -m 2 -t 8 p50");
+        assert!((abs_ratio(p50, Some(&s), 9).unwrap() - 0.2 / 8.0).abs() < 1e-12);
+        assert_eq!(abs_ratio(find("kernbench elapsed"), Some(&s), 1), None);
+        assert_eq!(abs_ratio(p50, None, 1), None);
+        assert!(within_2x(0.5) && within_2x(2.0));
+        assert!(!within_2x(2.01) && !within_2x(0.49));
     }
 
     #[test]
