@@ -433,10 +433,14 @@ pub fn summary_cells(runs: u64, ops: u64, scale: u64) -> Result<Vec<Cell>, Strin
 
 /// `schedlab repro swb`: the four tables and the notes.
 pub fn repro(args: &SwbArgs, quiet: bool) -> Result<(), String> {
-    let ops = match args.ops_scale {
-        Some(f) if f > 0.0 && f <= 1.0 => ((100_000.0 * f).round() as u64).max(1),
+    // The old spelling --ops-scale f is --scale 1/f (for table 4 too).
+    let (ops, scale) = match args.ops_scale {
+        Some(f) if f > 0.0 && f <= 1.0 => (
+            ((100_000.0 * f).round() as u64).max(1),
+            (1.0 / f).round() as u64,
+        ),
         Some(_) => return Err("--ops-scale must be in (0, 1]".into()),
-        None => 100_000 / args.scale,
+        None => (100_000 / args.scale, args.scale),
     };
     let seeds = super::run_seeds(args.runs, args.seed);
     let first = args.seed.unwrap_or(1);
@@ -468,7 +472,7 @@ pub fn repro(args: &SwbArgs, quiet: bool) -> Result<(), String> {
             false,
             &seeds,
         )?,
-        schbench_table(&seeds, args.scale)?,
+        schbench_table(&seeds, scale)?,
     ];
     if !quiet {
         println!("\n{NOTES}");
