@@ -175,7 +175,8 @@ pub enum Op {
     Stamp {
         slot: usize,
     },
-    /// Record now − stamp `slot`, in µs, in histogram `hist`.
+    /// Record now − stamp `slot`, in µs, in histogram `hist` (unless the
+    /// histogram's warmup is still running).
     Latency {
         slot: usize,
         hist: usize,

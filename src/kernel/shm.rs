@@ -16,6 +16,9 @@ pub struct PlatHist {
     pub min: u64,
     pub max: u64,
     pub sum: u64,
+    /// Samples taken before this time (ns) are not recorded: the old
+    /// schbench's warmup, after which main() zeroes every thread's stats.
+    pub from_ns: u64,
 }
 
 const PLAT_BITS: u32 = 8;
@@ -31,6 +34,7 @@ impl Default for PlatHist {
             min: u64::MAX,
             max: 0,
             sum: 0,
+            from_ns: 0,
         }
     }
 }

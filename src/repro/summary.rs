@@ -18,8 +18,8 @@ pub struct SummaryArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(2..=1000))]
     runs: u64,
     /// Divide the series' default loop counts by this too (preempt's and
-    /// pelt's hackbench loops, swb's stress-ng cpu-ops; wakelist and
-    /// completion keep their sizes)
+    /// pelt's hackbench loops, swb's stress-ng cpu-ops and schbench runtime;
+    /// wakelist and completion keep their sizes)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
     scale: u64,
     /// Only the rows of these series (comma-separated)
@@ -74,7 +74,7 @@ impl Series {
     fn what(self, scale: u64) -> String {
         match self {
             Series::Wakelist => "kernel.wakelist on_cpu_nr_le1 → idle, scenarios/seed-000-wakelist (hackbench -l 10000, context1 20 ms)".into(),
-            Series::Swb => format!("SWB_SMT_SKIP off → on on power10-96, scenarios/seed-001-swb (hackbench 200 loops, stress-ng {} cpu-ops)", swb_ops(scale)),
+            Series::Swb => format!("SWB_SMT_SKIP off → on on power10-96, scenarios/seed-001-swb (hackbench 200 loops, stress-ng {} cpu-ops, schbench(old) -t N for {} s)", swb_ops(scale), 30.0 / scale as f64),
             Series::Preempt => format!("hackbench -pipe 60 process, preempt=none → PREEMPT_AUTO's none, scenarios/seed-002-preempt ({} loops; counts per run, the seed's POWER ones sums of 20 runs)", preempt_loops(scale)),
             Series::Completion => "kernel.completion waitqueue → swait-defer on xeon-8269cy, scenarios/seed-003-completion".into(),
             Series::Pelt => format!("the repro's before → after at the top level, scenarios/seed-004-pelt (LKP's loops ÷ {})", pelt_scale(scale)),
@@ -85,7 +85,7 @@ impl Series {
     fn cells(self, runs: u64, scale: u64) -> Result<Vec<Cell>, String> {
         match self {
             Series::Wakelist => super::wakelist::summary_cells(runs),
-            Series::Swb => super::swb::summary_cells(runs, swb_ops(scale)),
+            Series::Swb => super::swb::summary_cells(runs, swb_ops(scale), scale),
             Series::Preempt => super::preempt::summary_cells(runs, preempt_loops(scale)),
             Series::Completion => super::completion::summary_cells(runs),
             Series::Pelt => super::pelt::summary_cells(runs, pelt_scale(scale)),

@@ -130,8 +130,10 @@ pub const KINDS: &[Kind] = &[
             p("r", Ty::Duration, "30s"),
             p("s", Ty::Duration, "30ms"),
             p("c", Ty::Duration, "30ms"),
+            p("C", Ty::Duration, "0"),
+            p("w", Ty::Duration, "0"),
         ],
-        doc: "schbench 2016-2021: workers spin c, message threads sleep s..1.25s; wakeup latency",
+        doc: "schbench 2016-2021: workers spin c, message threads spin C then sleep s..1.25s; wakeup latency after w of warmup",
         parse: |p| Ok(Workload::Schbench(schbench::Schbench::parse(p, true)?)),
     },
     Kind {

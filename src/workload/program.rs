@@ -349,7 +349,10 @@ impl Kernel {
             }
             Op::Latency { slot, hist } => {
                 let us = (self.now - self.shm.stamp_of(p, slot)) / 1000;
-                self.shm.hists[hist].add(us);
+                let h = &mut self.shm.hists[hist];
+                if self.now >= h.from_ns {
+                    h.add(us);
+                }
                 self.tasks[p].prog.advance();
                 None
             }

@@ -8,7 +8,14 @@
 //! message thread wakes every queued worker with one timestamp.
 //! `schbench-old` is the 2016–2021 version the seed-000 numbers come from:
 //! workers spin `c` µs then post and wait; the message thread, once posted,
-//! sleeps `s` µs plus up to a quarter more, then wakes its queue.
+//! sleeps `s` µs plus up to a quarter more, then wakes its queue. Its
+//! defaults are those of the version before October 2020; the one that
+//! stood from then until the April 2023 rewrite (masoncl/schbench at
+//! 2eef447, the last commit before 91ea787 "get rid of the usec_spin based
+//! think time") also has the message thread spin `C` (30 ms, which its -C
+//! cannot change: parse_options assigns message_cputime to itself) before
+//! its sleep, and main() zeroes the statistics once after `w` (5 s) of
+//! warmup; give `C=30ms,w=5s` for that one.
 
 use super::params::Params;
 use super::program::{Dist, Op};
@@ -40,6 +47,11 @@ pub struct Schbench {
     pub s: u64,
     /// -c worker spin (old only, ns)
     pub c: u64,
+    /// -C the message thread's spin once posted, before its sleep (old
+    /// only, ns; 0 before October 2020)
+    pub msg_c: u64,
+    /// -w warmup: samples before it are dropped (old only, ns; 0: none)
+    pub warmup: u64,
     /// -F footprint KiB and -n matrix multiplies per request (current)
     pub footprint_kb: u64,
     pub n: u64,
@@ -93,6 +105,8 @@ impl Schbench {
             r: us("r", "30s")?,
             s: us("s", s_def)?,
             c: if old { us("c", "30ms")? } else { 0 },
+            msg_c: if old { p.duration("C", "0")? } else { 0 },
+            warmup: if old { p.duration("w", "0")? } else { 0 },
             footprint_kb: if old { 0 } else { p.count("F", 256)? },
             n: if old {
                 0
@@ -135,6 +149,7 @@ impl Schbench {
             wakeup_hist: k.shm.new_hist(),
             request_hist: k.shm.new_hist(),
         };
+        k.shm.hists[ids.wakeup_hist].from_ns = k.now + self.warmup;
         let lockset = k.shm.cpu_locks.len();
         k.shm.cpu_locks.push(vec![None; k.machine.nr_cpus()]);
         let workers = self.workers_per_thread(k.machine.nr_cpus());
@@ -187,7 +202,11 @@ impl Schbench {
             Op::FutexWait { futex: own, val: 0 },
         ];
         if self.old {
+            // usec_spin(message_cputime), then
             // usleep(sleeptime + rand() % (sleeptime / 4))
+            if self.msg_c > 0 {
+                ops.push(Op::Run(Dist::Fixed(self.msg_c)));
+            }
             ops.push(Op::Sleep(Dist::Uniform(self.s, self.s + self.s / 4)));
         }
         ops.push(Op::EndLoop);
