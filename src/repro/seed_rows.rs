@@ -497,7 +497,7 @@ fn seed001() -> Vec<SeedRow> {
                 SCHBENCH_NOHZ_FREE
             };
             let label = format!("schbench(old) {threads} threads {name}");
-            v.push(row("001", label, "us", seed, sim, cause));
+            v.push(row("001", label, "us", seed, sim, cause).with_absolute(Absolute::AsIs));
         }
     }
     for (mode, groups, b, a) in HACKBENCH_001 {
