@@ -312,6 +312,37 @@ fn schbench_and_context1_report_their_contract_fields() {
 }
 
 #[test]
+fn context1_pin_splits_every_pair_and_stagger_starts_copies_late() {
+    let run = |spec: &str| {
+        let (rc, out, err) = schedlab(&["run", "--machine", "smp:cpus=4", "-w", spec]);
+        assert_eq!(rc, 0, "{err}");
+        out
+    };
+    let counts = |out: &str| -> Vec<f64> {
+        out.lines()
+            .filter_map(|l| l.strip_prefix("COUNT|")?.split('|').next()?.parse().ok())
+            .collect()
+    };
+    // Four copies on four CPUs started at once: every child is forked
+    // onto a busy CPU and most wakeups are local. Pinned (parent i on CPU
+    // i, child on i+1), none is.
+    let json =
+        |spec: &str, name: &str| json_of(&["run", "--machine", "smp:cpus=4", "-w", spec], name);
+    let free = json("context1:copies=4,duration=10ms", "c1-free.json");
+    let pinned = json("context1:copies=4,duration=10ms,pin=true", "c1-pin.json");
+    let t = |v: &serde_json::Value, k: &str| v["totals"][k].as_u64().unwrap();
+    assert!(t(&free, "ttwu_remote") * 2 < t(&free, "wakeups"));
+    assert_eq!(t(&pinned, "ttwu_remote"), t(&pinned, "wakeups"));
+    assert!(t(&pinned, "wakeups") > 1000);
+    // Copy 1 of two starts 5 ms after copy 0: within a 4 ms run it never
+    // loops; within a 10 ms one it does.
+    let c = counts(&run("context1:copies=2,duration=4ms,stagger=5ms"));
+    assert!(c.len() == 2 && c[0] > 100.0 && c[1] == 0.0, "{c:?}");
+    let c = counts(&run("context1:copies=2,duration=10ms,stagger=5ms"));
+    assert!(c.len() == 2 && c[1] > 100.0, "{c:?}");
+}
+
+#[test]
 fn compare_reports_a_significant_difference_and_rejects_equal_sides() {
     let (rc, out, err) = schedlab(&[
         "compare",

@@ -302,8 +302,8 @@ fn seed000() -> Vec<SeedRow> {
             let sim = context1.then(|| (Wakelist, format!("{prefix}-context1.toml benchmark.lps")));
             let cause = match (context1, prefix) {
                 (false, _) => "no workload for this UnixBench test in the model (it is not a wakeup test)",
-                (true, "xeon") => "simulated pairs stay on one CPU (local wakeups, which no variant queues); the seed's crossed CPUs at ~30 us per round trip",
-                _ => "~97 % of wakeups are local (each pair on one CPU), where the wakelist does not apply",
+                (true, "xeon") => "104 pairs on 104 CPUs leave no CPU idle, so wake_affine stacks each pair on one CPU, as v5.19 would (~6 us per round trip, local wakeups); the seed's 32 us and +11 % need cross-CPU wakeups (docs/repro/wakelist-context1.md)",
+                _ => "80 pairs on 80 CPUs: each pair ends up on one CPU (~4 us per round trip), where the wakelist does not apply; the seed's 25 us and +11 % need cross-CPU wakeups (docs/repro/wakelist-context1.md)",
             };
             // lps over the same copies: a rate.
             let r = row("000", label, unit, seed, sim, cause);

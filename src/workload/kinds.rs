@@ -138,8 +138,13 @@ pub const KINDS: &[Kind] = &[
     },
     Kind {
         name: "context1",
-        params: &[p("copies", Ty::Int, "1"), p("duration", Ty::Duration, "10s")],
-        doc: "UnixBench pipe-based context switching: parent/child pass a counter through two pipes",
+        params: &[
+            p("copies", Ty::Int, "1"),
+            p("duration", Ty::Duration, "10s"),
+            p("stagger", Ty::Duration, "0"),
+            p("pin", Ty::Bool, "false"),
+        ],
+        doc: "UnixBench pipe-based context switching: parent/child pass a counter through two pipes; stagger starts copy i i×stagger late, pin puts parent i on CPU i and its child on CPU i+1",
         parse: |p| Ok(Workload::Context1(context1::Context1::parse(p)?)),
     },
     Kind {
