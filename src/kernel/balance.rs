@@ -240,6 +240,9 @@ pub struct LoadBalance {
     last_pass_at: Option<u64>,
     /// Whether the current pass keeps them.
     keep_memos: bool,
+    /// When the last memo was kept: none is fresh at another instant, and
+    /// this spares a pass the read of a stale memo per group.
+    memo_at: Option<u64>,
     /// CPUs whose run queue the group statistics read (not from a memo):
     /// the simulator's own work, which `bench` reports for start-up.
     pub cpus_read: u64,
@@ -284,6 +287,7 @@ impl LoadBalance {
             sg_memo: Vec::new(),
             last_pass_at: None,
             keep_memos: false,
+            memo_at: None,
             cpus_read: 0,
         }
     }
@@ -791,6 +795,7 @@ impl Kernel {
             sealed: self.rqs.seal(),
             stats,
         };
+        self.lb.memo_at = Some(self.now);
         let n = self.sd.groups.len();
         let m = &mut self.lb.sg_memo;
         if m.len() < n {
@@ -803,6 +808,9 @@ impl Kernel {
     /// when none of its CPUs is excluded or has changed since and no task
     /// group's load moved: reading them again would give the same.
     fn sg_memo(&self, env: &LbEnv, g: usize) -> Option<SgStats> {
+        if self.lb.memo_at != Some(self.now) {
+            return None;
+        }
         let m = self.lb.sg_memo.get(g)?.as_ref()?;
         let fresh = m.at == self.now
             && m.load_epoch == self.groups.load_epoch
