@@ -737,10 +737,10 @@ impl Kernel {
 
     /// The sums of group `g` (its CPUs not excluded, blocked load aged
     /// first), kept in `sg_memo` when reading them again at this instant
-    /// would change and count nothing and an earlier pass of this instant
-    /// suggests more to come (a newidle balance at an instant of its own,
-    /// the common case, keeps nothing: the writes were a tenth of its
-    /// cost on 1024 CPUs).
+    /// would change and count nothing, by a periodic balance (the CPUs'
+    /// ticks share instants) or a newidle one after an earlier pass of this
+    /// instant (one at an instant of its own, the common case, keeps
+    /// nothing: the writes were a tenth of its cost on 1024 CPUs).
     fn sg_sums(&mut self, env: &LbEnv, g: usize) -> SgStats {
         let mut s = SgStats::default();
         let epoch = self.groups.load_epoch;
@@ -835,7 +835,8 @@ impl Kernel {
             ..SdLbStats::default()
         };
         let mut cache = std::mem::take(&mut env.sg_cache);
-        self.lb.keep_memos = self.lb.last_pass_at == Some(self.now);
+        self.lb.keep_memos =
+            env.idle != IdleType::NewlyIdle || self.lb.last_pass_at == Some(self.now);
         self.lb.last_pass_at = Some(self.now);
         for i in 0..ngroups {
             let g = self.sd(env.dst, env.lvl).group(i);
