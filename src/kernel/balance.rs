@@ -235,6 +235,14 @@ pub struct LoadBalance {
     sg_buf: Vec<SgStats>,
     /// Per group (SchedDomains::groups), its sums as last read.
     sg_memo: Vec<Option<SgMemo>>,
+    /// When the last pass over a domain's groups began: a pass at the
+    /// same instant keeps its groups' sums for the ones after it.
+    last_pass_at: Option<u64>,
+    /// Whether the current pass keeps them.
+    keep_memos: bool,
+    /// When the last memo was kept: none is fresh at another instant, and
+    /// this spares a pass the read of a stale memo per group.
+    memo_at: Option<u64>,
     /// CPUs whose run queue the group statistics read (not from a memo):
     /// the simulator's own work, which `bench` reports for start-up.
     pub cpus_read: u64,
@@ -277,6 +285,9 @@ impl LoadBalance {
             sched_rng: Self::sched_rng(ncpus, 1),
             sg_buf: Vec::new(),
             sg_memo: Vec::new(),
+            last_pass_at: None,
+            keep_memos: false,
+            memo_at: None,
             cpus_read: 0,
         }
     }
@@ -726,7 +737,10 @@ impl Kernel {
 
     /// The sums of group `g` (its CPUs not excluded, blocked load aged
     /// first), kept in `sg_memo` when reading them again at this instant
-    /// would change and count nothing.
+    /// would change and count nothing, by a periodic balance (the CPUs'
+    /// ticks share instants) or a newidle one after an earlier pass of this
+    /// instant (one at an instant of its own, the common case, keeps
+    /// nothing: the writes were a tenth of its cost on 1024 CPUs).
     fn sg_sums(&mut self, env: &LbEnv, g: usize) -> SgStats {
         let mut s = SgStats::default();
         let epoch = self.groups.load_epoch;
@@ -734,6 +748,8 @@ impl Kernel {
         let n = self.sd.groups[g].cpus.len();
         for i in 0..n {
             let c = self.sd.groups[g].cpus[i];
+            // update_group_capacity: what rt, dl and irq left of each CPU.
+            s.group_capacity += self.capacity_of(c);
             if env.excluded.test(c) {
                 quiet = false;
                 continue;
@@ -752,11 +768,8 @@ impl Kernel {
                 s.idle_cpus += 1;
             }
         }
-        let grp = &self.sd.groups[g];
-        // update_group_capacity: what rt, dl and irq left of each CPU.
-        s.group_capacity = grp.cpus.iter().map(|&c| self.capacity_of(c)).sum();
-        s.group_weight = grp.cpus.len() as u64;
-        if quiet && epoch == self.groups.load_epoch {
+        s.group_weight = n as u64;
+        if quiet && epoch == self.groups.load_epoch && self.lb.keep_memos {
             self.keep_sg_memo(g, s);
         }
         s
@@ -782,6 +795,7 @@ impl Kernel {
             sealed: self.rqs.seal(),
             stats,
         };
+        self.lb.memo_at = Some(self.now);
         let n = self.sd.groups.len();
         let m = &mut self.lb.sg_memo;
         if m.len() < n {
@@ -794,6 +808,9 @@ impl Kernel {
     /// when none of its CPUs is excluded or has changed since and no task
     /// group's load moved: reading them again would give the same.
     fn sg_memo(&self, env: &LbEnv, g: usize) -> Option<SgStats> {
+        if self.lb.memo_at != Some(self.now) {
+            return None;
+        }
         let m = self.lb.sg_memo.get(g)?.as_ref()?;
         let fresh = m.at == self.now
             && m.load_epoch == self.groups.load_epoch
@@ -818,6 +835,9 @@ impl Kernel {
             ..SdLbStats::default()
         };
         let mut cache = std::mem::take(&mut env.sg_cache);
+        self.lb.keep_memos =
+            env.idle != IdleType::NewlyIdle || self.lb.last_pass_at == Some(self.now);
+        self.lb.last_pass_at = Some(self.now);
         for i in 0..ngroups {
             let g = self.sd(env.dst, env.lvl).group(i);
             let local = i == 0;

@@ -79,6 +79,8 @@ pub struct BlockedClean {
     pub gone: bool,
     /// What a call at the same instant would count.
     pub calls: Option<BlockedCalls>,
+    /// Rqs::seal right after the call.
+    pub sealed: u64,
 }
 
 /// The counted work of an update_blocked_averages call that changes nothing.
@@ -171,6 +173,11 @@ impl Rqs {
             rq.stamp = self.epoch;
         }
         self.v.iter_mut()
+    }
+
+    /// The current epoch (what `seal` will return).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// End the current epoch and return it: any mutable borrow from now

@@ -708,12 +708,12 @@ impl Kernel {
     /// entities' shares read) changed since: no time has passed to decay.
     pub(super) fn update_blocked_averages(&mut self, cpu: usize) {
         if self.cfg.pelt == PeltModel::V316 {
-            self.update_blocked_signals(cpu);
+            self.update_blocked_signals(cpu, false);
             return self.update_blocked_averages_316(cpu);
         }
         if let Some(c) = self.rqs[cpu].blocked_clean.filter(|_| self.idle_cpu(cpu)) {
             if c.gone {
-                debug_assert!(self.blocked_load_gone(cpu), "cpu {cpu}");
+                debug_assert!(self.blocked_load_gone(cpu, false), "cpu {cpu}");
                 return;
             }
             if let Some(calls) = c.calls.filter(|_| c.at == self.now) {
@@ -722,14 +722,40 @@ impl Kernel {
                 }
             }
         }
-        self.update_blocked_signals(cpu);
-        let gone = self.idle_cpu(cpu) && self.blocked_load_gone(cpu);
+        let groups_quiet = self.blocked_groups_quiet(cpu);
+        self.update_blocked_signals(cpu, groups_quiet);
+        let gone = self.idle_cpu(cpu) && self.blocked_load_gone(cpu, groups_quiet);
+        let calls = match groups_quiet {
+            true => Some(BlockedCalls::default()),
+            false => self.blocked_calls(cpu),
+        };
+        // The write stamps the run queue with the current epoch; sealing
+        // it lets the next call see whether anything touched it since.
+        let sealed = self.rqs.epoch();
         self.rqs[cpu].blocked_clean = Some(BlockedClean {
             at: self.now,
             epoch: self.groups.load_epoch,
             gone,
-            calls: self.blocked_calls(cpu),
+            calls,
+            sealed,
         });
+        self.rqs.seal();
+    }
+
+    /// Whether every group cfs_rq and group entity of `cpu` is one that
+    /// update_blocked_signals passes over, as the last call left them: it
+    /// found none to age or update, and nothing borrowed the run queue
+    /// mutably since. A decayed cfs_rq left alone stays decayed (its PELT
+    /// clock only moves forward) and an entity with nothing to pass up
+    /// keeps nothing, so the group walks may be skipped: on a machine of
+    /// thousands of idle CPUs each balance reads every CPU, and those walks
+    /// were most of the read (each group's cfs_rq and entity its own cache
+    /// lines).
+    fn blocked_groups_quiet(&self, cpu: usize) -> bool {
+        self.rqs[cpu].blocked_clean.is_some_and(|c| {
+            c.calls.is_some_and(|k| k.group_ops == 0 && k.entities == 0)
+                && self.rqs.unchanged_since(cpu, c.sealed)
+        })
     }
 
     /// What another update_blocked_averages of `cpu` now would count, as
@@ -776,7 +802,8 @@ impl Kernel {
     /// Whether update_blocked_averages on `cpu` would only move zero-sum
     /// windows forward: every cfs_rq and group entity it would skip, the
     /// root cfs_rq decayed, the rt, dl and irq signals at zero.
-    fn blocked_load_gone(&self, cpu: usize) -> bool {
+    /// `groups_quiet`: the groups are known to be skipped (not read again).
+    fn blocked_load_gone(&self, cpu: usize, groups_quiet: bool) -> bool {
         let rq = &self.rqs[cpu];
         let zero = |a: &pelt::SchedAvg| {
             a.load_sum | a.util_sum | a.runnable_sum | a.load_avg | a.util_avg | a.runnable_avg == 0
@@ -789,6 +816,9 @@ impl Kernel {
         if !(root && zero(&p.avg_rt) && zero(&p.avg_dl) && zero(&p.avg_irq)) {
             return false;
         }
+        if groups_quiet {
+            return true;
+        }
         let now_pelt = self.clock_pelt(cpu);
         (1..self.groups.count()).all(|g| {
             let se = &rq.gse[g];
@@ -800,10 +830,12 @@ impl Kernel {
     }
 
     /// The body of update_blocked_averages: __update_blocked_fair, then
-    /// __update_blocked_others.
-    fn update_blocked_signals(&mut self, cpu: usize) {
+    /// __update_blocked_others. `groups_quiet`: every group would be
+    /// passed over (blocked_groups_quiet), so they are not walked.
+    fn update_blocked_signals(&mut self, cpu: usize, groups_quiet: bool) {
         let now_pelt = self.clock_pelt(cpu);
-        for g in (1..self.groups.count()).rev() {
+        let groups = if groups_quiet { 1 } else { self.groups.count() };
+        for g in (1..groups).rev() {
             if !self.rqs[cpu].gcfs[g].is_decayed_at(now_pelt) {
                 self.at_cfs_paid(cpu, g, None, None, |q, _, _, env| {
                     q.update_blocked_load(env)
