@@ -17,6 +17,7 @@ pub mod cfs_legacy;
 pub mod completion;
 pub mod core;
 pub mod deadline;
+pub mod dl_server;
 pub mod fair;
 pub mod fair316;
 pub mod fair_class;
@@ -375,6 +376,9 @@ impl Kernel {
                 EventKind::End => break,
                 EventKind::CpuDone => self.on_cpu_done(i),
                 EventKind::Tick => self.on_tick(i),
+                EventKind::Timer if i >= dl_server::SERVER_TIMER_BASE => {
+                    self.dl_server_timer(i - dl_server::SERVER_TIMER_BASE)
+                }
                 EventKind::Timer if i >= bandwidth::BW_SLACK_BASE => {
                     self.on_slack_timer(i - bandwidth::BW_SLACK_BASE)
                 }
