@@ -266,14 +266,17 @@ impl Kernel {
         } else if flags & ENQUEUE_REPLENISH != 0 {
             self.server_replenish(cpu);
         }
-        if self.server(cpu).dl.dl_throttled && self.server_start_timer(cpu) {
-            return;
+        if self.server(cpu).dl.dl_throttled {
+            if self.server_start_timer(cpu) {
+                return;
+            }
+            // The zero-laxity time is past: no deferral, queue it now.
+            self.server_cancel_timer(cpu);
+            let s = self.server(cpu);
+            s.defer_armed = false;
+            s.dl.dl_throttled = false;
         }
-        self.server_cancel_timer(cpu);
-        let s = self.server(cpu);
-        s.defer_armed = false;
-        s.dl.dl_throttled = false;
-        s.queued = true;
+        self.server(cpu).queued = true;
     }
 
     /// start_dl_timer for the server: at the zero-laxity time (deadline −

@@ -96,7 +96,8 @@ pub struct Counters {
     pub idle_ticks: u64,
     pub nohz_tick_stops: u64,
     pub idle_tick_balances: u64,
-    /// RT tasks pushed to and pulled by other CPUs; bandwidth holds.
+    /// RT tasks pushed to and pulled by other CPUs; bandwidth holds (RT
+    /// throttled, or a fair server queued by its timer).
     pub rt_pushes: u64,
     pub rt_pulls: u64,
     pub rt_throttled: u64,
