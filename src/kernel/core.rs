@@ -383,6 +383,7 @@ impl Kernel {
             let nohz = self.vary(self.machine.cost.nohz_idle_exit_ns, By::Cpu(cpu));
             self.rqs[cpu].irq_ns += nohz;
         }
+        self.dl_server_idle_time(cpu, since);
         let rq = &mut self.rqs[cpu];
         rq.stats.idle_ns += self.now - since;
         rq.busy_since = self.now;
@@ -640,6 +641,7 @@ impl Kernel {
         self.active_balance_stop(cpu, prev);
         self.migration_cpu_stop(cpu, prev);
         let next = self.pick_next_task(cpu, prev);
+        self.dl_server_track(cpu, next);
         self.rqs[cpu].cfs.resched_req = false;
         self.account_resched(cpu, prev, next != prev, mode);
         if next == prev {
@@ -823,6 +825,7 @@ impl Kernel {
     fn pick_next_task(&mut self, cpu: usize, prev: Option<Pid>) -> Option<Pid> {
         self.update_curr_rt(cpu);
         self.update_curr_dl(cpu);
+        self.dl_server_charge(cpu);
         if prev.is_some_and(|p| self.is_dl(p) && !self.rqs[cpu].dl.queue.contains(&p)) {
             self.pull_dl_task(cpu);
         }
@@ -859,9 +862,12 @@ impl Kernel {
         self.touch_cpu(cpu);
         self.touch_task(p);
         let counted = if self.is_dl(p) {
-            self.enqueue_dl(cpu, p, flags)
+            let counted = self.enqueue_dl(cpu, p, flags);
+            self.server_timer_sync(cpu);
+            counted
         } else if self.is_rt(p) {
             self.enqueue_rt(cpu, p, false);
+            self.server_timer_sync(cpu);
             true
         } else {
             self.cfs_tasks_to_head(p);
@@ -1227,6 +1233,7 @@ impl Kernel {
             .filter(|_| self.rqs[cpu].cfs.curr.is_some())
         {
             self.task_tick_fair(cpu, p);
+            self.dl_server_charge(cpu);
         }
         let resched = std::mem::take(&mut self.rqs[cpu].cfs.resched_req);
         self.events

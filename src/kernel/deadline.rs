@@ -10,6 +10,7 @@
 //! what that changes.
 
 use super::core::Activity;
+use super::dl_server::FairServer;
 use super::fair::{ENQUEUE_INITIAL, ENQUEUE_WAKEUP};
 use super::features::KernelConfig;
 use super::noise::By;
@@ -26,7 +27,7 @@ const BW_SHIFT: u32 = 20;
 /// DL_SCALE: the CBS overflow test drops this many low bits.
 const DL_SCALE: u32 = 10;
 /// SCHED_CAPACITY_SHIFT
-const CAPACITY_SHIFT: u32 = 10;
+pub(super) const CAPACITY_SHIFT: u32 = 10;
 /// sysctl_sched_dl_period_min and _max (100 µs, 2^22 µs), in ns.
 const PERIOD_MIN_NS: u64 = 100_000;
 const PERIOD_MAX_NS: u64 = (1 << 22) * 1_000;
@@ -34,7 +35,7 @@ const PERIOD_MAX_NS: u64 = (1 << 22) * 1_000;
 /// bandwidth timers start at 2^19, see bandwidth.rs).
 pub const DL_TIMER_BASE: usize = 1 << 18;
 /// ENQUEUE_REPLENISH
-const ENQUEUE_REPLENISH: u32 = 0x20;
+pub(super) const ENQUEUE_REPLENISH: u32 = 0x20;
 
 /// to_ratio: `runtime` per `period` as a fraction of 1 << BW_SHIFT.
 pub fn to_ratio(period: u64, runtime: u64) -> u64 {
@@ -45,7 +46,7 @@ pub fn to_ratio(period: u64, runtime: u64) -> u64 {
 }
 
 /// dl_time_before: `a` is earlier than `b` (wrap-safe, as the kernel).
-fn before(a: u64, b: u64) -> bool {
+pub(super) fn before(a: u64, b: u64) -> bool {
     (a.wrapping_sub(b) as i64) < 0
 }
 
@@ -105,7 +106,7 @@ pub struct DlEntity {
     pub runtime: i64,
     pub deadline: Time,
     pub dl_throttled: bool,
-    dl_yielded: bool,
+    pub(super) dl_yielded: bool,
 }
 
 impl DlEntity {
@@ -124,12 +125,12 @@ impl DlEntity {
 
     /// dl_next_period: the start of the next period (u64 arithmetic that
     /// wraps, as the kernel's, for an entity never started).
-    fn next_period(&self) -> Time {
+    pub(super) fn next_period(&self) -> Time {
         (self.deadline.wrapping_sub(self.dl_deadline)).wrapping_add(self.dl_period)
     }
 
     /// replenish_dl_new_period: a new instance starting now.
-    fn new_period(&mut self, now: Time) {
+    pub(super) fn new_period(&mut self, now: Time) {
         self.deadline = now + self.dl_deadline;
         self.runtime = self.dl_runtime as i64;
     }
@@ -137,7 +138,7 @@ impl DlEntity {
     /// dl_entity_overflow: would the runtime left, run from `t`, exceed
     /// the bandwidth before the current deadline (runtime / (deadline − t)
     /// > dl_runtime / dl_deadline, in DL_SCALE units)?
-    fn overflow(&self, t: Time) -> bool {
+    pub(super) fn overflow(&self, t: Time) -> bool {
         let left = (self.dl_deadline >> DL_SCALE) as i128 * (self.runtime >> DL_SCALE) as i128;
         let right = (self.deadline.wrapping_sub(t) as i64 >> DL_SCALE) as i128
             * (self.dl_runtime >> DL_SCALE) as i128;
@@ -183,11 +184,13 @@ impl DlEntity {
 /// struct dl_rq, reduced: the queued DL tasks by absolute deadline (the
 /// rb-tree; curr stays in it while it runs, as in the kernel), and the
 /// throttled ones (still on the run queue, out of the tree, and not in
-/// nr_running, until their dl_timer replenishes them).
+/// nr_running, until their dl_timer replenishes them); the CPU's fair
+/// server (rq->fair_server, in the tree when `server.queued`).
 #[derive(Clone, Debug, Default)]
 pub struct DlRq {
     pub queue: Vec<Pid>,
     pub throttled: Vec<Pid>,
+    pub server: FairServer,
 }
 
 /// The root domain's struct dl_bw: the limit (sched_rt_runtime_us /
@@ -433,10 +436,17 @@ impl Kernel {
         }
     }
 
-    /// pick_next_task_dl: the earliest deadline in the tree. A fair prev
-    /// is put back first; queued DL tasks that could run earlier elsewhere
-    /// are pushed (set_next_task_dl's balance callback).
+    /// pick_next_task_dl: the earliest deadline in the tree; the fair
+    /// server's turn runs the fair pick (dl_server.rs). A fair prev is put
+    /// back first; queued DL tasks that could run earlier elsewhere are
+    /// pushed (set_next_task_dl's balance callback).
     pub fn pick_next_dl(&mut self, cpu: usize, prev: Option<Pid>) -> Option<Pid> {
+        // A server that found nothing to run left the tree: pick again.
+        while self.dl_server_leftmost(cpu) {
+            if let Some(n) = self.dl_server_pick(cpu, prev) {
+                return Some(n);
+            }
+        }
         let next = *self.rqs[cpu].dl.queue.first()?;
         if let Some(p) = prev.filter(|_| self.rqs[cpu].cfs.curr.is_some()) {
             self.put_prev_fair(cpu, p);

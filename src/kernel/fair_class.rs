@@ -356,11 +356,13 @@ impl Kernel {
         }
     }
 
-    /// enqueue_task_fair: enqueue the task and each ancestor entity not yet
+    /// enqueue_task_fair: start the fair server if it is not active
+    /// (dl_server_start), enqueue the task and each ancestor entity not yet
     /// queued, then update the queued ancestors. Returns false when a
     /// throttled cfs_rq stopped the walk (the task does not count in
     /// rq->nr_running).
     pub(super) fn enqueue_task_fair(&mut self, cpu: usize, p: Pid, flags: u32) -> bool {
+        self.dl_server_start(cpu);
         if self.cfg.features.enabled(Feature::UtilEst) {
             pelt::util_est_enqueue(&mut self.rqs[cpu].cfs.avg, &self.tasks[p].se.avg);
         }

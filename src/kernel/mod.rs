@@ -17,6 +17,7 @@ pub mod cfs_legacy;
 pub mod completion;
 pub mod core;
 pub mod deadline;
+pub mod dl_server;
 pub mod fair;
 pub mod fair316;
 pub mod fair_class;
@@ -95,7 +96,8 @@ pub struct Counters {
     pub idle_ticks: u64,
     pub nohz_tick_stops: u64,
     pub idle_tick_balances: u64,
-    /// RT tasks pushed to and pulled by other CPUs; bandwidth holds.
+    /// RT tasks pushed to and pulled by other CPUs; bandwidth holds (RT
+    /// throttled, or a fair server queued by its timer).
     pub rt_pushes: u64,
     pub rt_pulls: u64,
     pub rt_throttled: u64,
@@ -375,6 +377,9 @@ impl Kernel {
                 EventKind::End => break,
                 EventKind::CpuDone => self.on_cpu_done(i),
                 EventKind::Tick => self.on_tick(i),
+                EventKind::Timer if i >= dl_server::SERVER_TIMER_BASE => {
+                    self.dl_server_timer(i - dl_server::SERVER_TIMER_BASE)
+                }
                 EventKind::Timer if i >= bandwidth::BW_SLACK_BASE => {
                     self.on_slack_timer(i - bandwidth::BW_SLACK_BASE)
                 }

@@ -3,7 +3,8 @@
 //! the CPU running the lowest priority (find_lowest_rq, the push at wakeup),
 //! push of a preempted task and pull by a CPU about to run a lower class,
 //! and RT bandwidth: classic throttling (950 ms per 1 s, before v6.12) or
-//! the fair deadline server (50 ms per 1 s for starved fair tasks, v6.12+).
+//! the fair deadline server (50 ms per 1 s for starved fair tasks, v6.12+;
+//! dl_server.rs).
 
 use super::core::Activity;
 use super::preempt::{Cause, Req};
@@ -59,8 +60,9 @@ pub enum RtBandwidth {
     /// sched_rt_runtime_us throttling: after 950 ms of RT in a 1 s period,
     /// RT tasks wait for the next period (the CPU idles if nothing else).
     Throttle,
-    /// v6.12+: a deferred deadline server gives fair tasks 50 ms once they
-    /// have been starved for period − runtime = 950 ms.
+    /// v6.12+: a deferred deadline server per CPU gives fair tasks 50 ms
+    /// per 1 s period once they have been starved to its zero laxity
+    /// (dl_server.rs).
     FairServer,
 }
 
@@ -72,11 +74,8 @@ pub struct RtRq {
     /// RT runtime in the current period (throttling).
     pub rt_time: u64,
     pub period_start: Time,
-    /// RT tasks may not run until this time (throttled, or the fair server
-    /// is running).
+    /// RT tasks may not run until this time (throttled).
     pub blocked_until: Time,
-    /// Since when a fair task has been runnable without running.
-    pub fair_starved_since: Option<Time>,
 }
 
 impl RtRq {
@@ -280,9 +279,9 @@ impl Kernel {
         true
     }
 
-    /// task_tick_rt and the bandwidth timers, at the tick: an RR task that
+    /// task_tick_rt and the bandwidth timer, at the tick: an RR task that
     /// used its slice goes behind its equals; RT time past the runtime
-    /// throttles RT, or fair tasks starved long enough get the fair server.
+    /// throttles RT (`"throttle"`; the fair server is dl_server.rs).
     pub fn task_tick_rt(&mut self, cpu: usize) {
         self.update_curr_rt(cpu);
         self.rt_bandwidth_tick(cpu);
@@ -310,7 +309,7 @@ impl Kernel {
     }
 
     /// A CPU that idles while its RT tasks are held back still wakes when
-    /// the hold ends (sched_rt_period_timer, or the server's replenishment).
+    /// the hold ends (sched_rt_period_timer).
     pub fn arm_rt_period_timer(&mut self, cpu: usize) {
         let rt = &self.rqs[cpu].rt;
         if !rt.queue.is_empty() && rt.blocked_until > self.now {
@@ -329,42 +328,22 @@ impl Kernel {
         }
     }
 
-    /// The period timer (sched_rt_period_timer) or the fair server's
-    /// replenishment, checked at the tick.
+    /// The period timer (sched_rt_period_timer), checked at the tick:
+    /// under `"throttle"`, RT past its runtime waits for the next period.
     fn rt_bandwidth_tick(&mut self, cpu: usize) {
+        if self.cfg.rt_bandwidth != RtBandwidth::Throttle {
+            return;
+        }
         let now = self.now;
-        let fair_waiting = self.rqs[cpu].cfs.nr_queued > 0;
-        // A DL task starves fair ones as an RT one does (the fair server
-        // is a DL entity, and before it DL time counted as RT time).
+        // Before v6.12 DL time counted as RT time too (update_curr_dl).
         let rt_running = (self.rqs[cpu].curr).is_some_and(|c| self.is_rt(c) || self.is_dl(c));
         let rq = &mut self.rqs[cpu];
         if now >= rq.rt.period_start + RT_PERIOD_NS {
             rq.rt.period_start = now - now % RT_PERIOD_NS;
             rq.rt.rt_time = 0;
         }
-        let hold = match self.cfg.rt_bandwidth {
-            RtBandwidth::Throttle => {
-                if rq.rt.rt_time >= RT_RUNTIME_NS && now >= rq.rt.blocked_until {
-                    Some(rq.rt.period_start + RT_PERIOD_NS)
-                } else {
-                    None
-                }
-            }
-            RtBandwidth::FairServer => {
-                if !(fair_waiting && rt_running) {
-                    rq.rt.fair_starved_since = None;
-                    None
-                } else {
-                    let since = *rq.rt.fair_starved_since.get_or_insert(now);
-                    (now - since >= RT_PERIOD_NS - FAIR_SERVER_RUNTIME_NS).then(|| {
-                        rq.rt.fair_starved_since = None;
-                        now + FAIR_SERVER_RUNTIME_NS
-                    })
-                }
-            }
-        };
-        if let Some(until) = hold {
-            rq.rt.blocked_until = until;
+        if rq.rt.rt_time >= RT_RUNTIME_NS && now >= rq.rt.blocked_until {
+            rq.rt.blocked_until = rq.rt.period_start + RT_PERIOD_NS;
             self.stats.rt_throttled += 1;
             if rt_running {
                 self.set_need_resched(cpu, Some(cpu), false, Cause::Other);
