@@ -329,7 +329,7 @@ struct Script {
 /// stderr above): the command's status says how.
 fn perf_script(perf: &Path, data: &Path, status: ExitStatus) -> Result<Script, String> {
     let out = Command::new(perf)
-        .args(["script", "--ns", "-i"])
+        .args(["script", "--ns", "-F", "+pid", "-i"])
         .arg(data)
         .stdin(Stdio::null())
         .output()
