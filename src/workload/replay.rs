@@ -7,8 +7,9 @@
 //! (a timer stays a timer). Forks and exits are replayed where they were.
 //! With the syscall events of reads and writes and `# fd` lines naming
 //! their pipes and sockets, the replay is causal (docs/replay.md): a read
-//! waits for the bytes it read to be written, a write for the room its
-//! bytes took, and the wakeups those calls made are made by the bytes.
+//! waits for the bytes it read to be written, a write for room in its
+//! queue as the simulation filled it (the kernel's rule and writer
+//! wakeup), and the wakeups those calls made are made by the bytes.
 
 use crate::kernel::pipe::PIPE_DEF_BUFFERS;
 use crate::kernel::task::{Pid, TaskState};
