@@ -158,22 +158,6 @@ fn a_recorded_pipe_messaging_run_replays_causally() {
     assert_replays_the_work(&t);
 }
 
-/// Thread mode: a sender thread can start and finish between two polls
-/// of /proc; it shares its process's fd table, so its fds are named by
-/// its thread group's samples (3 of 5 recordings left 43–86 fds
-/// unnamed before that rule, docs/replay.md).
-#[test]
-fn a_recorded_thread_messaging_run_names_its_fds() {
-    if let Some(why) = missing() {
-        println!("SKIPPED: {why}");
-        return;
-    }
-    let (text, t) = record_and_replay("threads", &["-t", "-g", "1", "-l", "20"]);
-    assert!(text.contains("object=socket:["));
-    assert_fds_named(&text);
-    assert_replays_the_work(&t);
-}
-
 #[test]
 fn record_refuses_a_command_that_does_not_exist() {
     let out = tmp("none.txt");
