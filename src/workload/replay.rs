@@ -1396,3 +1396,57 @@ fn fid_line(pid: &str, comm: &str, rec: Recorded, sim: Recorded) -> String {
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::pipe::Io;
+    use crate::kernel::wait::WaitQueueRef;
+
+    /// A replayed write to a queue that holds `full` bytes blocks, and
+    /// sleeps until reads leave at most its wakeup level
+    /// (unix_write_space), not until its bytes would fit; a write to a
+    /// queue the simulation has not filled does not wait, whatever the
+    /// recording's order of writes.
+    #[test]
+    fn a_write_waits_for_room_until_the_kernels_wakeup_level() {
+        let m = crate::machine::from_spec("smp:cpus=2").unwrap();
+        let mut k = Kernel::new(m, Default::default());
+        let (written, read) = (k.futex_new(400), k.futex_new(0));
+        let room = Op::AwaitRoom {
+            written,
+            read,
+            full: 400,
+            level: 100,
+        };
+        let mut b = Builder::new(0, 1);
+        let spec = |ops| TaskSpec {
+            comm: "w",
+            group_of: None,
+            nice: 0,
+            allowed: None,
+            ops,
+        };
+        let w = b.task(&mut k, spec(Rc::from([room])));
+        let r = b.task(&mut k, spec(Rc::from([Op::Exit])));
+        assert_eq!(k.futex_wait_room(w, written, read, 400), Io::Block);
+        // 300 bytes left: room for the write, but not the kernel's wakeup.
+        k.futex_post_count(read, 100, 0, r);
+        assert!(k.is_waiting_on(WaitQueueRef::Futex(read), w));
+        k.futex_post_count(read, 200, 0, r);
+        assert!(!k.is_waiting_on(WaitQueueRef::Futex(read), w));
+        assert_eq!(k.futex_wait_room(w, written, read, 400), Io::Done(0));
+    }
+
+    /// The level the kernel wakes a queue's writers at: a quarter of a
+    /// UNIX socket's fill (unix_writable), one page of a pipe's 16.
+    #[test]
+    fn writers_wake_at_a_quarter_of_a_socket_and_a_page_of_a_pipe() {
+        let q = |name: &str| Queue {
+            name: name.into(),
+            ..Queue::default()
+        };
+        assert_eq!(q("socket:[1]").wake_level(27_800), 6_950);
+        assert_eq!(q("pipe:[1]").wake_level(64_000), 60_000);
+    }
+}
