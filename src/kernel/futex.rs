@@ -54,11 +54,29 @@ impl Kernel {
         Io::Block
     }
 
+    /// Trace replay's write waiting for room: return at once when queue
+    /// words `written` − `read` hold fewer than `full` bytes
+    /// (sock_alloc_send_pskb's sk_wmem_alloc < sk_sndbuf, pipe_write's
+    /// ring not full), else sleep until a read wakes the task.
+    pub fn futex_wait_room(&mut self, p: Pid, written: usize, read: usize, full: u32) -> Io {
+        if self.futexes[written]
+            .val
+            .saturating_sub(self.futexes[read].val)
+            < full
+        {
+            return Io::Done(0);
+        }
+        self.prepare_to_wait(WaitQueueRef::Futex(read), p, true);
+        Io::Block
+    }
+
     /// Trace replay's write to a queue: add `n` to its byte count, then
     /// wake every reader whose count is there (pipe_write's and
     /// sock_def_readable's wake_up_interruptible_sync_poll; the kernel
     /// wakes one exclusive reader, who reads what is there: a replayed
-    /// reader waits for the bytes it recorded reading).
+    /// reader waits for the bytes it recorded reading). A read wakes the
+    /// writers waiting for room once the queue holds at most their
+    /// `level` (unix_write_space, pipe_read's wake_writer).
     pub fn futex_post_count(&mut self, f: usize, n: u32, cpu: usize, waker: Pid) {
         let val = self.futexes[f].val.saturating_add(n);
         self.futexes[f].val = val;
@@ -66,6 +84,9 @@ impl Kernel {
             let prog = &k.tasks[t].prog;
             match prog.ops.get(prog.pc) {
                 Some(Op::AwaitWake { need, .. }) => *need <= val,
+                Some(Op::AwaitRoom { written, level, .. }) => {
+                    k.futexes[*written].val.saturating_sub(val) <= *level
+                }
                 _ => true,
             }
         });

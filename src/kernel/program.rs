@@ -293,6 +293,17 @@ pub enum Op {
         futex: usize,
         n: u32,
     },
+    /// Causal trace replay: a write to a queue that holds `written` −
+    /// `read` bytes (two counting words): it waits while they are
+    /// `full` or more, and once blocked sleeps until a read leaves at
+    /// most `level` (the kernel's writer wakeup: a quarter of sk_sndbuf
+    /// for a UNIX socket, a freed page for a pipe).
+    AwaitRoom {
+        written: usize,
+        read: usize,
+        full: u32,
+        level: u32,
+    },
     /// Causal trace replay: a recorded write of `bytes` to the queue
     /// whose byte count is word `futex`; it wakes each reader waiting
     /// (`AwaitWake`) for a count now reached.

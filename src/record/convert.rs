@@ -31,7 +31,7 @@ const WRITE: u8 = 2;
 /// not read).
 pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String> {
     let parsed = parse_all(name, perf)?;
-    let seen = &after_exec(seen, perf);
+    let seen = &thread_groups(after_exec(seen, perf), perf);
     let tree = tree_tasks(seen, &parsed.recs);
     let forks: BTreeMap<u32, (u32, u64)> = (parsed.recs.iter())
         .filter_map(|r| match &r.ev {
@@ -196,6 +196,20 @@ fn after_exec(seen: &Seen, perf: &str) -> Seen {
     s
 }
 
+/// `seen` with the thread group of every task the trace shows in its
+/// own context (`perf script -F +pid` prints `pid/tid`, the sample's
+/// PERF_SAMPLE_TID) that no sample listed: a thread that lived less than
+/// a poll. Threads share their process's fd table (CLONE_FILES), so its
+/// calls are named by its thread group's samples, at their time.
+fn thread_groups(mut seen: Seen, perf: &str) -> Seen {
+    for (pid, tid) in perf.lines().filter_map(line_ids) {
+        if let Some(pid) = pid.filter(|&p| p != tid) {
+            seen.threads.entry(tid).or_insert(pid);
+        }
+    }
+    seen
+}
+
 /// The timestamp of a perf script line (`SECONDS.NANOSECONDS:` after
 /// the CPU column), in ns.
 fn line_ts(line: &str) -> Option<u64> {
@@ -211,9 +225,15 @@ fn is_syscall(line: &str) -> bool {
     line.contains(" syscalls:sys_")
 }
 
-/// The tid of a perf script line: the last word before the ` [CPU]`
-/// column (`comm tid` or `comm pid/tid`).
+/// The tid of a perf script line.
 fn line_tid(line: &str) -> Option<u32> {
+    line_ids(line).map(|(_, tid)| tid)
+}
+
+/// The process id (with `-F +pid`; none where perf printed -1) and the
+/// tid of a perf script line: the last word before the ` [CPU]` column
+/// (`comm tid` or `comm pid/tid`).
+fn line_ids(line: &str) -> Option<(Option<u32>, u32)> {
     let mut from = 0;
     while let Some(off) = line[from..].find(" [") {
         let open = from + off;
@@ -221,7 +241,11 @@ fn line_tid(line: &str) -> Option<u32> {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         if digits > 0 && rest.as_bytes().get(digits) == Some(&b']') {
             let word = line[..open].split_whitespace().last()?;
-            return word.rsplit('/').next()?.parse().ok();
+            let (pid, tid) = match word.split_once('/') {
+                Some((pid, tid)) => (pid.parse().ok(), tid),
+                None => (None, word),
+            };
+            return Some((pid, tid.parse().ok()?));
         }
         from = open + 2;
     }
@@ -337,6 +361,22 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
         );
     }
 
+    /// A thread no sample listed (it lived less than a poll) is named by
+    /// its thread group's samples at the time of its calls, not by its
+    /// creator's before the clone: it shares the fd table. Fd 3 was
+    /// first sampled after the clone; a child process would not have it.
+    #[test]
+    fn an_unlisted_thread_has_its_thread_groups_fds() {
+        let t = "\
+a 10/10 [000] 1.0: sched:sched_process_fork: comm=a pid=10 child_comm=a child_pid=13
+a 10/13 [000] 1.5: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1
+a -1/14 [000] 1.5: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x1
+";
+        let c = convert("t", t, &seen()).unwrap();
+        let fd_lines: Vec<&str> = c.text.lines().filter(|l| l.starts_with("# fd")).collect();
+        assert_eq!(fd_lines, ["# fd pid=13 fd=3 object=pipe:[100]"]);
+    }
+
     /// A child no poll saw has its parent's fds as sampled before the
     /// fork.
     #[test]
@@ -391,6 +431,12 @@ a 10 [000] 2.6: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
         assert_eq!(line_tid("16043/16044 [001] 1.0: x"), Some(16044));
         assert_eq!(line_tid("a [b] 7 [000] 1.0: x"), Some(7));
         assert_eq!(line_tid("no cpu column"), None);
+        assert_eq!(
+            line_ids("x 16043/16044 [001] 1.0: x"),
+            Some((Some(16043), 16044))
+        );
+        assert_eq!(line_ids("x -1/16044 [001] 1.0: x"), Some((None, 16044)));
+        assert_eq!(line_ids("x 16044 [001] 1.0: x"), Some((None, 16044)));
     }
 
     /// A record perf script printed twice in a row is kept once; the

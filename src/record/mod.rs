@@ -4,6 +4,10 @@
 //! replay to come), sample the fds of the command's processes from
 //! `/proc` while it runs, and write one text file that `schedlab
 //! replay` replays causally (docs/replay.md, "Recording a command").
+//! A call's fd is named by the samples of its task's thread group
+//! (threads share the fd table, CLONE_FILES), at the call's time: a
+//! thread that started and ended between two polls, which no sample
+//! listed, is known by its thread group from `perf script -F +pid`.
 
 mod convert;
 mod fds;
@@ -329,7 +333,7 @@ struct Script {
 /// stderr above): the command's status says how.
 fn perf_script(perf: &Path, data: &Path, status: ExitStatus) -> Result<Script, String> {
     let out = Command::new(perf)
-        .args(["script", "--ns", "-i"])
+        .args(["script", "--ns", "-F", "+pid", "-i"])
         .arg(data)
         .stdin(Stdio::null())
         .output()

@@ -113,6 +113,7 @@ impl Kernel {
             | Op::Count
             | Op::CyclicWoke { .. }
             | Op::AwaitWake { .. }
+            | Op::AwaitRoom { .. }
             | Op::PostWake { .. }
             | Op::PostBytes { .. }
             | Op::ForkTraced { .. }
@@ -439,6 +440,15 @@ impl Kernel {
             Op::Kthread(op) => self.exec_kthread_op(p, cpu, op),
             Op::AwaitWake { futex, need } => {
                 let io = self.futex_wait_count(p, futex, need);
+                self.io_done(p, io, 0)
+            }
+            Op::AwaitRoom {
+                written,
+                read,
+                full,
+                ..
+            } => {
+                let io = self.futex_wait_room(p, written, read, full);
                 self.io_done(p, io, 0)
             }
             Op::Pthread(op) => {

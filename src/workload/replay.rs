@@ -7,9 +7,11 @@
 //! (a timer stays a timer). Forks and exits are replayed where they were.
 //! With the syscall events of reads and writes and `# fd` lines naming
 //! their pipes and sockets, the replay is causal (docs/replay.md): a read
-//! waits for the bytes it read to be written, a write for the room its
-//! bytes took, and the wakeups those calls made are made by the bytes.
+//! waits for the bytes it read to be written, a write for room in its
+//! queue as the simulation filled it (the kernel's rule and writer
+//! wakeup), and the wakeups those calls made are made by the bytes.
 
+use crate::kernel::pipe::PIPE_DEF_BUFFERS;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
 use crate::trace::parse::{self, Event, Parsed, Record, Task, UNKNOWN_PID};
@@ -42,10 +44,12 @@ enum Atom {
     /// (`2q`: bytes written to queue q, `2q + 1`: bytes read from it)
     /// reaches this many (0: nothing to wait for).
     Want(usize, u64),
-    /// A write to a queue that must fit: it ends at this many bytes
-    /// written, so needs all but the queue's room read (`Queue::room`),
-    /// resolved into a `Want` once the trace is read.
-    Fit(usize, u64),
+    /// A write to queue q: it waits while the queue is full, resolved
+    /// into a `Room` once the trace is read (`Queue::full`).
+    Fit(usize),
+    /// A write to queue q, which holds `full` bytes and wakes its
+    /// writers at `level` (`Op::AwaitRoom`).
+    Room(usize, u64, u64),
     /// Add this many bytes to count c (a write or a read).
     Put(usize, u64),
     /// The waker's share of a recorded wakeup that the replay makes by a
@@ -76,10 +80,29 @@ struct Queue {
     name: String,
     written: u64,
     read: u64,
-    /// The most bytes it holds, as far as the writes that blocked show:
-    /// the least, over them, of the bytes in it then plus the write's,
-    /// less one.
-    room: Option<u64>,
+    /// The bytes it holds when full, as far as the writes that blocked
+    /// show: the least, over them, of the bytes in it then (a UNIX
+    /// socket's sk_sndbuf over the truesize of its skbs: 278 skbs of
+    /// 100 bytes, 768 bytes truesize, for 212,992 bytes on this VM; a
+    /// pipe's 16 pages of 40 such writes).
+    full: Option<u64>,
+}
+
+impl Queue {
+    /// The bytes it holds when the kernel wakes the writers that waited
+    /// for room: a UNIX socket's once sk_wmem_alloc is at most a quarter
+    /// of sk_sndbuf (unix_write_space, unix_writable's `<< 2`), a pipe's
+    /// once a read frees one of the full ring's buffers (pipe_read's
+    /// wake_writer). Every writer that blocked in the recordings of
+    /// docs/replay.md woke there (70 skbs of 278 before the read that
+    /// woke it; 601 writes of 640).
+    fn wake_level(&self, full: u64) -> u64 {
+        if self.name.starts_with("pipe:") {
+            full - full / PIPE_DEF_BUFFERS as u64
+        } else {
+            full / 4
+        }
+    }
 }
 
 /// Where a recorded wakeup went, for the waker's kernel work.
@@ -471,10 +494,9 @@ impl Builder2 {
         let (want, count) = if write {
             queue.written += n;
             if let Some(full) = s.full_at {
-                let room = (full + n).saturating_sub(1);
-                queue.room = Some(queue.room.map_or(room, |r| r.min(room)));
+                queue.full = Some(queue.full.map_or(full, |f| f.min(full)));
             }
-            (Atom::Fit(q, queue.written), 2 * q)
+            (Atom::Fit(q), 2 * q)
         } else {
             queue.read += n;
             (Atom::Want(2 * q, queue.read), 2 * q + 1)
@@ -1028,7 +1050,7 @@ impl Replay {
                     continue;
                 }
                 // A read begins after the wakeups before it are done.
-                Atom::Want(..) => debt = 0,
+                Atom::Want(..) | Atom::Room(..) => debt = 0,
                 Atom::Await(_) | Atom::Timer(_) => debt = 0,
                 // wake_up_new_task follows the fork's trace line: its IPI
                 // is in the burst after.
@@ -1042,7 +1064,7 @@ impl Replay {
                     take_from_bursts(&mut ops, cost);
                 }
                 Atom::Exit => {}
-                Atom::Run(..) | Atom::Blocked(_) | Atom::Put(..) | Atom::Fit(..) => {}
+                Atom::Run(..) | Atom::Blocked(_) | Atom::Put(..) | Atom::Fit(_) => {}
             }
             if let Atom::Want(_, 0) | Atom::Put(_, 0) = a {
                 continue;
@@ -1082,11 +1104,17 @@ impl Replay {
                     futex: queue0 + c,
                     need: n as u32,
                 },
+                Atom::Room(q, full, level) => Op::AwaitRoom {
+                    written: queue0 + 2 * q,
+                    read: queue0 + 2 * q + 1,
+                    full: full as u32,
+                    level: level as u32,
+                },
                 Atom::Put(c, n) => Op::PostBytes {
                     futex: queue0 + c,
                     bytes: n as u32,
                 },
-                Atom::Exit | Atom::Blocked(_) | Atom::Woke(_) | Atom::Fit(..) => break,
+                Atom::Exit | Atom::Blocked(_) | Atom::Woke(_) | Atom::Fit(_) => break,
             });
         }
         ops
@@ -1145,19 +1173,31 @@ impl Replay {
 
 /// A causal atom once the whole trace is read. Bytes read that no traced
 /// write put there were in the queue before the trace began (or came
-/// from an untraced writer): a read needs that many fewer. A write needs
-/// its bytes, less the queue's room, read; no room known (no write
-/// blocked): nothing.
+/// from an untraced writer): a read needs that many fewer, and the
+/// queue's thresholds count them as held. A write waits while the
+/// queue, as the simulation filled it, is full, as the kernel decides
+/// (sock_alloc_send_pskb, pipe_write): not while the bytes written
+/// before it in the recording are unread, which held writers on queues
+/// the simulation had not filled (until 2026-11-28: below). No fill
+/// known (no write blocked): no wait.
 fn resolve(a: Atom, queues: &[Queue]) -> Atom {
     match a {
         Atom::Want(c, n) if c % 2 == 0 => {
             let q = &queues[c / 2];
             Atom::Want(c, n.saturating_sub(q.read.saturating_sub(q.written)))
         }
-        Atom::Fit(q, n) => {
-            let need = queues[q].room.map_or(0, |room| n.saturating_sub(room));
-            Atom::Want(2 * q + 1, need)
-        }
+        Atom::Fit(q) => match queues[q].full {
+            Some(full) => {
+                let before = queues[q].read.saturating_sub(queues[q].written);
+                let level = queues[q].wake_level(full);
+                Atom::Room(
+                    q,
+                    full.saturating_sub(before).max(1),
+                    level.saturating_sub(before),
+                )
+            }
+            None => Atom::Want(2 * q + 1, 0),
+        },
         a => a,
     }
 }
@@ -1355,4 +1395,58 @@ fn fid_line(pid: &str, comm: &str, rec: Recorded, sim: Recorded) -> String {
             rel(sim.wait as f64, rec.wait as f64)
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::pipe::Io;
+    use crate::kernel::wait::WaitQueueRef;
+
+    /// A replayed write to a queue that holds `full` bytes blocks, and
+    /// sleeps until reads leave at most its wakeup level
+    /// (unix_write_space), not until its bytes would fit; a write to a
+    /// queue the simulation has not filled does not wait, whatever the
+    /// recording's order of writes.
+    #[test]
+    fn a_write_waits_for_room_until_the_kernels_wakeup_level() {
+        let m = crate::machine::from_spec("smp:cpus=2").unwrap();
+        let mut k = Kernel::new(m, Default::default());
+        let (written, read) = (k.futex_new(400), k.futex_new(0));
+        let room = Op::AwaitRoom {
+            written,
+            read,
+            full: 400,
+            level: 100,
+        };
+        let mut b = Builder::new(0, 1);
+        let spec = |ops| TaskSpec {
+            comm: "w",
+            group_of: None,
+            nice: 0,
+            allowed: None,
+            ops,
+        };
+        let w = b.task(&mut k, spec(Rc::from([room])));
+        let r = b.task(&mut k, spec(Rc::from([Op::Exit])));
+        assert_eq!(k.futex_wait_room(w, written, read, 400), Io::Block);
+        // 300 bytes left: room for the write, but not the kernel's wakeup.
+        k.futex_post_count(read, 100, 0, r);
+        assert!(k.is_waiting_on(WaitQueueRef::Futex(read), w));
+        k.futex_post_count(read, 200, 0, r);
+        assert!(!k.is_waiting_on(WaitQueueRef::Futex(read), w));
+        assert_eq!(k.futex_wait_room(w, written, read, 400), Io::Done(0));
+    }
+
+    /// The level the kernel wakes a queue's writers at: a quarter of a
+    /// UNIX socket's fill (unix_writable), one page of a pipe's 16.
+    #[test]
+    fn writers_wake_at_a_quarter_of_a_socket_and_a_page_of_a_pipe() {
+        let q = |name: &str| Queue {
+            name: name.into(),
+            ..Queue::default()
+        };
+        assert_eq!(q("socket:[1]").wake_level(27_800), 6_950);
+        assert_eq!(q("pipe:[1]").wake_level(64_000), 60_000);
+    }
 }
