@@ -12,6 +12,7 @@
 mod convert;
 mod fds;
 
+use crate::util::fs::TempPath;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
@@ -109,12 +110,13 @@ struct Setup {
 
 fn record(a: &RecordArgs) -> Result<i32, String> {
     let setup = check(a)?;
-    let data = TempData(
+    // Removed when done, and on Ctrl-C (perf stops with the command).
+    let data = TempPath::new(
         std::env::temp_dir().join(format!("schedlab-record-{}.perf.data", std::process::id())),
     );
-    let (status, seen, diag_error) = run_perf(a, &setup, &data.0)?;
-    let script = perf_script(&a.perf, &data.0, status)?;
-    let name = format!("perf script of {}", data.0.display());
+    let (status, seen, diag_error) = run_perf(a, &setup, data.path())?;
+    let script = perf_script(&a.perf, data.path(), status)?;
+    let name = format!("perf script of {}", data.path().display());
     let conv = convert::convert(&name, &script.text, &seen)
         .map_err(|e| format!("perf's text is not what replay reads: {e}"))?;
     let head = header(
@@ -137,16 +139,6 @@ fn record(a: &RecordArgs) -> Result<i32, String> {
     }
     eprintln!("schedlab: wrote {}", crate::util::fs::written(&[&a.output]));
     Ok(if status.success() { 0 } else { 1 })
-}
-
-/// perf's data file, removed when done (a signal leaves it in the
-/// temporary directory).
-struct TempData(PathBuf);
-
-impl Drop for TempData {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// Everything record needs, or why it cannot run here.

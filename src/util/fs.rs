@@ -359,6 +359,31 @@ extern "C" fn on_signal(sig: libc::c_int) {
     unsafe { libc::_exit(128 + sig) };
 }
 
+/// A scratch file another program writes (perf's data file): removed when
+/// dropped, and by the signal handler on SIGINT, SIGTERM and SIGHUP.
+pub struct TempPath {
+    path: PathBuf,
+    slot: Option<usize>,
+}
+
+impl TempPath {
+    pub fn new(path: PathBuf) -> TempPath {
+        let slot = register(&path);
+        TempPath { path, slot }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        unregister(self.slot);
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// On SIGINT, SIGTERM and SIGHUP remove the temporaries and exit
 /// 128 + signal (130, 143, 129), as a shell reports a killed command.
 pub fn install_signal_cleanup() {
@@ -402,6 +427,27 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn a_temp_path_is_the_signal_handlers_until_dropped() {
+        let d = scratch("temp-path");
+        let f = d.join("perf.data");
+        let held = |f: &Path| {
+            TEMPS.iter().any(|s| {
+                let p = s.load(Ordering::SeqCst);
+                // SAFETY: a non-null slot holds a leaked C string.
+                !p.is_null()
+                    && unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes() == f.as_os_str().as_bytes()
+            })
+        };
+        {
+            let t = TempPath::new(f.clone());
+            std::fs::write(t.path(), "data").unwrap();
+            assert!(held(&f));
+        }
+        assert!(!f.exists());
+        assert!(!held(&f));
     }
 
     #[test]
