@@ -798,6 +798,15 @@ fn seed003() -> Vec<SeedRow> {
 
 // ---- seed 004: PELT rewrite, LKP on v3.16-rc5 vs the three patches
 
+/// Seed 004's before and after of the LKP line `test`, if it lists one
+/// (`repro pelt` prints them beside its hackbench rows).
+pub fn lkp_004(test: &str) -> Option<(f64, f64)> {
+    LKP_004
+        .iter()
+        .find(|&&(t, ..)| t == test)
+        .map(|&(_, b, a)| (b, a))
+}
+
 /// LKP lines: (host/test, before, after); hackbench's are simulated.
 const LKP_004: [(&str, f64, f64); 18] = [
     ("lkp-snb01/hackbench/1600%-process-pipe", 150854.0, 231234.0),
