@@ -3,6 +3,7 @@
 //! `kernel.completion` variants, next to the figures the seed published.
 
 use super::run_embedded;
+use super::seed_rows::{FORKY_003, KERNBENCH_003};
 use super::summary::Cell;
 use crate::kernel::completion::CompletionVariant;
 use crate::report::completion::swait_stat;
@@ -57,30 +58,6 @@ const SEED_WAITERS: &[(&str, &str, u64)] = &[
     ("(wait).wait#98", "blk_execute_rq / blk_end_sync_rq", 1_594),
     ("&x->wait", "kthread_park, kthread_stop", 827),
     ("(done).wait#119", "kthread_create_on_node / kthread", 512),
-];
-
-/// The seed's fork bomb: (kernel, mean ms, SD ms).
-const SEED_FORKY: [(&str, f64, f64); 2] = [
-    ("4.6.0-rc4 (waitqueue)", 0.146406, 0.0165937),
-    ("+ patch (swait-defer)", 0.152056, 0.0171894),
-];
-
-/// The seed's `time make -j200` ×100: (metric, kernel, mean, std, var, max, min).
-const SEED_KERNBENCH: [(&str, &str, [f64; 5]); 6] = [
-    ("user", "4.6.0-rc4", [9.126, 0.2919, 0.08523, 9.92, 8.55]),
-    ("user", "+ patch", [9.24, 0.2768, 0.07664, 10.11, 8.44]),
-    (
-        "system",
-        "4.6.0-rc4",
-        [1676.0, 2.409, 5.804, 1681.0, 1666.0],
-    ),
-    ("system", "+ patch", [1675.0, 2.433, 5.922, 1682.0, 1670.0]),
-    (
-        "elapsed",
-        "4.6.0-rc4",
-        [2303.0, 26.67, 711.1, 2357.0, 2232.0],
-    ),
-    ("elapsed", "+ patch", [2298.0, 28.75, 826.8, 2348.0, 2221.0]),
 ];
 
 const VARIANTS: [CompletionVariant; 3] = [
@@ -220,7 +197,7 @@ fn forky(o: &mut String, args: &CompletionArgs) -> Result<Value, String> {
         "2. Fork bomb, 1000 forks, time per call in ms ({DIR}/forky.toml, forky-vfork.toml)\n"
     );
     let _ = writeln!(o, "  {:<36} {:>10} {:>10}", "", "mean", "SD");
-    for (k, mean, sd) in SEED_FORKY {
+    for (k, mean, sd) in FORKY_003 {
         let _ = writeln!(o, "  {:<36} {mean:>10.6} {sd:>10.6}", format!("seed {k}"));
     }
     for (mode, text) in [("fork", FORKY), ("vfork", FORKY_VFORK)] {
@@ -269,8 +246,7 @@ fn kernbench(o: &mut String, args: &CompletionArgs) -> Result<Value, String> {
             "  {metric:<30} {:>10} {:>10} {:>10} {:>10} {:>10}",
             "mean", "std", "var", "max", "min"
         );
-        for (m, k, s) in SEED_KERNBENCH.iter().filter(|r| r.0 == metric) {
-            let _ = m;
+        for (_, k, s) in KERNBENCH_003.iter().filter(|r| r.0 == metric) {
             let _ = writeln!(o, "{}", row(&format!("seed {k}"), *s));
         }
         for (v, t) in &sim {

@@ -705,95 +705,76 @@ fn seed002() -> Vec<SeedRow> {
 
 // ---- seed 003: completions on simple wait queues (4.6.0-rc4 vs + patch)
 
-/// One of seed 003's means: (label, unit, before, after, cell, each
-/// side's sd, runs, the printed means' last digit).
-type Mean003 = (
-    &'static str,
-    &'static str,
-    f64,
-    f64,
-    &'static str,
-    (f64, f64),
-    f64,
-    f64,
-);
-
-/// The fork bomb's mean (1000 forks, "NumSamples = 1000") and kernbench's
-/// means (`time make -j200` ×100), with the sd each table prints.
-const SEED_003: [Mean003; 5] = [
-    (
-        "fork bomb, time per fork",
-        "ms",
-        0.146406,
-        0.152056,
-        "fork ms",
-        (0.0165937085668019, 0.0171893823042014),
-        1000.0,
-        1e-6,
-    ),
-    (
-        "kernbench user (as published)",
-        "s",
-        9.126,
-        9.24,
-        "user s",
-        (0.2919, 0.2768),
-        100.0,
-        0.01,
-    ),
-    (
-        "kernbench system (as published)",
-        "s",
-        1676.0,
-        1675.0,
-        "system s",
-        (2.409, 2.433),
-        100.0,
-        1.0,
-    ),
-    (
-        "kernbench elapsed",
-        "s",
-        2303.0,
-        2298.0,
-        "elapsed s",
-        (26.67, 28.75),
-        100.0,
-        1.0,
-    ),
-    (
-        "kernbench CPU",
-        "%",
-        4418.0,
-        4424.0,
-        "CPU %",
-        (48.9, 55.73),
-        100.0,
-        1.0,
-    ),
+/// The seed's fork bomb, 1000 forks a side ("NumSamples = 1000"):
+/// (kernel, mean ms, SD ms).
+pub const FORKY_003: [(&str, f64, f64); 2] = [
+    ("4.6.0-rc4 (waitqueue)", 0.146406, 0.0165937085668019),
+    ("+ patch (swait-defer)", 0.152056, 0.0171893823042014),
 ];
 
+/// The seed's `time make -j200` ×100: (metric, kernel, [mean, std, var,
+/// max, min]), as printed.
+pub const KERNBENCH_003: [(&str, &str, [f64; 5]); 8] = [
+    ("user", "4.6.0-rc4", [9.126, 0.2919, 0.08523, 9.92, 8.55]),
+    ("user", "+ patch", [9.24, 0.2768, 0.07664, 10.11, 8.44]),
+    (
+        "system",
+        "4.6.0-rc4",
+        [1676.0, 2.409, 5.804, 1681.0, 1666.0],
+    ),
+    ("system", "+ patch", [1675.0, 2.433, 5.922, 1682.0, 1670.0]),
+    (
+        "elapsed",
+        "4.6.0-rc4",
+        [2303.0, 26.67, 711.1, 2357.0, 2232.0],
+    ),
+    ("elapsed", "+ patch", [2298.0, 28.75, 826.8, 2348.0, 2221.0]),
+    ("CPU", "4.6.0-rc4", [4418.0, 48.9, 2391.0, 4565.0, 4347.0]),
+    ("CPU", "+ patch", [4424.0, 55.73, 3106.0, 4572.0, 4356.0]),
+];
+
+/// Seed 003's kernbench rows: (metric, label, unit, cell, the printed
+/// means' last digit).
+const KERNBENCH_ROWS_003: [(&str, &str, &str, &str, f64); 4] = [
+    ("user", "kernbench user (as published)", "s", "user s", 0.01),
+    (
+        "system",
+        "kernbench system (as published)",
+        "s",
+        "system s",
+        1.0,
+    ),
+    ("elapsed", "kernbench elapsed", "s", "elapsed s", 1.0),
+    ("CPU", "kernbench CPU", "%", "CPU %", 1.0),
+];
+
+/// The kernbench table's [mean, std, …] of `metric`, before and after.
+fn kernbench_003(metric: &str) -> ([f64; 5], [f64; 5]) {
+    let mut sides = KERNBENCH_003.iter().filter(|r| r.0 == metric).map(|r| r.2);
+    match (sides.next(), sides.next()) {
+        (Some(b), Some(a)) => (b, a),
+        _ => unreachable!("KERNBENCH_003 lists {metric} before and after"),
+    }
+}
+
 fn seed003() -> Vec<SeedRow> {
-    SEED_003
-        .iter()
-        .map(|&(label, unit, b, a, cell, sd, n, digit)| {
-            let cause = if cell == "fork ms" {
-                "fork() takes no completion (only vfork waits on one): the simulated fork costs the same in every variant, by construction"
-            } else {
-                "without PREEMPT_RT a spinlock_t costs what a raw_spinlock_t does: the variants time the same, by construction"
-            };
-            let sim = Some((Completion, cell.to_string()));
-            let spread = Spread::of_sd(sd, n, digit);
-            let r = row("003", label.to_string(), unit, (b, a), sim, cause).with_spread(spread);
-            // kernbench's published means are not the simulated build's
-            // (user 9 s and system 1676 s as printed, on a machine not named).
-            if cell == "fork ms" {
-                r.with_absolute(Absolute::AsIs)
-            } else {
-                r
-            }
-        })
-        .collect()
+    let [(_, fb, fb_sd), (_, fa, fa_sd)] = FORKY_003;
+    let sim = Some((Completion, "fork ms".to_string()));
+    let cause = "fork() takes no completion (only vfork waits on one): the simulated fork costs the same in every variant, by construction";
+    let spread = Spread::of_sd((fb_sd, fa_sd), 1000.0, 1e-6);
+    let label = "fork bomb, time per fork".to_string();
+    let fork = row("003", label, "ms", (fb, fa), sim, cause);
+    let mut v = vec![fork.with_spread(spread).with_absolute(Absolute::AsIs)];
+    for (metric, label, unit, cell, digit) in KERNBENCH_ROWS_003 {
+        let (b, a) = kernbench_003(metric);
+        let sim = Some((Completion, cell.to_string()));
+        let cause = "without PREEMPT_RT a spinlock_t costs what a raw_spinlock_t does: the variants time the same, by construction";
+        // kernbench's published means are not the simulated build's
+        // (user 9 s and system 1676 s as printed, on a machine not named).
+        let spread = Spread::of_sd((b[1], a[1]), 100.0, digit);
+        v.push(row("003", label.to_string(), unit, (b[0], a[0]), sim, cause).with_spread(spread));
+    }
+    v
 }
 
 // ---- seed 004: PELT rewrite, LKP on v3.16-rc5 vs the three patches
