@@ -27,12 +27,24 @@ pub struct WakelistArgs {
 }
 
 /// One row of the seed's tables: a scenario file, the metric read from
-/// the results, and the seed's before/after figures.
+/// the results, and the seed's row.
 struct SeedRow {
     file: &'static str,
     label: &'static str,
     metric: &'static str,
-    seed: (f64, f64),
+    /// The label of its row in `repro summary` (seed_rows), whose
+    /// numbers it prints.
+    seed_row: &'static str,
+}
+
+impl SeedRow {
+    /// The seed's before and after, from seed_rows.
+    fn seed(&self) -> (f64, f64) {
+        let rows = super::seed_rows::rows();
+        let r = rows.iter().find(|r| r.label == self.seed_row);
+        r.map(|r| (r.before, r.after))
+            .unwrap_or_else(|| unreachable!("seed_rows lists {}", self.seed_row))
+    }
 }
 
 /// Seed 000's figures (Xeon Platinum 8269CY, 104 threads; Ampere Altra, 80).
@@ -41,49 +53,49 @@ const WAKELIST_ROWS: &[SeedRow] = &[
         file: "xeon-context1.toml",
         label: "xeon-8269cy context1 104 copies, lps",
         metric: "benchmark.lps",
-        seed: (3221686.4, 3583975.4),
+        seed_row: "xeon-8269cy UnixBench: Pipe-based Context Switching",
     },
     SeedRow {
         file: "xeon-hackbench.toml",
         label: "xeon-8269cy hackbench -g 1, s (sim: -l 10000)",
         metric: "benchmark.time_s",
-        seed: (3.246, 2.251),
+        seed_row: "xeon-8269cy hackbench -g 1 -l 100000 Time",
     },
     SeedRow {
         file: "xeon-schbench.toml",
         label: "xeon-8269cy schbench -m 2 -t 8 p50, us",
         metric: "benchmark.wakeup_latency_us.p50",
-        seed: (8.0, 6.0),
+        seed_row: "xeon-8269cy schbench -m 2 -t 8 p50",
     },
     SeedRow {
         file: "xeon-schbench.toml",
         label: "xeon-8269cy schbench -m 2 -t 8 p99, us",
         metric: "benchmark.wakeup_latency_us.p99",
-        seed: (13.0, 10.0),
+        seed_row: "xeon-8269cy schbench -m 2 -t 8 p99",
     },
     SeedRow {
         file: "altra-context1.toml",
         label: "altra-80 context1 80 copies, lps",
         metric: "benchmark.lps",
-        seed: (3215356.1, 3576945.1),
+        seed_row: "altra-80 UnixBench: Pipe-based Context Switching",
     },
     SeedRow {
         file: "altra-hackbench.toml",
         label: "altra-80 hackbench -g 1, s (sim: -l 10000)",
         metric: "benchmark.time_s",
-        seed: (4.217, 2.916),
+        seed_row: "altra-80 hackbench -g 1 -l 100000 Time",
     },
     SeedRow {
         file: "altra-schbench.toml",
         label: "altra-80 schbench -m 2 -t 8 p50, us",
         metric: "benchmark.wakeup_latency_us.p50",
-        seed: (14.0, 10.0),
+        seed_row: "altra-80 schbench -m 2 -t 8 p50",
     },
     SeedRow {
         file: "altra-schbench.toml",
         label: "altra-80 schbench -m 2 -t 8 p99, us",
         metric: "benchmark.wakeup_latency_us.p99",
-        seed: (24.0, 17.0),
+        seed_row: "altra-80 schbench -m 2 -t 8 p99",
     },
 ];
 
@@ -159,10 +171,10 @@ pub fn repro(args: &WakelistArgs, quiet: bool) -> Result<(), String> {
         }
         let Some((ra, rb)) = &cache else { continue };
         let (a, b) = (mean(ra, row.metric), mean(rb, row.metric));
-        println!("{}", TABLE.row(row.label, &[row.seed, (a, b)]));
+        println!("{}", TABLE.row(row.label, &[row.seed(), (a, b)]));
         rows.push(json!({
             "label": row.label, "scenario": row.file, "metric": row.metric,
-            "seed": {"before": row.seed.0, "after": row.seed.1},
+            "seed": {"before": row.seed().0, "after": row.seed().1},
             "sim": {"before": a, "after": b},
         }));
     }
@@ -326,5 +338,18 @@ fn num(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Each row names a row of `repro summary`, whose numbers it prints.
+    #[test]
+    fn every_row_finds_its_seed_row() {
+        for r in super::WAKELIST_ROWS {
+            let (before, after) = r.seed();
+            assert!(before > 0.0 && after > 0.0, "{}", r.label);
+        }
+        assert_eq!(super::WAKELIST_ROWS[1].seed(), (3.246, 2.251));
     }
 }
