@@ -337,6 +337,23 @@ fn seed000() -> Vec<SeedRow> {
 
 // ---- seed 001: should_we_balance on POWER10, 96 CPUs (SMT4 small cores)
 
+/// Seed 001's funclatency before and after for `label` ("idle system",
+/// "stress-ng 12 threads -l 100", …), if it lists it.
+pub fn funclatency_001(label: &str) -> Option<(f64, f64)> {
+    FUNCLATENCY_001
+        .iter()
+        .find(|&&(l, ..)| l == label)
+        .map(|&(_, b, a)| (b, a))
+}
+
+/// Seed 001's hackbench time of `mode` ("Process(Pipe)", …) at `groups`.
+pub fn hackbench_001(mode: &str, groups: u32) -> Option<(f64, f64)> {
+    HACKBENCH_001
+        .iter()
+        .find(|&&(m, g, ..)| m == mode && g == groups)
+        .map(|&(.., b, a)| (b, a))
+}
+
 /// funclatency's average of should_we_balance, ns.
 const FUNCLATENCY_001: [(&str, f64, f64); 8] = [
     ("idle system", 809.3, 695.0),

@@ -27,7 +27,7 @@
 //! divides the runtime and the warmup by N.
 
 use super::run_embedded;
-use super::seed_rows::{PCTS, SCHBENCH_001, STRESS_001};
+use super::seed_rows::{self, PCTS, SCHBENCH_001, STRESS_001};
 use super::summary::Cell;
 use super::table::SeedTable;
 use crate::compare::mean_sd;
@@ -305,31 +305,38 @@ fn bench_seconds(o: &RunOutput) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// The seed's funclatency row `label` (seed_rows lists every one).
+fn funclatency_seed(label: &str) -> (f64, f64) {
+    seed_rows::funclatency_001(label)
+        .unwrap_or_else(|| unreachable!("seed_rows lists funclatency's {label}"))
+}
+
 fn swb_rows() -> Vec<Row> {
     let mut rows = vec![Row {
         label: "idle system".into(),
         scenario: IDLE,
         sets: vec![],
-        seed: (809.3, 695.0),
+        seed: funclatency_seed("idle system"),
     }];
     let stress = [
-        (12, 100, 1013.5, 893.1),
-        (24, 100, 1073.5, 980.0),
-        (48, 100, 683.0, 641.0),
-        (96, 100, 2421.0, 2300.0),
-        (96, 15, 375.5, 377.5),
-        (96, 25, 635.5, 637.5),
-        (96, 35, 934.0, 891.0),
+        (12, 100),
+        (24, 100),
+        (48, 100),
+        (96, 100),
+        (96, 15),
+        (96, 25),
+        (96, 35),
     ];
-    for (n, l, b, a) in stress {
+    for (n, l) in stress {
+        let label = format!("stress-ng {n} threads -l {l}");
         rows.push(Row {
-            label: format!("stress-ng {n} threads -l {l}"),
+            seed: funclatency_seed(&label),
+            label,
             scenario: STRESS,
             sets: vec![
                 ("workload.0.cpu", n.to_string()),
                 ("workload.0.cpu-load", l.to_string()),
             ],
-            seed: (b, a),
         });
     }
     rows
@@ -337,21 +344,22 @@ fn swb_rows() -> Vec<Row> {
 
 fn hackbench_rows() -> Vec<Row> {
     let cases = [
-        ("Process(Pipe) 10 groups", "pipe", "process", 6.40, 6.34),
-        ("thread(Pipe) 10 groups", "pipe", "thread", 6.96, 6.87),
-        ("Process 10 groups", "socket", "process", 11.74, 11.70),
-        ("thread 10 groups", "socket", "thread", 12.81, 12.79),
+        ("Process(Pipe)", "pipe", "process"),
+        ("thread(Pipe)", "pipe", "thread"),
+        ("Process", "socket", "process"),
+        ("thread", "socket", "thread"),
     ];
     cases
         .iter()
-        .map(|&(label, ipc, mode, b, a)| Row {
-            label: label.into(),
+        .map(|&(seed_mode, ipc, mode)| Row {
+            label: format!("{seed_mode} 10 groups"),
             scenario: HACKBENCH,
             sets: vec![
                 ("workload.0.ipc", ipc.into()),
                 ("workload.0.mode", mode.into()),
             ],
-            seed: (b, a),
+            seed: seed_rows::hackbench_001(seed_mode, 10)
+                .unwrap_or_else(|| unreachable!("seed_rows lists hackbench {seed_mode} 10")),
         })
         .collect()
 }
