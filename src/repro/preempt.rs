@@ -4,6 +4,7 @@
 //! Milan of the thread, with the seed's perf-stat numbers beside the
 //! simulated ones. The scenarios are the files in scenarios/seed-002-preempt.
 
+use super::seed_rows;
 use super::summary::Cell;
 use clap::Args;
 use serde_json::{json, Value};
@@ -86,14 +87,20 @@ const SEED_LOOPS: f64 = 100_000.0;
 const POWER_RUNS_SUMMED: f64 = 20.0;
 
 fn reported(machine: &str, model: &str) -> Reported {
-    let (time_s, switches, migrations) = match (machine, model) {
-        ("power10-96", "none") => (55.930, 1_388_830_542.0, 44_538_641.0),
-        ("power10-96", _) => (65.75, 2_563_720_294.0, 147_445_392.0),
-        ("power10-320", "none") => (26.403, 6_299_247_371.0, 246_646_236.0),
-        ("power10-320", _) => (32.368, 9_337_462_696.0, 631_276_554.0),
-        (_, "none") => (30.833_112, 170_719_761.0, 16_871_449.0),
-        _ => (30.731_126, 177_889_639.0, 17_426_670.0),
+    let seed = |counter: &str| {
+        let (before, after) = seed_rows::perf_002(machine, counter)
+            .unwrap_or_else(|| unreachable!("seed_rows lists {machine}'s {counter}"));
+        if model == "none" {
+            before
+        } else {
+            after
+        }
     };
+    let (time_s, switches, migrations) = (
+        seed("time elapsed"),
+        seed("context-switches"),
+        seed("cpu-migrations"),
+    );
     let runs = if machine.starts_with("power10") {
         POWER_RUNS_SUMMED
     } else {

@@ -652,6 +652,24 @@ const OLTP_002: [(&str, u32, f64, f64); 6] = [
     ("remote", 2304, 25882857.0, 25536100.0),
 ];
 
+/// Seed 002's perf stat `counter` ("time elapsed", "context-switches",
+/// "cpu-migrations", …) on `machine`, before and after, as published (the
+/// POWER counts are 20 runs' sums).
+pub fn perf_002(machine: &str, counter: &str) -> Option<(f64, f64)> {
+    if machine == "milan-256" {
+        return MILAN_002
+            .iter()
+            .find(|l| l.0 == counter)
+            .map(|l| (l.2, l.3));
+    }
+    let line = PERF_002.iter().find(|l| l.0 == counter)?;
+    match machine {
+        "power10-96" => Some(line.2),
+        "power10-320" => Some(line.3),
+        _ => None,
+    }
+}
+
 /// Why the POWER rows' switches and time do not follow the seed's.
 const POWER_ONLY: &str = "the regression is POWER-only: the lazy bit's policy is mainline's and powerpc's exit honours it as generic entry does (docs/repro/preempt-powerpc.md); what differs on POWER (interrupt-controller IPIs, RCU softirqs) is not modelled";
 
