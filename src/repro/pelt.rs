@@ -402,10 +402,11 @@ fn to_json(rows: &[&Row], all: &[[Vec<Measured>; 5]], args: &PeltArgs) -> Value 
         .iter()
         .zip(all)
         .map(|(r, m)| {
+            let (before, after) = r.seed();
             json!({
                 "config": r.name,
                 "scenario": format!("scenarios/seed-004-pelt/{}", r.file),
-                "seed": {"before": r.seed().0, "after": r.seed().1},
+                "seed": {"before": before, "after": after},
                 "top": {"v3_16": side(&m[TOP_V316]), "rewrite": side(&m[TOP_NOW]),
                         "change_beyond_spread": beyond_spread(&m[TOP_V316], &m[TOP_NOW])},
                 "deep": {"cgroup": DEEP, "v3_16": side(&m[DEEP_V316]), "rewrite": side(&m[DEEP_NOW]),

@@ -16,7 +16,7 @@
 //! way round and on a different base).
 
 use super::summary::Series::{self, Completion, Pelt, Preempt, Swb, Wakelist};
-use super::summary::{change_pct, SEED_NO_EFFECT_PCT};
+use super::summary::{change_pct, moves_by_pct, preempt_loops, swb_ops};
 
 /// One published row.
 pub struct SeedRow {
@@ -40,15 +40,15 @@ pub struct SeedRow {
 }
 
 /// How a row's absolute value stands beside the simulated one.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Absolute {
     /// A latency, a rate or a cost per call: as simulated.
     AsIs,
     /// A time or a count of the whole run, which the simulation runs
-    /// smaller: the seed's work over the simulated run's at `--scale 1`,
-    /// and whether `--scale` divides the simulated run further. Scaling a
-    /// run's time by its work assumes it linear in its loops.
-    Work { factor: f64, scaled: bool },
+    /// smaller: the seed's work (loops or ops, times the runs a sum
+    /// covers) and the simulated run's at `--scale`, as its series sizes
+    /// it. Scaling a run's time by its work assumes it linear in it.
+    Work { seed: f64, sim: fn(u64) -> u64 },
 }
 
 impl Absolute {
@@ -56,8 +56,7 @@ impl Absolute {
     pub fn factor(self, scale: u64) -> f64 {
         match self {
             Absolute::AsIs => 1.0,
-            Absolute::Work { factor, scaled } if scaled => factor * scale as f64,
-            Absolute::Work { factor, .. } => factor,
+            Absolute::Work { seed, sim } => seed / sim(scale) as f64,
         }
     }
 }
@@ -103,7 +102,7 @@ impl SeedRow {
                 let se = (s.before_se.powi(2) + s.after_se.powi(2)).sqrt();
                 (self.after - self.before).abs() > 2.0 * se
             }
-            None => change_pct(self.before, self.after).abs() >= SEED_NO_EFFECT_PCT,
+            None => moves_by_pct(change_pct(self.before, self.after)),
         }
     }
 
@@ -306,12 +305,7 @@ fn seed000() -> Vec<SeedRow> {
                 _ => "80 pairs on 80 CPUs: each pair ends up on one CPU (~4 us per round trip), where the wakelist does not apply; the seed's 25 us and +11 % need cross-CPU wakeups (docs/repro/wakelist-context1.md)",
             };
             // lps over the same copies: a rate.
-            let r = row("000", label, unit, seed, sim, cause);
-            v.push(if context1 {
-                r.with_absolute(Absolute::AsIs)
-            } else {
-                r
-            });
+            v.push(row("000", label, unit, seed, sim, cause).with_absolute(Absolute::AsIs));
         }
     }
     for ((machine, prefix, _), seed) in SCHBENCH_000.iter().zip(HACKBENCH_000) {
@@ -327,8 +321,8 @@ fn seed000() -> Vec<SeedRow> {
         };
         // The scenarios run -l 10000 of the seed's 100000.
         let work = Absolute::Work {
-            factor: 10.0,
-            scaled: false,
+            seed: 100_000.0,
+            sim: |_| 10_000,
         };
         v.push(row("000", label, "s", seed, sim, cause).with_absolute(work));
     }
@@ -527,8 +521,8 @@ fn seed001() -> Vec<SeedRow> {
         let label = format!("hackbench {mode} {groups} groups Time");
         // scenarios/seed-001-swb/hackbench.toml runs 200 of the seed's 50000 loops.
         let work = Absolute::Work {
-            factor: 250.0,
-            scaled: false,
+            seed: 50_000.0,
+            sim: |_| 200,
         };
         v.push(row("001", label, "s", (b, a), sim, cause).with_absolute(work));
     }
@@ -536,10 +530,10 @@ fn seed001() -> Vec<SeedRow> {
         let key = format!("--cpu={n} -util={l}");
         let sim = Some((Swb, format!("3 {key}")));
         let label = format!("stress-ng {key} Time taken");
-        // The seed's cpu-ops, divided by --scale.
+        // The seed's 100000 cpu-ops; repro swb's divided by --scale.
         let work = Absolute::Work {
-            factor: 1.0,
-            scaled: true,
+            seed: 100_000.0,
+            sim: swb_ops,
         };
         v.push(row("001", label, "s", (b, a), sim, SWB_SAME_ANSWER).with_absolute(work));
     }
@@ -697,19 +691,14 @@ fn seed002() -> Vec<SeedRow> {
             let (cell, cause) = perf_cell(counter);
             let sim = cell.map(|c| (Preempt, format!("{machine} {c}")));
             let label = format!("{machine}: {counter}");
-            let r = row("002", label, unit, seed, sim, cause);
-            // A run is 100 of the seed's 100000 loops; perf stat gives the
+            // A run's loops against the seed's 100000; perf stat gives the
             // mean time of a run and the sums of 20 runs' counts.
             let runs = if counter == "time elapsed" { 1.0 } else { 20.0 };
             let work = Absolute::Work {
-                factor: 1000.0 * runs,
-                scaled: true,
+                seed: 100_000.0 * runs,
+                sim: preempt_loops,
             };
-            v.push(if cell.is_some() {
-                r.with_absolute(work)
-            } else {
-                r
-            });
+            v.push(row("002", label, unit, seed, sim, cause).with_absolute(work));
         }
     }
     for (counter, unit, b, a, cell, noise) in MILAN_002 {
@@ -721,10 +710,10 @@ fn seed002() -> Vec<SeedRow> {
         };
         let label = format!("milan-256: {counter}");
         let spread = Spread::of_rel_pct((b, a), noise);
-        // perf stat -r: a run's mean, of 100 of the seed's 100000 loops.
+        // perf stat -r: a run's mean, of the seed's 100000 loops.
         let work = Absolute::Work {
-            factor: 1000.0,
-            scaled: true,
+            seed: 100_000.0,
+            sim: preempt_loops,
         };
         let r = row("002", label, unit, (b, a), sim, cause);
         v.push(r.with_spread(spread).with_absolute(work));
@@ -804,9 +793,10 @@ fn seed003() -> Vec<SeedRow> {
         let (b, a) = kernbench_003(metric);
         let sim = Some((Completion, cell.to_string()));
         let cause = "without PREEMPT_RT a spinlock_t costs what a raw_spinlock_t does: the variants time the same, by construction";
-        // kernbench's published means are not the simulated build's
-        // (user 9 s and system 1676 s as printed, on a machine not named).
         let spread = Spread::of_sd((b[1], a[1]), 100.0, digit);
+        // No absolute: kernbench's published means are not the simulated
+        // build's (user 9 s and system 1676 s as printed, on a machine not
+        // named).
         v.push(row("003", label.to_string(), unit, (b[0], a[0]), sim, cause).with_spread(spread));
     }
     v
@@ -894,14 +884,8 @@ fn seed004() -> Vec<SeedRow> {
                 Some("pigz") => (None, "LKP", "no pigz workload in the model (compression on every CPU, no wakeups to speak of)"),
                 _ => (None, "LKP", "no vm-scalability workload in the model (memory management, not modelled)"),
             };
-            let simulated = sim.is_some();
-            let r = row("004", test.to_string(), unit, (b, a), sim, cause);
             // Throughput: a rate.
-            if simulated {
-                r.with_absolute(Absolute::AsIs)
-            } else {
-                r
-            }
+            row("004", test.to_string(), unit, (b, a), sim, cause).with_absolute(Absolute::AsIs)
         })
         .collect()
 }

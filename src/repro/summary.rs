@@ -74,7 +74,7 @@ impl Series {
     fn what(self, scale: u64) -> String {
         match self {
             Series::Wakelist => "kernel.wakelist on_cpu_nr_le1 → idle, scenarios/seed-000-wakelist (hackbench -l 10000, context1 20 ms)".into(),
-            Series::Swb => format!("SWB_SMT_SKIP off → on on power10-96, scenarios/seed-001-swb (hackbench 200 loops, stress-ng {} cpu-ops, schbench(old) -t N for {} s)", swb_ops(scale), 30.0 / scale as f64),
+            Series::Swb => format!("SWB_SMT_SKIP off → on on power10-96, scenarios/seed-001-swb (hackbench 200 loops, stress-ng {} cpu-ops, schbench(old) -t N for {} s)", swb_ops(scale), (super::swb::SCHBENCH_RUNTIME_NS / scale) as f64 / 1e9),
             Series::Preempt => format!("hackbench -pipe 60 process, preempt=none → PREEMPT_AUTO's none, scenarios/seed-002-preempt ({} loops; counts per run, the seed's POWER ones sums of 20 runs)", preempt_loops(scale)),
             Series::Completion => "kernel.completion waitqueue → swait-defer on xeon-8269cy, scenarios/seed-003-completion".into(),
             Series::Pelt => format!("the repro's before → after at the top level, scenarios/seed-004-pelt (LKP's loops ÷ {})", pelt_scale(scale)),
@@ -94,12 +94,12 @@ impl Series {
 }
 
 /// `repro swb`'s default cpu-ops (the seed's), divided by `--scale`.
-fn swb_ops(scale: u64) -> u64 {
+pub(super) fn swb_ops(scale: u64) -> u64 {
     (100_000 / scale).max(1)
 }
 
 /// `repro preempt`'s default loops (the seed's ÷ 1000), divided by `--scale`.
-fn preempt_loops(scale: u64) -> u64 {
+pub(super) fn preempt_loops(scale: u64) -> u64 {
     (100 / scale).max(1)
 }
 
@@ -179,6 +179,12 @@ pub fn change_pct(before: f64, after: f64) -> f64 {
 /// −1.44 %). Where it does ([`SeedRow::moves`]), two standard errors decide.
 pub const SEED_NO_EFFECT_PCT: f64 = 2.0;
 
+/// Does a seed's change of `change_pct` % count as one, where the seed
+/// gives no spread?
+pub fn moves_by_pct(change_pct: f64) -> bool {
+    change_pct.abs() >= SEED_NO_EFFECT_PCT
+}
+
 /// The verdict on one row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -227,8 +233,7 @@ pub fn verdict(seed_change: f64, seed_moves: bool, sim: Option<&SimStats>) -> Ve
     match (seed_moves, sim_moves) {
         (false, false) => Verdict::NoEffect,
         (true, true) if sim_change.signum() == seed_change.signum() => {
-            let ratio = sim_change / seed_change;
-            if (0.5..=2.0).contains(&ratio) {
+            if within_2x(sim_change / seed_change) {
                 Verdict::Reproduced
             } else {
                 Verdict::DirectionOnly
@@ -254,7 +259,7 @@ fn abs_ratio(row: &SeedRow, sim: Option<&SimStats>, scale: u64) -> Option<f64> {
     Some(sim.before.0 * abs.factor(scale) / row.before)
 }
 
-/// Is an absolute ratio within 2x either way?
+/// Is a ratio (of changes, or of absolute values) within 2x either way?
 fn within_2x(r: f64) -> bool {
     (0.5..=2.0).contains(&r)
 }
@@ -511,7 +516,7 @@ mod tests {
 
     /// The verdict where the seed gives no spread: the 2 % floor.
     fn by_pct(seed_change: f64, sim: Option<&SimStats>) -> Verdict {
-        verdict(seed_change, seed_change.abs() >= SEED_NO_EFFECT_PCT, sim)
+        verdict(seed_change, moves_by_pct(seed_change), sim)
     }
 
     fn sim(before: (f64, f64), after: (f64, f64), runs: usize) -> SimStats {

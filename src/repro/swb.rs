@@ -82,7 +82,7 @@ const SCHBENCH: (&str, &str) = (
 
 /// The old schbench's -r and -w defaults (2eef447), which the scenario
 /// file sets, in ns: `--scale` divides them.
-const SCHBENCH_RUNTIME_NS: u64 = 30_000_000_000;
+pub(super) const SCHBENCH_RUNTIME_NS: u64 = 30_000_000_000;
 const SCHBENCH_WARMUP_NS: u64 = 5_000_000_000;
 
 /// One table row: label, scenario, key overrides, the seed's before/after.

@@ -171,10 +171,11 @@ pub fn repro(args: &WakelistArgs, quiet: bool) -> Result<(), String> {
         }
         let Some((ra, rb)) = &cache else { continue };
         let (a, b) = (mean(ra, row.metric), mean(rb, row.metric));
-        println!("{}", TABLE.row(row.label, &[row.seed(), (a, b)]));
+        let seed = row.seed();
+        println!("{}", TABLE.row(row.label, &[seed, (a, b)]));
         rows.push(json!({
             "label": row.label, "scenario": row.file, "metric": row.metric,
-            "seed": {"before": row.seed().0, "after": row.seed().1},
+            "seed": {"before": seed.0, "after": seed.1},
             "sim": {"before": a, "after": b},
         }));
     }
