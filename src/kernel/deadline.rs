@@ -164,8 +164,9 @@ impl DlEntity {
 
     /// replenish_dl_entity: add runtime a period at a time, postponing the
     /// deadline by a period each, until some is left (an overrun is paid
-    /// from the next periods); a deadline still past means a new instance.
-    pub fn replenish(&mut self, now: Time) {
+    /// from the next periods); a deadline still past means a new instance
+    /// (then true: "DL replenish lagged too much").
+    pub fn replenish(&mut self, now: Time) -> bool {
         if self.dl_yielded && self.runtime > 0 {
             self.runtime = 0;
         }
@@ -173,11 +174,13 @@ impl DlEntity {
             self.deadline += self.dl_period;
             self.runtime += self.dl_runtime as i64;
         }
-        if before(self.deadline, now) {
+        let lagged = before(self.deadline, now);
+        if lagged {
             self.new_period(now);
         }
         self.dl_yielded = false;
         self.dl_throttled = false;
+        lagged
     }
 }
 
@@ -417,7 +420,8 @@ impl Kernel {
         self.touch_task(p);
         self.touch_cpu(cpu);
         if !self.tasks[p].on_rq {
-            return self.tasks[p].dl.replenish(now);
+            self.tasks[p].dl.replenish(now);
+            return;
         }
         let irq = self.vary(self.machine.cost.hrtimer_irq_ns, By::Cpu(cpu));
         self.rqs[cpu].irq_ns += irq;

@@ -228,20 +228,12 @@ impl Kernel {
         if s.defer_armed && s.dl.overflow(now) {
             s.dl.new_period(now);
         }
-        if s.dl.dl_yielded && s.dl.runtime > 0 {
-            s.dl.runtime = 0;
-        }
-        while s.dl.runtime <= 0 {
-            s.dl.deadline += s.dl.dl_period;
-            s.dl.runtime += s.dl.dl_runtime as i64;
-        }
-        if before(s.dl.deadline, now) {
-            self.server_new_period(cpu);
-        }
-        let s = self.server(cpu);
-        s.dl.dl_yielded = false;
-        s.dl.dl_throttled = false;
-        if std::mem::take(&mut s.defer_armed) {
+        // A lagged replenishment's new period (replenish_dl_new_period)
+        // arms the deferral when not serving, and its flag ends this
+        // replenishment as an armed one does.
+        let lagged = s.dl.replenish(now);
+        let armed = std::mem::take(&mut s.defer_armed);
+        if armed || (lagged && !s.defer_running) {
             return;
         }
         let zero_lax = s.dl.deadline.wrapping_sub(s.dl.runtime as u64);
