@@ -50,18 +50,25 @@ fn periodic(run: u64, sleep: u64) -> Vec<Op> {
     ops
 }
 
+/// One CPU with a FIFO task running `rt` and a fair one running `fair`,
+/// both launched: (kernel, rt, fair).
+fn rt_beside_fair(rt: Vec<Op>, fair: Vec<Op>) -> (Kernel, Pid, Pid) {
+    let mut k = kernel();
+    let mut b = Builder::new(0, 1);
+    let rt = task(&mut k, &mut b, Policy::Fifo, rt);
+    let fair = task(&mut k, &mut b, Policy::Normal, fair);
+    b.launch(&mut k, rt);
+    b.launch(&mut k, fair);
+    (k, rt, fair)
+}
+
 fn exec_ms(k: &Kernel, p: Pid) -> u64 {
     k.tasks[p].se.sum_exec_runtime / MS
 }
 
 #[test]
 fn a_fifo_hog_leaves_a_fair_task_50ms_per_period_after_950ms_deferred() {
-    let mut k = kernel();
-    let mut b = Builder::new(0, 1);
-    let rt = task(&mut k, &mut b, Policy::Fifo, periodic(100, 0));
-    let fair = task(&mut k, &mut b, Policy::Normal, periodic(100, 0));
-    b.launch(&mut k, rt);
-    b.launch(&mut k, fair);
+    let (mut k, rt, fair) = rt_beside_fair(periodic(100, 0), periodic(100, 0));
     k.run(Some(940 * MS)).unwrap();
     // Deferred: armed at deadline − runtime = 950 ms, nothing given yet.
     let s = &k.rqs[0].dl.server;
@@ -90,12 +97,7 @@ fn a_fair_sleeper_in_the_gaps_of_rt_consumes_the_runtime_itself() {
     // RT leaves 10 ms of every 100 ms: the fair task's own running and the
     // idle time use the server's runtime up before its zero-laxity time,
     // so the server never runs and RT is never preempted.
-    let mut k = kernel();
-    let mut b = Builder::new(0, 1);
-    let rt = task(&mut k, &mut b, Policy::Fifo, periodic(90, 10));
-    let fair = task(&mut k, &mut b, Policy::Normal, periodic(1, 50));
-    b.launch(&mut k, rt);
-    b.launch(&mut k, fair);
+    let (mut k, rt, fair) = rt_beside_fair(periodic(90, 10), periodic(1, 50));
     k.run(Some(3_000 * MS)).unwrap();
     k.finish();
     assert!(exec_ms(&k, fair) >= 20, "the sleeper ran in the gaps");
@@ -107,18 +109,9 @@ fn a_fair_sleeper_in_the_gaps_of_rt_consumes_the_runtime_itself() {
 
 #[test]
 fn the_server_stops_a_period_after_the_last_fair_task_left() {
-    let mut k = kernel();
-    let mut b = Builder::new(0, 1);
-    let rt = task(&mut k, &mut b, Policy::Fifo, periodic(100, 0));
     // 60 ms of work: 50 ms in the first server run, 10 in the second.
-    let fair = task(
-        &mut k,
-        &mut b,
-        Policy::Normal,
-        vec![Op::Run(Dist::Fixed(60 * MS))],
-    );
-    b.launch(&mut k, rt);
-    b.launch(&mut k, fair);
+    let work = vec![Op::Run(Dist::Fixed(60 * MS))];
+    let (mut k, rt, fair) = rt_beside_fair(periodic(100, 0), work);
     k.run(Some(2_500 * MS)).unwrap();
     assert_eq!(exec_ms(&k, fair), 60);
     // The pick that found no fair task marked it idle and yielded.
