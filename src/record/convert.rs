@@ -4,7 +4,7 @@
 //! or a socket's receive queue (docs/replay.md, "Causal replay").
 
 use super::fds::{ipc_object, Seen};
-use crate::trace::parse::{parse_all, Event};
+use crate::trace::parse::{find_cpu, parse_all, parse_ts, Event};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The converted text, and what it could not name.
@@ -213,11 +213,9 @@ fn thread_groups(mut seen: Seen, perf: &str) -> Seen {
 /// The timestamp of a perf script line (`SECONDS.NANOSECONDS:` after
 /// the CPU column), in ns.
 fn line_ts(line: &str) -> Option<u64> {
-    let after = &line[line.find("] ")? + 2..];
-    let tok = after.split_whitespace().next()?.strip_suffix(':')?;
-    let (sec, frac) = tok.split_once('.')?;
-    let frac: String = format!("{frac:0<9}").chars().take(9).collect();
-    Some(sec.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?)
+    let (_, end, _) = find_cpu(line)?;
+    let tok = line[end..].split_whitespace().next()?.strip_suffix(':')?;
+    parse_ts(tok)
 }
 
 /// A `syscalls:` event line of perf script text.
@@ -234,22 +232,13 @@ fn line_tid(line: &str) -> Option<u32> {
 /// tid of a perf script line: the last word before the ` [CPU]` column
 /// (`comm tid` or `comm pid/tid`).
 fn line_ids(line: &str) -> Option<(Option<u32>, u32)> {
-    let mut from = 0;
-    while let Some(off) = line[from..].find(" [") {
-        let open = from + off;
-        let rest = &line[open + 2..];
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 && rest.as_bytes().get(digits) == Some(&b']') {
-            let word = line[..open].split_whitespace().last()?;
-            let (pid, tid) = match word.split_once('/') {
-                Some((pid, tid)) => (pid.parse().ok(), tid),
-                None => (None, word),
-            };
-            return Some((pid, tid.parse().ok()?));
-        }
-        from = open + 2;
-    }
-    None
+    let (open, ..) = find_cpu(line)?;
+    let word = line[..open].split_whitespace().last()?;
+    let (pid, tid) = match word.split_once('/') {
+        Some((pid, tid)) => (pid.parse().ok(), tid),
+        None => (None, word),
+    };
+    Some((pid, tid.parse().ok()?))
 }
 
 #[cfg(test)]

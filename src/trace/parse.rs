@@ -209,7 +209,7 @@ fn skip(line: &str) -> bool {
 const MAX_CPUS: usize = 8192;
 
 /// Find ` [ddd]`: the CPU column. Returns (start of `[`, end after `]`, cpu).
-fn find_cpu(line: &str) -> Option<(usize, usize, usize)> {
+pub(crate) fn find_cpu(line: &str) -> Option<(usize, usize, usize)> {
     let b = line.as_bytes();
     let mut from = 0;
     while let Some(off) = line[from..].find(" [") {
@@ -271,7 +271,7 @@ fn parse_head(head: &str) -> Result<(Layout, u32), String> {
 }
 
 /// `123.456789` → ns.
-fn parse_ts(s: &str) -> Option<u64> {
+pub(crate) fn parse_ts(s: &str) -> Option<u64> {
     let (sec, frac) = s.split_once('.').unwrap_or((s, ""));
     if frac.len() > 9 || !frac.chars().all(|c| c.is_ascii_digit()) {
         return None;
