@@ -26,6 +26,9 @@ pub struct Record {
     /// The task the event was emitted in (0 = idle, `UNKNOWN_PID`: not
     /// known).
     pub ctx_pid: u32,
+    /// Its thread group (process id), where the line says: perf script's
+    /// `pid/tid`, ftrace's `comm-pid (tgid)` with `record-tgid`.
+    pub ctx_tgid: Option<u32>,
     /// The flags column says hard or soft interrupt context.
     pub irq: bool,
     pub ev: Event,
@@ -228,16 +231,17 @@ pub(crate) fn find_cpu(line: &str) -> Option<(usize, usize, usize)> {
     None
 }
 
-/// `comm-pid`, `comm-pid (tgid)`, `comm tid` or `comm pid/tid`.
-fn parse_head(head: &str) -> Result<(Layout, u32), String> {
+/// `comm-pid`, `comm-pid (tgid)`, `comm tid` or `comm pid/tid`: the
+/// layout, the tid and, where the head says it, the thread group.
+fn parse_head(head: &str) -> Result<(Layout, u32, Option<u32>), String> {
     let mut h = head.trim();
+    let mut tgid = None;
     if h.ends_with(')') {
         if let Some(open) = h.rfind('(') {
-            if h[open + 1..h.len() - 1]
-                .trim()
-                .chars()
-                .all(|c| c.is_ascii_digit() || c == '-')
-            {
+            let inner = h[open + 1..h.len() - 1].trim();
+            if inner.chars().all(|c| c.is_ascii_digit() || c == '-') {
+                // `-----`: ftrace did not know the tgid.
+                tgid = inner.parse().ok();
                 h = h[..open].trim_end();
             }
         }
@@ -245,29 +249,36 @@ fn parse_head(head: &str) -> Result<(Layout, u32), String> {
     // perf script -F without comm: `tid` or `pid/tid` (-1: unresolved).
     let tid = h.rsplit('/').next().unwrap_or(h);
     if tid == "-1" {
-        return Ok((Layout::Perf, UNKNOWN_PID));
+        return Ok((Layout::Perf, UNKNOWN_PID, None));
     }
     if !tid.is_empty()
         && h.chars()
             .all(|c| c.is_ascii_digit() || c == '/' || c == '-')
     {
-        return Ok((Layout::Perf, tid.parse().map_err(|_| "bad tid")?));
+        let tid = tid.parse().map_err(|_| "bad tid")?;
+        return Ok((Layout::Perf, tid, perf_pid(h)));
     }
     if let Some((comm, last)) = h.rsplit_once(char::is_whitespace) {
         let tid = last.rsplit('/').next().unwrap_or(last);
         // perf writes `:-1 -1` for a thread it could not resolve.
         if tid == "-1" {
-            return Ok((Layout::Perf, UNKNOWN_PID));
+            return Ok((Layout::Perf, UNKNOWN_PID, None));
         }
         if !comm.trim().is_empty() && !tid.is_empty() && tid.chars().all(|c| c.is_ascii_digit()) {
-            return Ok((Layout::Perf, tid.parse().map_err(|_| "bad tid")?));
+            let tid = tid.parse().map_err(|_| "bad tid")?;
+            return Ok((Layout::Perf, tid, perf_pid(last)));
         }
     }
     let (_, pid) = h
         .rsplit_once('-')
         .ok_or("expected `comm-pid` or `comm tid` before the CPU column")?;
     let pid = pid.parse().map_err(|_| format!("`{pid}` is not a pid"))?;
-    Ok((Layout::Ftrace, pid))
+    Ok((Layout::Ftrace, pid, tgid))
+}
+
+/// The pid of perf script's `pid/tid` (none for a bare tid or pid -1).
+fn perf_pid(ids: &str) -> Option<u32> {
+    ids.split_once('/').and_then(|(pid, _)| pid.parse().ok())
 }
 
 /// `123.456789` → ns.
@@ -293,7 +304,7 @@ fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> 
             "CPU {cpu} is beyond the kernel's NR_CPUS limit ({MAX_CPUS})"
         ));
     }
-    let (layout, ctx_pid) = parse_head(&line[..start])?;
+    let (layout, ctx_pid, ctx_tgid) = parse_head(&line[..start])?;
     let mut rest = line[end..].trim_start();
     let mut irq = false;
     let mut tok = rest
@@ -319,6 +330,7 @@ fn parse_line(n: usize, line: &str) -> Result<(Layout, Option<Record>), String> 
         ts,
         cpu,
         ctx_pid,
+        ctx_tgid,
         irq,
         ev,
     };
@@ -633,7 +645,9 @@ mod tests {
         let ft = "  lto cgu.04-23946 (  23940) [000] dNh2.  6670.452841: sched_waking: comm=bash pid=7 prio=120 target_cpu=000";
         let r = parse("f", ft).unwrap();
         assert!(r[0].irq);
-        assert_eq!(r[0].ctx_pid, 23946);
+        assert_eq!((r[0].ctx_pid, r[0].ctx_tgid), (23946, Some(23940)));
+        let unknown = ft.replace("(  23940)", "(-------)");
+        assert_eq!(parse("f", &unknown).unwrap()[0].ctx_tgid, None);
     }
 
     #[test]
@@ -664,7 +678,14 @@ mod tests {
         );
         let f = "16043/16044 [001]  1.0: sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
         let r = parse("f", f).unwrap();
-        assert_eq!((r[0].ctx_pid, r[0].cpu), (16044, 1));
+        assert_eq!(
+            (r[0].ctx_pid, r[0].ctx_tgid, r[0].cpu),
+            (16044, Some(16043), 1)
+        );
+        let named = format!("sched-messaging {f}");
+        assert_eq!(parse("f", &named).unwrap()[0].ctx_tgid, Some(16043));
+        let bare = f.replace("16043/", "");
+        assert_eq!(parse("f", &bare).unwrap()[0].ctx_tgid, None);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::kernel::pipe::PIPE_DEF_BUFFERS;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
 use crate::trace::parse::{self, Event, Parsed, Record, Task, UNKNOWN_PID};
+use crate::workload::fork::SHARED_MM_EXIT_PCT;
 use crate::workload::params::Params;
 use crate::workload::program::{Blocked, Dist, Mark, Op};
 use crate::workload::{BenchResult, Builder, TaskSpec};
@@ -126,6 +127,10 @@ pub struct Recorded {
 #[derive(Clone, Debug)]
 struct RTask {
     pid: u32,
+    /// Its thread group, where the trace says (perf's `pid/tid`): threads
+    /// of one process share its address space, so switching between them
+    /// costs no switch_mm.
+    tgid: Option<u32>,
     comm: String,
     prio: i32,
     /// The line of the trace that first names it.
@@ -168,6 +173,12 @@ struct RTask {
 }
 
 impl RTask {
+    /// The process it belongs to: its thread group where the trace says,
+    /// else its own.
+    fn process(&self) -> u32 {
+        self.tgid.unwrap_or(self.pid)
+    }
+
     fn ran_on(&mut self, cpu: usize) {
         if let Err(at) = self.cpus.binary_search(&cpu) {
             self.cpus.insert(at, cpu);
@@ -273,6 +284,7 @@ impl Builder2 {
         let i = self.tasks.len();
         self.tasks.push(RTask {
             pid,
+            tgid: None,
             comm: comm.to_string(),
             prio,
             first_line: line,
@@ -377,6 +389,7 @@ impl Builder2 {
         self.end_lost_run(r.cpu, r.ctx_pid, ts);
         if let Some(i) = self.known(r.ctx_pid) {
             self.on_cpu(i, r.cpu, ts);
+            self.tasks[i].tgid = self.tasks[i].tgid.or(r.ctx_tgid);
         }
         match &r.ev {
             Event::Switch {
@@ -971,10 +984,12 @@ impl Replay {
         k.tasks[base].prog.marks.push((Mark::Start, 0));
         for (i, t) in self.tasks.iter().enumerate() {
             let p = base + i;
-            // Its own process (a thread would exit at a fifth of the cost).
+            // Its recorded process, else its own: a thread shares its
+            // group's address space (no switch_mm between them) and exits
+            // at a fifth of a process's cost (`model_cost` agrees).
             k.tasks[p].pid = t.pid;
-            k.tasks[p].tgid = t.pid;
-            k.tasks[p].mm = t.pid;
+            k.tasks[p].tgid = t.process();
+            k.tasks[p].mm = t.process();
             // prio 0..99 is an RT task (written 99 - rt_priority).
             if (0..100).contains(&t.prio) {
                 k.set_scheduler(p, crate::kernel::rt::Policy::Fifo, (99 - t.prio) as u32);
@@ -1042,7 +1057,7 @@ impl Replay {
         let mut ops = Vec::new();
         let mut debt = 0;
         for a in &t.atoms {
-            let cost = self.model_cost(k, a);
+            let cost = self.model_cost(k, t, a);
             match a {
                 Atom::Wake(..) => debt += cost,
                 Atom::Woke(_) => {
@@ -1123,10 +1138,11 @@ impl Replay {
     /// The cost the model charges for an atom's kernel work: for a wakeup
     /// the waker's share, local or (as recorded) onto another CPU's rq,
     /// with an IPI if it sent one; the recorded burst holds the real one.
-    fn model_cost(&self, k: &Kernel, a: &Atom) -> u64 {
+    fn model_cost(&self, k: &Kernel, t: &RTask, a: &Atom) -> u64 {
         let c = &k.machine.cost;
         match a {
             Atom::Fork(..) => c.fork_ns,
+            Atom::Exit if t.process() != t.pid => c.exit_ns * SHARED_MM_EXIT_PCT / 100,
             Atom::Exit => c.exit_ns,
             Atom::Wake(_, Reach::Local) | Atom::Woke(Reach::Local) => c.wakeup_local_ns,
             Atom::Wake(_, Reach::Remote { ipi }) | Atom::Woke(Reach::Remote { ipi }) => {
@@ -1448,5 +1464,23 @@ mod tests {
         };
         assert_eq!(q("socket:[1]").wake_level(27_800), 6_950);
         assert_eq!(q("pipe:[1]").wake_level(64_000), 60_000);
+    }
+
+    /// Threads of one process (perf's `pid/tid`) replay in its address
+    /// space, a task whose group the trace does not say in its own.
+    #[test]
+    fn threads_share_their_process_address_space() {
+        let t = "\
+            a 10/10 [000] 1.000000: sched:sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=a next_pid=11 next_prio=120\n\
+            a 10/11 [000] 1.000010: sched:sched_switch: prev_comm=a prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=b next_pid=12 next_prio=120\n\
+            b 12 [000] 1.000020: sched:sched_switch: prev_comm=b prev_pid=12 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n";
+        let parsed = parse::parse_all("t", t).unwrap();
+        let r = Replay::from_records("t", &parsed, &[], Options::default()).unwrap();
+        let m = crate::machine::from_spec("smp:cpus=1").unwrap();
+        let mut k = Kernel::new(m, Default::default());
+        let mut b = Builder::new(0, 1);
+        r.build(&mut k, &mut b);
+        let ids: Vec<_> = k.tasks.iter().map(|t| (t.pid, t.tgid, t.mm)).collect();
+        assert_eq!(ids, [(10, 10, 10), (11, 10, 10), (12, 12, 12)]);
     }
 }
