@@ -57,8 +57,10 @@ pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String>
     };
     for (&(tid, fd), (how, objects)) in &uses {
         match object(seen, objects, *how) {
-            Ok(object) => {
-                out.text += &format!("# fd pid={tid} fd={fd} object={object}\n");
+            Ok(names) => {
+                for (object, only) in names {
+                    out.text += &format!("# fd pid={tid} fd={fd} object={object}{only}\n");
+                }
                 out.named += 1;
             }
             Err(why) => *out.unnamed.entry(why).or_default() += 1,
@@ -144,26 +146,35 @@ fn held_at(seen: &Seen, pid: u32, fd: u32, ts: u64) -> Option<&str> {
 }
 
 /// What an fd that named `objects` while used as `how` says names for
-/// the replay: a pipe is one queue; a socket's reads drain its own
-/// receive queue, its writes fill its peer's, so an fd used both ways
-/// has no one name.
-fn object(seen: &Seen, objects: &BTreeSet<&str>, how: u8) -> Result<String, &'static str> {
+/// the replay, with the calls each name is for: a pipe is one queue; a
+/// socket's reads drain its own receive queue, its writes fill its
+/// peer's, so an fd used both ways names two (`use=read`, `use=write`).
+fn object(
+    seen: &Seen,
+    objects: &BTreeSet<&str>,
+    how: u8,
+) -> Result<Vec<(String, &'static str)>, &'static str> {
     let mut it = objects.iter();
     let first = match (it.next(), it.next()) {
         (Some(first), None) => *first,
         (None, _) => return Err("no sample saw a pipe or socket there (a file, a terminal, or an fd opened and closed between samples)"),
         _ => return Err("the fd named two objects while it was used (closed and reused)"),
     };
+    let peer = |ino| {
+        (seen.peers.get(&ino))
+            .map(|p| format!("socket:[{p}]"))
+            .ok_or("a socket written to whose peer sock_diag did not name (not a UNIX socket, or closed before it was asked)")
+    };
     match ipc_object(first) {
-        Some((false, _)) => Ok(first.to_string()),
+        Some((false, _)) => Ok(vec![(first.to_string(), "")]),
         Some((true, ino)) => match how {
-            READ => Ok(first.to_string()),
-            WRITE => seen
-                .peers
-                .get(&ino)
-                .map(|p| format!("socket:[{p}]"))
-                .ok_or("a socket written to whose peer sock_diag did not name (not a UNIX socket, or closed before it was asked)"),
-            _ => Err("a socket both read and written (one queue each way)"),
+            READ => Ok(vec![(first.to_string(), "")]),
+            WRITE => Ok(vec![(peer(ino)?, "")]),
+            // Used both ways: reads drain its own queue, writes its peer's.
+            _ => Ok(vec![
+                (first.to_string(), " use=read"),
+                (peer(ino)?, " use=write"),
+            ]),
         },
         None => Err("not a pipe or socket"),
     }
@@ -278,6 +289,7 @@ mod tests {
         fd(11, 11, 1_000_009_500, "pipe:[100]");
         s.peers.insert(200, 201);
         s.peers.insert(201, 200);
+        s.peers.insert(300, 301);
         s
     }
 
@@ -307,8 +319,9 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
         let c = convert("t", PERF, &seen()).unwrap();
         let fd_lines: Vec<&str> = c.text.lines().filter(|l| l.starts_with("# fd")).collect();
         // Both ends of the pipe are one queue; the socket written names
-        // its peer's queue, the socket read its own. Pid 11 is in the
-        // tree by the fork line, though no poll saw it as a child.
+        // its peer's queue, the socket read its own, the socket both read
+        // and written one for each. Pid 11 is in the tree by the fork
+        // line, though no poll saw it as a child.
         assert_eq!(
             fd_lines,
             [
@@ -316,15 +329,17 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
                 "# fd pid=10 fd=5 object=socket:[201]",
                 "# fd pid=11 fd=3 object=pipe:[100]",
                 "# fd pid=11 fd=6 object=socket:[201]",
+                "# fd pid=11 fd=7 object=socket:[300] use=read",
+                "# fd pid=11 fd=7 object=socket:[301] use=write",
                 "# fd pid=11 fd=9 object=pipe:[100]",
                 "# fd pid=11 fd=11 object=pipe:[100]",
             ]
         );
         assert_eq!(c.tasks, 2);
-        assert_eq!(c.named, 6);
+        assert_eq!(c.named, 7);
         let why: Vec<usize> = c.unnamed.values().copied().collect();
-        assert_eq!(c.unnamed.len(), 3, "{:?}", c.unnamed);
-        assert_eq!(why.iter().sum::<usize>(), 4);
+        assert_eq!(c.unnamed.len(), 2, "{:?}", c.unnamed);
+        assert_eq!(why.iter().sum::<usize>(), 3);
         // Other tasks' syscall lines go, their scheduler lines stay.
         assert!(!c.text.contains("rustc 99 [001] 1.000010000"));
         assert!(!c.text.contains("sys_enter_futex"));
@@ -333,7 +348,7 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
             .contains("rustc 99 [001] 1.000012000: sched:sched_waking"));
         // The result parses, with its fd names.
         let p = parse_all("c", &c.text).unwrap();
-        assert_eq!(p.fds.len(), 6);
+        assert_eq!(p.fds.len(), 8);
     }
 
     #[test]

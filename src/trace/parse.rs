@@ -82,7 +82,19 @@ pub enum Event {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Parsed {
     pub recs: Vec<Record>,
-    pub fds: BTreeMap<(u32, u32), String>,
+    /// Keyed by (pid, fd, which calls the line is for).
+    pub fds: BTreeMap<(u32, u32, FdUse), String>,
+}
+
+/// Which calls on an fd a `# fd` line names the queue of: both, or (with
+/// `use=read` / `use=write`) one kind, for a socket both read and
+/// written, whose reads drain its own receive queue and whose writes
+/// fill its peer's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FdUse {
+    Both,
+    Read,
+    Write,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,14 +161,21 @@ pub fn parse_all(name: &str, text: &str) -> Result<Parsed, String> {
     Ok(Parsed { recs: out, fds })
 }
 
-/// `pid=P fd=F object=NAME`: what the fd of a task names.
-fn fd_line(f: &str) -> Result<((u32, u32), String), String> {
+/// `pid=P fd=F object=NAME [use=read|write]`: what the fd of a task
+/// names, for which of its calls.
+fn fd_line(f: &str) -> Result<((u32, u32, FdUse), String), String> {
     let f = kv(f);
     let object = field(&f, "object")?;
     if object.is_empty() || object.contains(char::is_whitespace) {
         return Err(format!("`# fd` object `{object}` is not a name"));
     }
-    Ok(((num(&f, "pid")?, num(&f, "fd")?), object.to_string()))
+    let how = match f.iter().find(|(k, _)| *k == "use").map(|(_, v)| v.as_str()) {
+        None => FdUse::Both,
+        Some("read") => FdUse::Read,
+        Some("write") => FdUse::Write,
+        Some(other) => return Err(format!("`# fd` use `{other}` is neither read nor write")),
+    };
+    Ok(((num(&f, "pid")?, num(&f, "fd")?, how), object.to_string()))
 }
 
 /// The longest time two consecutive scheduler events of a trace may be
@@ -691,13 +710,18 @@ mod tests {
     #[test]
     fn reads_syscall_events_and_fd_lines() {
         let t = "# fd pid=7 fd=4 object=pipe:[12]\n\
+            # fd pid=7 fd=5 object=socket:[20] use=read\n\
+            # fd pid=7 fd=5 object=socket:[21] use=write\n\
             \x20 a-7 [001] ..... 1.000000: sys_write(fd: 4, buf: 0x7ffc, count: 0x64)\n\
             \x20 a-7 [001] ..... 1.000001: sys_write -> 0x64\n\
             \x20 a-7 [001] ..... 1.000002: sys_read(fd: 0xd, buf: 0, count: 1)\n\
             \x20 a-7 [001] ..... 1.000003: sys_read -> 0xfffffffffffffff5\n\
             \x20 a-7 [001] ..... 1.000004: sys_getppid()\n";
         let p = parse_all("t", t).unwrap();
-        assert_eq!(p.fds.get(&(7, 4)).map(String::as_str), Some("pipe:[12]"));
+        let name = |fd, how| p.fds.get(&(7, fd, how)).map(String::as_str);
+        assert_eq!(name(4, FdUse::Both), Some("pipe:[12]"));
+        assert_eq!(name(5, FdUse::Read), Some("socket:[20]"));
+        assert_eq!(name(5, FdUse::Write), Some("socket:[21]"));
         let ev: Vec<_> = p.recs.iter().map(|r| r.ev.clone()).collect();
         assert_eq!(
             ev,
@@ -741,6 +765,7 @@ mod tests {
         for bad in [
             "# fd pid=7 fd=x object=pipe:[1]",
             "# fd pid=7 fd=4",
+            "# fd pid=7 fd=4 object=pipe:[1] use=both",
             "  a-7 [001] ..... 1.0: sys_write(fd: z, buf: 0, count: 1)",
             "  a-7 [001] ..... 1.0: sys_write -> what",
         ] {

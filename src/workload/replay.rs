@@ -14,7 +14,7 @@
 use crate::kernel::pipe::PIPE_DEF_BUFFERS;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
-use crate::trace::parse::{self, Event, Parsed, Record, Task, UNKNOWN_PID};
+use crate::trace::parse::{self, Event, FdUse, Parsed, Record, Task, UNKNOWN_PID};
 use crate::workload::fork::SHARED_MM_EXIT_PCT;
 use crate::workload::params::Params;
 use crate::workload::program::{Blocked, Dist, Mark, Op};
@@ -257,9 +257,9 @@ struct Builder2 {
     /// Wakeups onto another CPU not yet known to have sent an IPI, by
     /// target CPU: (waker, index of its Wake atom, wakee pid).
     ipi_pending: BTreeMap<usize, Vec<(usize, usize, u32)>>,
-    /// (pid, fd) → queue, from the trace's `# fd` lines: with them the
-    /// replay is causal.
-    fds: BTreeMap<(u32, u32), usize>,
+    /// (pid, fd, which calls) → queue, from the trace's `# fd` lines: with
+    /// them the replay is causal.
+    fds: BTreeMap<(u32, u32, FdUse), usize>,
     queues: Vec<Queue>,
 }
 
@@ -315,7 +315,7 @@ impl Builder2 {
     }
 
     /// One queue per object the `# fd` lines name.
-    fn name_queues(&mut self, fds: &BTreeMap<(u32, u32), String>) {
+    fn name_queues(&mut self, fds: &BTreeMap<(u32, u32, FdUse), String>) {
         let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
         for (&key, name) in fds {
             let n = by_name.len();
@@ -464,7 +464,11 @@ impl Builder2 {
     /// `Fit`, filled in at its exit): at its entry, since where a call
     /// that did not block would have blocked is not in the trace.
     fn sys_enter(&mut self, i: usize, ts: u64, write: bool, fd: u32) {
-        let queue = self.fds.get(&(self.tasks[i].pid, fd)).copied();
+        let pid = self.tasks[i].pid;
+        let how = if write { FdUse::Write } else { FdUse::Read };
+        let queue = (self.fds.get(&(pid, fd, how)))
+            .or_else(|| self.fds.get(&(pid, fd, FdUse::Both)))
+            .copied();
         let want = queue.map(|q| {
             self.flush_run(i, ts);
             self.tasks[i].atoms.push(Atom::Want(2 * q, 0));
@@ -951,6 +955,10 @@ impl Replay {
     /// Create the tasks: a futex word per edge (or, with `any_waker`, a
     /// counting word per awaiting task), programs from the atoms.
     pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
+        if std::env::var("XALIGN").is_ok() {
+            let t = k.tick_ns;
+            k.noise.phase = (t - self.t0 % t) % t;
+        }
         let words = self.words(k);
         let queue0 = k.futexes.len();
         for _ in 0..2 * self.queues {
@@ -1482,5 +1490,53 @@ mod tests {
         r.build(&mut k, &mut b);
         let ids: Vec<_> = k.tasks.iter().map(|t| (t.pid, t.tgid, t.mm)).collect();
         assert_eq!(ids, [(10, 10, 10), (11, 10, 10), (12, 12, 12)]);
+    }
+
+    /// A socket both read and written (`use=read` and `use=write` lines):
+    /// its writes count into its peer's queue, its reads out of its own,
+    /// so each side's read waits for the other's write.
+    #[test]
+    fn a_socket_used_both_ways_is_two_queues() {
+        let t = "\
+            # fd pid=1 fd=3 object=socket:[10] use=read\n\
+            # fd pid=1 fd=3 object=socket:[11] use=write\n\
+            # fd pid=2 fd=4 object=socket:[11] use=read\n\
+            # fd pid=2 fd=4 object=socket:[10] use=write\n\
+            swapper 0 [000] 0.999000: sched:sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=1 next_prio=120\n\
+            swapper 0 [001] 0.999000: sched:sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=b next_pid=2 next_prio=120\n\
+            a 1 [000] 1.000000: syscalls:sys_enter_write: fd: 0x00000003, buf: 0x1, count: 0x00000064\n\
+            a 1 [000] 1.000001: syscalls:sys_exit_write: 0x64\n\
+            b 2 [001] 1.000002: syscalls:sys_enter_read: fd: 0x00000004, buf: 0x1, count: 0x00000064\n\
+            b 2 [001] 1.000003: syscalls:sys_exit_read: 0x64\n\
+            b 2 [001] 1.000004: syscalls:sys_enter_write: fd: 0x00000004, buf: 0x1, count: 0x00000064\n\
+            b 2 [001] 1.000005: syscalls:sys_exit_write: 0x64\n\
+            a 1 [000] 1.000006: syscalls:sys_enter_read: fd: 0x00000003, buf: 0x1, count: 0x00000064\n\
+            a 1 [000] 1.000007: syscalls:sys_exit_read: 0x64\n\
+            a 1 [000] 1.000008: sched:sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n\
+            b 2 [001] 1.000009: sched:sched_switch: prev_comm=b prev_pid=2 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n";
+        let parsed = parse::parse_all("t", t).unwrap();
+        let r = Replay::from_records("t", &parsed, &[], Options::default()).unwrap();
+        // Queues are numbered in the order of the `# fd` keys: pid 1's
+        // read names socket:[10] first.
+        assert_eq!(r.queues, 2);
+        let (q10, q11) = (0, 1);
+        let counts = |pid: u32| -> Vec<(usize, u64)> {
+            let t = r.tasks.iter().find(|t| t.pid == pid).unwrap();
+            (t.atoms.iter())
+                .filter_map(|a| match *a {
+                    Atom::Put(c, n) | Atom::Want(c, n) if n > 0 => Some((c, n)),
+                    _ => None,
+                })
+                .collect()
+        };
+        // a writes 100 bytes into b's queue, then reads the 100 b wrote.
+        assert_eq!(
+            counts(1),
+            [(2 * q11, 100), (2 * q10, 100), (2 * q10 + 1, 100)]
+        );
+        assert_eq!(
+            counts(2),
+            [(2 * q11, 100), (2 * q11 + 1, 100), (2 * q10, 100)]
+        );
     }
 }
