@@ -7,6 +7,7 @@ use common::schedlab;
 use schedlab::kernel::features::KernelConfig;
 use schedlab::kernel::preempt::{Cause, Req};
 use schedlab::kernel::task::Pid;
+use schedlab::kernel::tracepoint::PlaceWhy;
 use schedlab::kernel::Kernel;
 use schedlab::machine;
 use schedlab::workload::params::Params;
@@ -381,4 +382,34 @@ fn newidle_balance_that_never_pulls_is_tried_ever_less() {
         "every idle entry tries without NI_RANDOM: {off}"
     );
     assert!(on * 10 < off, "NI_RANDOM {on} tries, without {off}");
+}
+
+/// select_idle_cpu scans the target's LLC from the CPU after the target,
+/// wrapping: on smp:cpus=16,llc=2 (LLCs 0-7 and 8-15), a wakee whose
+/// previous CPU 13 is busy, with 14, 15, 9 and 10 busy too, lands on 8
+/// (after the wrap), not on 11 (the first idle CPU from the LLC's start).
+#[test]
+fn idle_scan_starts_after_the_target_in_its_llc() {
+    let mut k = Kernel::new(
+        machine::from_spec("smp:cpus=16,llc=2").unwrap(),
+        KernelConfig::default(),
+    );
+    let mut b = Builder::new(0, 1);
+    let p = b.task(
+        &mut k,
+        TaskSpec {
+            comm: "wakee",
+            group_of: None,
+            nice: 0,
+            allowed: None,
+            ops: Rc::from(vec![Op::Run(Dist::Fixed(MS))]),
+        },
+    );
+    k.tasks[p].recent_used_cpu = 13;
+    for c in [9, 10, 13, 14, 15] {
+        k.rqs[c].nr_running = 1;
+    }
+    let placed = k.select_task_rq(p, 13, 0, 13, None);
+    assert_eq!((placed.cpu, placed.why), (8, PlaceWhy::IdleScan));
+    assert_eq!(placed.scanned, 3, "14, 15, then 8");
 }

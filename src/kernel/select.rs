@@ -301,7 +301,6 @@ impl Kernel {
         self.scan_gen += 1;
         let stamp = self.scan_gen;
         let llc = self.machine.llc_cpus(self.machine.cpus[target].llc);
-        let pos = llc.iter().position(|&c| c == target).unwrap_or(0);
         let mut budget = match self.cfg.features.enabled(Feature::SisUtil) {
             true => self.nr_idle_scan[self.machine.cpus[target].llc],
             false => u32::MAX,
@@ -309,6 +308,9 @@ impl Kernel {
         if budget == 0 {
             return (None, 0);
         }
+        // llc_cpus is ascending and holds target: a search, not a walk of
+        // a 4096-CPU LLC per wakeup.
+        let pos = llc.binary_search(&target).unwrap_or(0);
         let mut idle_cpu = None;
         let mut scanned = 0;
         for i in 1..=llc.len() {
