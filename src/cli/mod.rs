@@ -190,6 +190,9 @@ struct ReplayArgs {
     /// Let any recorded waker of a task end its next wait, not only the one the trace shows for it (docs/replay.md)
     #[arg(long)]
     any_waker: bool,
+    /// Put every task at the root task group, not in the autogroup its `# autogroup` line names; without this each recorded autogroup is a task group at its nice's weight, unless the replay is placed in a cgroup (--set workload.0.cgroup=PATH: the placement wins) or --cgroup declares that autogroup's path (the declared weight wins) (docs/replay.md, "Autogroups")
+    #[arg(long)]
+    no_autogroup: bool,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -211,6 +214,9 @@ fn load_replay(args: &ReplayArgs) -> Result<(Source, Scenario), InputError> {
     }
     if args.any_waker {
         spec += ",any_waker=true";
+    }
+    if args.no_autogroup {
+        spec += ",autogroup=false";
     }
     if !args.run.common.workloads.is_empty() {
         return Err(InputError::new(

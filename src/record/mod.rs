@@ -9,6 +9,7 @@
 //! thread that started and ended between two polls, which no sample
 //! listed, is known by its thread group from `perf script -F +pid`.
 
+mod autogroup;
 mod convert;
 mod fds;
 
@@ -374,6 +375,7 @@ fn header(
     for (why, n) in &conv.unnamed {
         h += &format!("# fds read or written but not named: {n}: {why}\n");
     }
+    h += &autogroup_header(&conv.autogroups);
     if let Some(e) = diag_error {
         h += &format!("# socket peers unknown: {e}\n");
     }
@@ -388,6 +390,35 @@ fn header(
     }
     if !status.success() {
         h += &format!("# the command failed: {status}\n");
+    }
+    h
+}
+
+/// The header's account of the `# autogroup` lines: none where
+/// autogroups are off.
+fn autogroup_header(a: &convert::Autogroups) -> String {
+    if !a.enabled {
+        return format!(
+            "# {} is not 1: no autogroups (every fair task at the root)\n",
+            autogroup::ENABLED
+        );
+    }
+    let mut h = format!(
+        "# {} tasks in {} autogroups named by `# autogroup` lines (/proc/PID/autogroup of every \
+         process when first polled; a process no poll saw has its forker's)\n",
+        a.tasks, a.groups
+    );
+    if a.in_cgroup > 0 {
+        h += &format!(
+            "# {} tasks in a cpu cgroup other than the root (not in an autogroup; replayed at the root)\n",
+            a.in_cgroup
+        );
+    }
+    if a.unknown > 0 {
+        h += &format!(
+            "# {} tasks whose autogroup no poll saw (replayed at the root)\n",
+            a.unknown
+        );
     }
     h
 }

@@ -75,11 +75,16 @@ pub enum Event {
 
 /// A parsed trace: its events, and what each (pid, fd) names (`# fd
 /// pid=P fd=F object=pipe:[I]` lines: the pipe, or the socket whose
-/// receive queue the fd's reads drain or its writes fill).
+/// receive queue the fd's reads drain or its writes fill), and each
+/// task's autogroup (`# autogroup` lines, docs/replay.md "Autogroups").
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Parsed {
     pub recs: Vec<Record>,
     pub fds: BTreeMap<(u32, u32), String>,
+    /// `# autogroup pid=P group=PATH nice=N`: task P's autogroup and its nice.
+    pub autogroups: BTreeMap<u32, (String, i32)>,
+    /// `# autogroup enabled=0|1`: kernel.sched_autogroup_enabled when recorded.
+    pub autogroup_enabled: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,8 +110,7 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Record>, String> {
 
 /// Parse a whole trace, with its `# fd` lines.
 pub fn parse_all(name: &str, text: &str) -> Result<Parsed, String> {
-    let mut out = Vec::new();
-    let mut fds = BTreeMap::new();
+    let mut p = Parsed::default();
     let mut layout = None;
     // Editors on Windows start UTF-8 files with a byte order mark.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -115,7 +119,11 @@ pub fn parse_all(name: &str, text: &str) -> Result<Parsed, String> {
         let err = |m: &str| format!("{name}:{}: {m}: `{}`", i + 1, truncate(line));
         if let Some(f) = line.trim_start().strip_prefix("# fd ") {
             let (key, object) = fd_line(f).map_err(|m| err(&m))?;
-            fds.insert(key, object);
+            p.fds.insert(key, object);
+            continue;
+        }
+        if let Some(f) = line.trim_start().strip_prefix("# autogroup ") {
+            autogroup_line(f, &mut p).map_err(|m| err(&m))?;
             continue;
         }
         if skip(line) {
@@ -132,7 +140,7 @@ pub fn parse_all(name: &str, text: &str) -> Result<Parsed, String> {
             _ => {}
         }
         if let Some(r) = rec {
-            out.push(r);
+            p.recs.push(r);
         }
     }
     if layout.is_none() {
@@ -141,9 +149,40 @@ pub fn parse_all(name: &str, text: &str) -> Result<Parsed, String> {
         ));
     }
     // perf script and trace files are time-ordered; merge safely anyway.
-    out.sort_by_key(|r| r.ts);
-    check_gaps(name, &out)?;
-    Ok(Parsed { recs: out, fds })
+    p.recs.sort_by_key(|r| r.ts);
+    check_gaps(name, &p.recs)?;
+    Ok(p)
+}
+
+/// `enabled=0|1`, or `pid=P group=PATH nice=N`: an autogroup's path is
+/// one level under the root (`/autogroup-ID`), its nice the range
+/// `/proc/PID/autogroup` takes (MIN_NICE..=MAX_NICE).
+fn autogroup_line(f: &str, p: &mut Parsed) -> Result<(), String> {
+    let f = kv(f);
+    if let Ok(v) = field(&f, "enabled") {
+        p.autogroup_enabled = Some(match v {
+            "0" => false,
+            "1" => true,
+            _ => return Err(format!("`# autogroup` enabled=`{v}` is not 0 or 1")),
+        });
+        return Ok(());
+    }
+    let group = field(&f, "group")?;
+    let one_level = group.len() > 1 && group.starts_with('/') && !group[1..].contains('/');
+    if !one_level || group.contains(char::is_whitespace) {
+        return Err(format!(
+            "`# autogroup` group `{group}` is not a group under the root (/autogroup-ID)"
+        ));
+    }
+    let nice: i32 = field(&f, "nice")?
+        .parse()
+        .map_err(|_| "`# autogroup` nice is not a number".to_string())?;
+    if !(-20..=19).contains(&nice) {
+        return Err(format!("`# autogroup` nice {nice} is outside -20..19"));
+    }
+    p.autogroups
+        .insert(num(&f, "pid")?, (group.to_string(), nice));
+    Ok(())
 }
 
 /// `pid=P fd=F object=NAME`: what the fd of a task names.
