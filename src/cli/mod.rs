@@ -51,8 +51,10 @@ enum Cmd {
         long_about = "Record a command on this machine into a trace that `replay` replays causally.\n\n\
         Runs CMD under `perf record -a` with the scheduler tracepoints and the syscall events of reads \
         and writes (and futex, poll and sleep calls), samples the pipes and sockets behind the fds of \
-        CMD's processes from /proc/PID/fd every millisecond (socket peers from sock_diag), and writes \
-        perf script text with `# fd` lines (docs/replay.md, \"Recording a command\"). Needs perf on PATH \
+        CMD's processes from /proc/PID/fd every millisecond (socket peers from sock_diag), reads the \
+        autogroup of every process (/proc/PID/autogroup, when a poll first sees it), and writes \
+        perf script text with `# fd` and `# autogroup` lines (docs/replay.md, \"Recording a command\", \
+        \"Autogroups\"). Needs perf on PATH \
         (or --perf), root or kernel.perf_event_paranoid = -1, tracefs with the sched and syscalls \
         tracepoints; otherwise it exits 2 saying which. The file is written only when complete; a \
         command that fails is recorded, and record exits 1.",

@@ -517,6 +517,49 @@ a 10 [000] 2.6: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
         assert_eq!((c.duplicates, c.text.matches(sw).count()), (0, 2));
     }
 
+    /// Every task of the trace in an autogroup gets a line, the command's
+    /// and other load's: by its process's place when polled, else (pid 11,
+    /// forked by 10 and never polled) its forker's. The result parses.
+    #[test]
+    fn autogroup_lines_name_every_tasks_group() {
+        let mut s = seen();
+        s.autogroup = true;
+        let ag = |path: &str, nice| Place::Auto {
+            path: path.into(),
+            nice,
+        };
+        s.groups.insert(10, ag("/autogroup-5", 0));
+        s.groups.insert(99, ag("/autogroup-7", 3));
+        let perf = format!(
+            "{PERF}kworker 7 [000] 1.000013000: sched:sched_waking: comm=x pid=8 prio=120 target_cpu=000\n"
+        );
+        s.groups.insert(7, Place::Root);
+        s.groups.insert(8, Place::Cgroup);
+        let c = convert("t", &perf, &s).unwrap();
+        let lines: Vec<&str> = (c.text.lines())
+            .filter(|l| l.starts_with("# autogroup"))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "# autogroup enabled=1",
+                "# autogroup pid=10 group=/autogroup-5 nice=0",
+                "# autogroup pid=11 group=/autogroup-5 nice=0",
+                "# autogroup pid=99 group=/autogroup-7 nice=3",
+            ]
+        );
+        let n = &c.autogroups;
+        assert_eq!((n.tasks, n.groups, n.in_cgroup, n.unknown), (3, 2, 1, 0));
+        let p = parse_all("c", &c.text).unwrap();
+        assert_eq!(p.autogroup_enabled, Some(true));
+        assert_eq!(p.autogroups.get(&99), Some(&("/autogroup-7".into(), 3)));
+        // Disabled: the one line that says so.
+        s.autogroup = false;
+        let c = convert("t", &perf, &s).unwrap();
+        assert_eq!(c.text.matches("# autogroup").count(), 1);
+        assert!(c.text.contains("# autogroup enabled=0\n"));
+    }
+
     #[test]
     fn a_text_the_parser_refuses_is_an_error() {
         let e = convert("t", "garbage\n", &seen()).unwrap_err();

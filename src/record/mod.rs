@@ -2,8 +2,10 @@
 //! record -a` with the scheduler tracepoints and the syscall events of
 //! reads and writes (and of futex, poll and sleep calls, kept for the
 //! replay to come), sample the fds of the command's processes from
-//! `/proc` while it runs, and write one text file that `schedlab
-//! replay` replays causally (docs/replay.md, "Recording a command").
+//! `/proc` while it runs, read the autogroup of every process (the
+//! command's and the other load's, `autogroup.rs`), and write one text
+//! file that `schedlab replay` replays causally (docs/replay.md,
+//! "Recording a command", "Autogroups").
 //! A call's fd is named by the samples of its task's thread group
 //! (threads share the fd table, CLONE_FILES), at the call's time: a
 //! thread that started and ended between two polls, which no sample
@@ -20,7 +22,7 @@ use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct RecordArgs {
-    /// The file to write (perf script text with `# fd` lines; replaced only when complete)
+    /// The file to write (perf script text with `# fd` and `# autogroup` lines; replaced only when complete)
     #[arg(short, long, value_name = "FILE", default_value = "record.txt")]
     output: PathBuf,
     /// The perf binary

@@ -6,7 +6,8 @@
 //! Scheduler events are kept, and the syscall events of reads and writes
 //! (`sys_enter_read`/`sys_exit_read`... in perf and trace-cmd text,
 //! `sys_read(...)`/`sys_read -> 0x64` in ftrace text) with the `# fd`
-//! lines that name each fd's pipe or socket; other events
+//! lines that name each fd's pipe or socket and the `# autogroup` lines
+//! that name each task's autogroup; other events
 //! (`tracing_mark_write`...) are skipped. A line that cannot be read is
 //! an error naming the file, the line and its text.
 
@@ -108,7 +109,7 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Record>, String> {
     parse_all(name, text).map(|p| p.recs)
 }
 
-/// Parse a whole trace, with its `# fd` lines.
+/// Parse a whole trace, with its `# fd` and `# autogroup` lines.
 pub fn parse_all(name: &str, text: &str) -> Result<Parsed, String> {
     let mut p = Parsed::default();
     let mut layout = None;
@@ -766,6 +767,30 @@ mod tests {
                 parse_all("b", bad).unwrap_err().starts_with("b:1: "),
                 "{bad}"
             );
+        }
+    }
+
+    #[test]
+    fn reads_autogroup_lines() {
+        let t = "# autogroup enabled=1\n# autogroup pid=7 group=/autogroup-12 nice=-3\n\
+            a 7 [001] 1.0: sched:sched_waking: comm=a pid=7 prio=120 target_cpu=001\n";
+        let p = parse_all("t", t).unwrap();
+        assert_eq!(p.autogroup_enabled, Some(true));
+        assert_eq!(p.autogroups.get(&7), Some(&("/autogroup-12".into(), -3)));
+        let p = parse_all("t", &t.replace("enabled=1", "enabled=0")).unwrap();
+        assert_eq!(p.autogroup_enabled, Some(false));
+        let none = parse_all("t", &t[t.find("a 7").unwrap()..]).unwrap();
+        assert_eq!((none.autogroup_enabled, none.autogroups.len()), (None, 0));
+        for bad in [
+            "# autogroup enabled=yes",
+            "# autogroup pid=7 group=/autogroup-12",
+            "# autogroup pid=7 group=/a/b nice=0",
+            "# autogroup pid=7 group=/ nice=0",
+            "# autogroup pid=7 group=/a nice=-21",
+            "# autogroup pid=7 nice=0",
+        ] {
+            let e = parse_all("b", bad).unwrap_err();
+            assert!(e.starts_with("b:1: "), "{bad}: {e}");
         }
     }
 

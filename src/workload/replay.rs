@@ -1353,7 +1353,6 @@ impl Replay {
         }
         let mut fields = Map::new();
         fields.insert("tasks".into(), json!(self.tasks.len()));
-        fields.insert("autogrouped_tasks".into(), json!(grouped));
         fields.insert("edges".into(), json!(self.edges));
         fields.insert("timer_sleeps".into(), json!(self.timers));
         fields.insert("reconstructed_switch_ins".into(), json!(self.reconstructed));
