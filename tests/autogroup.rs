@@ -25,7 +25,11 @@ fn trace(groups: bool) -> String {
     let mut prev = 0u32;
     for slice in 0..400u64 {
         let next = order[slice as usize % 4];
-        let (ctx, pc) = if prev == 0 { ("swapper", "swapper/0") } else { (comm(prev), comm(prev)) };
+        let (ctx, pc) = if prev == 0 {
+            ("swapper", "swapper/0")
+        } else {
+            (comm(prev), comm(prev))
+        };
         t += &format!(
             "{ctx} {prev} [000] {}.{:09}: sched:sched_switch: prev_comm={pc} prev_pid={prev} \
              prev_prio=120 prev_state=R ==> next_comm={} next_pid={next} next_prio=120\n",
@@ -47,7 +51,9 @@ fn waits(text: &str, name: &str, flags: &[&str]) -> Vec<(u64, f64)> {
     let mut args = vec!["replay", &f, "--fidelity", "--machine", "smp:cpus=1"];
     args.extend_from_slice(flags);
     let v = json_of(&args, &format!("{name}.json"));
-    let tasks = v["benchmark"]["replay"]["fidelity"]["tasks"].as_array().unwrap();
+    let tasks = v["benchmark"]["replay"]["fidelity"]["tasks"]
+        .as_array()
+        .unwrap();
     let wait = |t: &Value| t["simulated"]["wait_ns"].as_f64().unwrap() / 1e6;
     let run = |t: &Value| t["simulated"]["runtime_ns"].as_f64().unwrap() / 1e6;
     for t in tasks {
@@ -72,7 +78,10 @@ fn wait_of(w: &[(u64, f64)], pid: u64) -> f64 {
 fn two_autogroups_split_the_cpu_between_them() {
     let grouped = waits(&trace(true), "grouped", &[]);
     let a = wait_of(&grouped, 10);
-    assert!((a - 100.0).abs() < 15.0, "task 10 waited {a:.1} ms: {grouped:?}");
+    assert!(
+        (a - 100.0).abs() < 15.0,
+        "task 10 waited {a:.1} ms: {grouped:?}"
+    );
     for pid in [20, 21, 22] {
         let b = wait_of(&grouped, pid);
         assert!((b - 300.0).abs() < 30.0, "task {pid} waited {b:.1} ms");

@@ -109,7 +109,11 @@ fn assert_fds_named(text: &str) {
 /// setsid, so its tasks are in record's session's autogroup.
 fn assert_autogroups(text: &str) {
     let on = text.contains("# autogroup enabled=1\n");
-    assert!(on || text.contains("# autogroup enabled=0\n"), "{}", &text[..1500]);
+    assert!(
+        on || text.contains("# autogroup enabled=0\n"),
+        "{}",
+        &text[..1500]
+    );
     if !on {
         println!("autogroups off here: no groups to check");
         return;

@@ -334,11 +334,15 @@ impl Builder2 {
     /// of their paths; each task's index into them.
     fn name_autogroups(&mut self, lines: &BTreeMap<u32, (String, i32)>) -> Vec<(String, i32)> {
         let groups: BTreeMap<&str, i32> = lines.values().map(|(p, n)| (p.as_str(), *n)).collect();
-        let index: BTreeMap<&str, usize> = groups.keys().enumerate().map(|(i, p)| (*p, i)).collect();
+        let index: BTreeMap<&str, usize> =
+            groups.keys().enumerate().map(|(i, p)| (*p, i)).collect();
         for (&pid, (path, _)) in lines {
             self.group_of.insert(pid, index[path.as_str()]);
         }
-        groups.into_iter().map(|(p, n)| (p.to_string(), n)).collect()
+        groups
+            .into_iter()
+            .map(|(p, n)| (p.to_string(), n))
+            .collect()
     }
 
     fn known(&self, pid: u32) -> Option<usize> {
