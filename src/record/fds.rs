@@ -46,8 +46,9 @@ pub struct Poller {
     unpeered: BTreeSet<u64>,
     /// `sock_diag` failed once: it is not asked again.
     diag_error: Option<String>,
-    /// The cgroup v2 hierarchy has the cpu controller (autogroup::v2_cpu).
-    v2_cpu: bool,
+    /// Whether a process may be in a cpu cgroup other than the root
+    /// (`autogroup::cpu_cgroups`).
+    cpu_cgroups: Option<bool>,
 }
 
 impl Poller {
@@ -57,7 +58,7 @@ impl Poller {
             looked: BTreeSet::new(),
             unpeered: BTreeSet::new(),
             diag_error: None,
-            v2_cpu: autogroup::v2_cpu(),
+            cpu_cgroups: autogroup::cpu_cgroups(),
             seen: Seen {
                 autogroup: autogroup::enabled(),
                 ..Seen::default()
@@ -74,6 +75,7 @@ impl Poller {
     /// process of the tree (its fds since).
     pub fn poll(&mut self, threads: bool, all: bool) {
         let mut again = BTreeSet::new();
+        let mut sessions = Vec::new();
         for pid in proc_pids(Path::new("/proc")) {
             if !self.looked.insert(pid) {
                 continue;
@@ -81,11 +83,7 @@ impl Poller {
             let Some((ppid, session)) = read_stat(pid) else {
                 continue;
             };
-            if self.seen.autogroup {
-                if let Some(place) = autogroup::read(pid, session, self.v2_cpu) {
-                    self.seen.groups.insert(pid, place);
-                }
-            }
+            sessions.push((pid, session));
             if ppid == self.parent || self.seen.tree.contains(&ppid) {
                 self.seen.tree.push(pid);
                 again.insert(pid);
@@ -117,6 +115,13 @@ impl Poller {
         }
         for pid in again {
             self.sample(pid);
+        }
+        // After the samples, which a new worker's first calls need soon.
+        if self.seen.autogroup {
+            for (pid, session) in sessions {
+                let place = autogroup::read(pid, session, self.cpu_cgroups);
+                self.seen.groups.insert(pid, place);
+            }
         }
         if !self.unpeered.is_empty() && self.diag_error.is_none() {
             self.ask_peers();
