@@ -85,14 +85,24 @@ fn take_cgroup(p: &Params) -> (Params, Option<String>) {
 }
 
 /// The declared cgroups plus those the workloads name that are not
-/// declared, with the defaults (the paths are normalized already).
+/// declared, with the defaults (the paths are normalized already), and
+/// the autogroups of the workloads not placed in a cgroup that are not
+/// declared either (a declared one keeps its cpu.weight: it wins), with
+/// their nice.
 fn with_workload_groups(
     declared: &[CgroupSpec],
     w: &[(Workload, Option<String>)],
-) -> Vec<CgroupSpec> {
+) -> (Vec<CgroupSpec>, Vec<(String, i32)>) {
     let mut all = declared.to_vec();
-    for path in w.iter().flat_map(|(w, _)| w.cgroups()) {
+    let mut auto = Vec::new();
+    let unplaced = w.iter().filter(|(_, cg)| cg.is_none());
+    let autogroups = unplaced.flat_map(|(w, _)| w.autogroups());
+    let named = w.iter().flat_map(|(w, _)| w.cgroups()).map(|p| (p, None));
+    for (path, nice) in named.chain(autogroups.map(|(p, n)| (p, Some(n)))) {
         if !all.iter().any(|c| c.path == path) {
+            if let Some(n) = nice {
+                auto.push((path.clone(), n));
+            }
             all.push(CgroupSpec {
                 path,
                 weight: CGROUP_WEIGHT_DFL,
@@ -100,7 +110,24 @@ fn with_workload_groups(
             });
         }
     }
-    all
+    (all, auto)
+}
+
+/// The task groups of a run: the declared ones, the workloads', and the
+/// autogroups, each at its nice's weight.
+fn task_groups(
+    declared: &[CgroupSpec],
+    w: &[(Workload, Option<String>)],
+    ncpus: usize,
+) -> Result<TaskGroups, String> {
+    let (specs, auto) = with_workload_groups(declared, w);
+    let mut groups = TaskGroups::build(&specs)?;
+    groups.check_machine(ncpus)?;
+    for (path, nice) in auto {
+        let tg = groups.lookup(&path)?;
+        groups.set_autogroup_nice(tg, nice);
+    }
+    Ok(groups)
 }
 
 /// Run a resolved scenario.
@@ -151,8 +178,7 @@ pub fn run_in(
             .map_err(|e| RunError::Input(workload_error(src, i, &p, e)))?;
         parsed.push((w, cgroup));
     }
-    let groups = TaskGroups::build(&with_workload_groups(&sc.cgroups, &parsed))
-        .and_then(|g| g.check_machine(m.nr_cpus()).map(|_| g))
+    let groups = task_groups(&sc.cgroups, &parsed, m.nr_cpus())
         .map_err(|e| RunError::Input(src.err("cgroup", e)))?;
     let mut workloads = Vec::new();
     for (i, (w, cgroup)) in parsed.into_iter().enumerate() {

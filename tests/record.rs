@@ -103,6 +103,38 @@ fn assert_fds_named(text: &str) {
     assert!(unsampled <= 2, "{}", &text[..1500]);
 }
 
+/// The file says whether autogroups were on; where they were, every task
+/// of the benchmark that read or wrote (a `# fd` line) has an
+/// `# autogroup` line, all of them one group: the benchmark never calls
+/// setsid, so its tasks are in record's session's autogroup.
+fn assert_autogroups(text: &str) {
+    let on = text.contains("# autogroup enabled=1\n");
+    assert!(
+        on || text.contains("# autogroup enabled=0\n"),
+        "{}",
+        &text[..1500]
+    );
+    if !on {
+        println!("autogroups off here: no groups to check");
+        return;
+    }
+    let field = |l: &str, k: &str| -> String {
+        let v = l.split_whitespace().find_map(|w| w.strip_prefix(k));
+        v.unwrap().to_string()
+    };
+    let group: std::collections::BTreeMap<String, String> = (text.lines())
+        .filter(|l| l.starts_with("# autogroup pid="))
+        .map(|l| (field(l, "pid="), field(l, "group=")))
+        .collect();
+    let bench: std::collections::BTreeSet<String> = (text.lines())
+        .filter(|l| l.starts_with("# fd pid="))
+        .map(|l| field(l, "pid="))
+        .collect();
+    let groups: std::collections::BTreeSet<&String> =
+        bench.iter().map(|p| group.get(p).expect(p)).collect();
+    assert_eq!(groups.len(), 1, "{groups:?}");
+}
+
 /// One recording at a time: two `perf record -a` would record each other.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -143,6 +175,7 @@ fn a_recorded_socket_messaging_run_replays_causally() {
     let (text, t) = record_and_replay("sockets", &["-g", "1", "-l", "20"]);
     assert!(text.contains("object=socket:["));
     assert_fds_named(&text);
+    assert_autogroups(&text);
     assert_replays_the_work(&t);
 }
 
@@ -155,6 +188,7 @@ fn a_recorded_pipe_messaging_run_replays_causally() {
     let (text, t) = record_and_replay("pipes", &["-p", "-g", "1", "-l", "20"]);
     assert!(text.contains("object=pipe:["));
     assert_fds_named(&text);
+    assert_autogroups(&text);
     assert_replays_the_work(&t);
 }
 

@@ -51,8 +51,10 @@ enum Cmd {
         long_about = "Record a command on this machine into a trace that `replay` replays causally.\n\n\
         Runs CMD under `perf record -a` with the scheduler tracepoints and the syscall events of reads \
         and writes (and futex, poll and sleep calls), samples the pipes and sockets behind the fds of \
-        CMD's processes from /proc/PID/fd every millisecond (socket peers from sock_diag), and writes \
-        perf script text with `# fd` lines (docs/replay.md, \"Recording a command\"). Needs perf on PATH \
+        CMD's processes from /proc/PID/fd every millisecond (socket peers from sock_diag), reads the \
+        autogroup of every process (/proc/PID/autogroup, when a poll first sees it), and writes \
+        perf script text with `# fd` and `# autogroup` lines (docs/replay.md, \"Recording a command\", \
+        \"Autogroups\"). Needs perf on PATH \
         (or --perf), root or kernel.perf_event_paranoid = -1, tracefs with the sched and syscalls \
         tracepoints; otherwise it exits 2 saying which. The file is written only when complete; a \
         command that fails is recorded, and record exits 1.",
@@ -190,6 +192,9 @@ struct ReplayArgs {
     /// Let any recorded waker of a task end its next wait, not only the one the trace shows for it (docs/replay.md)
     #[arg(long)]
     any_waker: bool,
+    /// Put every task at the root task group, not in the autogroup its `# autogroup` line names; without this each recorded autogroup is a task group at its nice's weight, unless the replay is placed in a cgroup (--set workload.0.cgroup=PATH: the placement wins) or --cgroup declares that autogroup's path (the declared weight wins) (docs/replay.md, "Autogroups")
+    #[arg(long)]
+    no_autogroup: bool,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -211,6 +216,9 @@ fn load_replay(args: &ReplayArgs) -> Result<(Source, Scenario), InputError> {
     }
     if args.any_waker {
         spec += ",any_waker=true";
+    }
+    if args.no_autogroup {
+        spec += ",autogroup=false";
     }
     if !args.run.common.workloads.is_empty() {
         return Err(InputError::new(

@@ -103,6 +103,12 @@ pub fn shares_from_weight(weight: u64) -> u64 {
     scale_load((weight * 1024 + 50) / 100)
 }
 
+/// sched_weight_to_cgroup: the cpu.weight a group of these (unscaled)
+/// shares reads, rounded to the closest and clamped to the range.
+fn weight_from_shares(shares: u64) -> u64 {
+    ((shares * 100 + 512) / 1024).clamp(CGROUP_WEIGHT_MIN, CGROUP_WEIGHT_MAX)
+}
+
 /// Parse cpu.max: "max", "max PERIOD" or "QUOTA PERIOD" (µs), as the file
 /// takes it.
 pub fn parse_cpu_max(s: &str) -> Result<Option<(u64, u64)>, String> {
@@ -198,6 +204,16 @@ impl TaskGroups {
             tg.quota = s.max.map(|(q, p)| (q * 1000, p * 1000));
         }
         Ok(g)
+    }
+
+    /// proc_sched_autogroup_set_nice (kernel/sched/autogroup.c): an
+    /// autogroup's shares are the weight of its nice,
+    /// scale_load(sched_prio_to_weight[nice + 20]), set by
+    /// sched_group_set_shares before any task runs in it.
+    pub fn set_autogroup_nice(&mut self, tg: usize, nice: i32) {
+        let w = super::prio::PRIO_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize];
+        self.tgs[tg].shares = scale_load(w);
+        self.tgs[tg].weight = weight_from_shares(w);
     }
 
     /// The id of `path`, creating it and its ancestors as needed.
@@ -304,6 +320,9 @@ mod tests {
         assert_eq!(shares_from_weight(1), scale_load(10));
         assert_eq!(shares_from_weight(10_000), scale_load(102_400));
         assert_eq!(shares_from_weight(300), scale_load(3072));
+        assert_eq!(weight_from_shares(1024), 100);
+        assert_eq!(weight_from_shares(15), 1);
+        assert_eq!(weight_from_shares(88761), 8668);
     }
 
     #[test]

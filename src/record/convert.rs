@@ -1,10 +1,12 @@
 //! `perf script` text and the fd samples → the file `replay` reads: the
 //! text with the syscall lines of other tasks taken out, and a `# fd`
 //! line for each fd the command's tasks read or wrote that names a pipe
-//! or a socket's receive queue (docs/replay.md, "Causal replay").
+//! or a socket's receive queue (docs/replay.md, "Causal replay"), and
+//! the `# autogroup` lines (docs/replay.md, "Autogroups").
 
+use super::autogroup::{self, Place};
 use super::fds::{ipc_object, Seen};
-use crate::trace::parse::{find_cpu, parse_all, parse_ts, Event};
+use crate::trace::parse::{find_cpu, parse_all, parse_ts, Event, Record};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The converted text, and what it could not name.
@@ -20,6 +22,21 @@ pub struct Converted {
     pub unnamed: BTreeMap<&'static str, usize>,
     /// Lines perf script printed twice in a row, dropped.
     pub duplicates: usize,
+    /// What the `# autogroup` lines say (with autogroups enabled).
+    pub autogroups: Autogroups,
+}
+
+/// The tasks of the trace by where they ran: in an autogroup (`# autogroup`
+/// lines), in a cpu cgroup other than the root, or not known (they are
+/// replayed at the root, as the others not in an autogroup).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Autogroups {
+    /// `kernel.sched_autogroup_enabled` was 1.
+    pub enabled: bool,
+    pub tasks: usize,
+    pub groups: usize,
+    pub in_cgroup: usize,
+    pub unknown: usize,
 }
 
 /// How a task used an fd in the trace.
@@ -66,6 +83,7 @@ pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String>
             Err(why) => *out.unnamed.entry(why).or_default() += 1,
         }
     }
+    out.text += &autogroup_lines(seen, &parsed.recs, &mut out.autogroups);
     let mut last = "";
     for line in perf.lines() {
         let other = is_syscall(line) && line_tid(line).is_some_and(|t| !tree.contains(&t));
@@ -84,10 +102,65 @@ pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String>
     Ok(out)
 }
 
+/// `# autogroup enabled=0|1`, then with autogroups enabled `# autogroup
+/// pid=TID group=PATH nice=N` for each task of the trace in an autogroup
+/// (of the command or not), by its process's place when a poll first saw
+/// it, else its forker's (autogroup::places).
+fn autogroup_lines(seen: &Seen, recs: &[Record], n: &mut Autogroups) -> String {
+    let mut text = format!("# autogroup enabled={}\n", u8::from(seen.autogroup));
+    n.enabled = seen.autogroup;
+    if !seen.autogroup {
+        return text;
+    }
+    let tgid = |t: u32| seen.threads.get(&t).copied().unwrap_or(t);
+    let forks = recs.iter().filter_map(|r| match &r.ev {
+        Event::Fork { parent, child } => Some((parent.pid, child.pid)),
+        _ => None,
+    });
+    let place = autogroup::places(&seen.groups, tgid, forks);
+    let mut groups = BTreeSet::new();
+    for tid in trace_tids(recs) {
+        match place(tid) {
+            Some(Place::Auto { path, nice }) => {
+                text += &format!("# autogroup pid={tid} group={path} nice={nice}\n");
+                groups.insert(path);
+                n.tasks += 1;
+            }
+            Some(Place::Cgroup) => n.in_cgroup += 1,
+            Some(Place::Root) => {}
+            None => n.unknown += 1,
+        }
+    }
+    n.groups = groups.len();
+    text
+}
+
+/// Every task a record names (idle and unknown contexts aside).
+fn trace_tids(recs: &[Record]) -> BTreeSet<u32> {
+    let mut tids = BTreeSet::new();
+    for r in recs {
+        tids.insert(r.ctx_pid);
+        match &r.ev {
+            Event::Switch { prev, next, .. } => tids.extend([prev.pid, next.pid]),
+            Event::Waking { task, .. }
+            | Event::WakeupNew { task, .. }
+            | Event::Migrate { task }
+            | Event::Exit { task } => {
+                tids.insert(task.pid);
+            }
+            Event::Fork { parent, child } => tids.extend([parent.pid, child.pid]),
+            Event::SysEnter { .. } | Event::SysExit { .. } => {}
+        }
+    }
+    tids.remove(&0);
+    tids.remove(&crate::trace::parse::UNKNOWN_PID);
+    tids
+}
+
 /// The command's tasks: the processes sampled and their threads, and
 /// every task the trace shows one of them forking (a child that lived
 /// less than a poll).
-fn tree_tasks(seen: &Seen, recs: &[crate::trace::parse::Record]) -> BTreeSet<u32> {
+fn tree_tasks(seen: &Seen, recs: &[Record]) -> BTreeSet<u32> {
     let mut tree: BTreeSet<u32> = seen.tree.iter().copied().collect();
     let threads: Vec<u32> = (seen.threads.iter())
         .filter(|(_, p)| tree.contains(p))
@@ -457,6 +530,49 @@ a 10 [000] 2.6: syscalls:sys_enter_write: fd: 0x00000005, buf: 0x1, count: 0x1
         let again = format!("{PERF}{sw}\n{other}\n{sw}\n");
         let c = convert("t", &again, &seen()).unwrap();
         assert_eq!((c.duplicates, c.text.matches(sw).count()), (0, 2));
+    }
+
+    /// Every task of the trace in an autogroup gets a line, the command's
+    /// and other load's: by its process's place when polled, else (pid 11,
+    /// forked by 10 and never polled) its forker's. The result parses.
+    #[test]
+    fn autogroup_lines_name_every_tasks_group() {
+        let mut s = seen();
+        s.autogroup = true;
+        let ag = |path: &str, nice| Place::Auto {
+            path: path.into(),
+            nice,
+        };
+        s.groups.insert(10, ag("/autogroup-5", 0));
+        s.groups.insert(99, ag("/autogroup-7", 3));
+        let perf = format!(
+            "{PERF}kworker 7 [000] 1.000013000: sched:sched_waking: comm=x pid=8 prio=120 target_cpu=000\n"
+        );
+        s.groups.insert(7, Place::Root);
+        s.groups.insert(8, Place::Cgroup);
+        let c = convert("t", &perf, &s).unwrap();
+        let lines: Vec<&str> = (c.text.lines())
+            .filter(|l| l.starts_with("# autogroup"))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "# autogroup enabled=1",
+                "# autogroup pid=10 group=/autogroup-5 nice=0",
+                "# autogroup pid=11 group=/autogroup-5 nice=0",
+                "# autogroup pid=99 group=/autogroup-7 nice=3",
+            ]
+        );
+        let n = &c.autogroups;
+        assert_eq!((n.tasks, n.groups, n.in_cgroup, n.unknown), (3, 2, 1, 0));
+        let p = parse_all("c", &c.text).unwrap();
+        assert_eq!(p.autogroup_enabled, Some(true));
+        assert_eq!(p.autogroups.get(&99), Some(&("/autogroup-7".into(), 3)));
+        // Disabled: the one line that says so.
+        s.autogroup = false;
+        let c = convert("t", &perf, &s).unwrap();
+        assert_eq!(c.text.matches("# autogroup").count(), 1);
+        assert!(c.text.contains("# autogroup enabled=0\n"));
     }
 
     #[test]

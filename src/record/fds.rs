@@ -7,6 +7,7 @@
 //! which a tracepoint does not show: sampling is what there is without
 //! kprobes.
 
+use super::autogroup::{self, Place};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -26,6 +27,11 @@ pub struct Seen {
     pub peers: BTreeMap<u64, u64>,
     /// The processes of the command's tree, first seen in this order.
     pub tree: Vec<u32>,
+    /// `kernel.sched_autogroup_enabled` was 1 when the recording began.
+    pub autogroup: bool,
+    /// Every process's autogroup (or other place) when a poll first saw
+    /// it, the command's and all others (with `autogroup` only).
+    pub groups: BTreeMap<u32, Place>,
 }
 
 /// Samples the fds of the descendants of one process (perf, which
@@ -40,6 +46,9 @@ pub struct Poller {
     unpeered: BTreeSet<u64>,
     /// `sock_diag` failed once: it is not asked again.
     diag_error: Option<String>,
+    /// Whether a process may be in a cpu cgroup other than the root
+    /// (`autogroup::cpu_cgroups`).
+    cpu_cgroups: Option<bool>,
 }
 
 impl Poller {
@@ -47,24 +56,34 @@ impl Poller {
         Poller {
             parent,
             looked: BTreeSet::new(),
-            seen: Seen::default(),
             unpeered: BTreeSet::new(),
             diag_error: None,
+            cpu_cgroups: autogroup::cpu_cgroups(),
+            seen: Seen {
+                autogroup: autogroup::enabled(),
+                ..Seen::default()
+            },
         }
     }
 
-    /// One poll: find the new processes of the tree and sample them and
+    /// One poll: find the new processes (their autogroups, of every
+    /// process: the first poll reads all that run), those of the tree,
+    /// and sample them and
     /// their parents (which made the fds a child inherits); sample again
     /// each process with a thread not seen before (every process with
     /// `threads`, else those that had threads); with `all`, every live
     /// process of the tree (its fds since).
     pub fn poll(&mut self, threads: bool, all: bool) {
         let mut again = BTreeSet::new();
+        let mut sessions = Vec::new();
         for pid in proc_pids(Path::new("/proc")) {
             if !self.looked.insert(pid) {
                 continue;
             }
-            let Some(ppid) = read_ppid(pid) else { continue };
+            let Some((ppid, session)) = read_stat(pid) else {
+                continue;
+            };
+            sessions.push((pid, session));
             if ppid == self.parent || self.seen.tree.contains(&ppid) {
                 self.seen.tree.push(pid);
                 again.insert(pid);
@@ -96,6 +115,13 @@ impl Poller {
         }
         for pid in again {
             self.sample(pid);
+        }
+        // After the samples, which a new worker's first calls need soon.
+        if self.seen.autogroup {
+            for (pid, session) in sessions {
+                let place = autogroup::read(pid, session, self.cpu_cgroups);
+                self.seen.groups.insert(pid, place);
+            }
         }
         if !self.unpeered.is_empty() && self.diag_error.is_none() {
             self.ask_peers();
@@ -205,16 +231,19 @@ fn proc_pids(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
-/// The parent pid in `/proc/PID/stat` (after the `(comm)`, which may
-/// hold spaces and parentheses: the last `)` ends it).
-fn read_ppid(pid: u32) -> Option<u32> {
+/// The parent pid and the session id in `/proc/PID/stat`.
+fn read_stat(pid: u32) -> Option<(u32, u32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat_ppid(&stat)
+    stat_ppid_session(&stat)
 }
 
-fn stat_ppid(stat: &str) -> Option<u32> {
+/// The fields after the `(comm)` (which may hold spaces and parentheses:
+/// the last `)` ends it) are state, ppid, pgrp, session (proc(5)).
+fn stat_ppid_session(stat: &str) -> Option<(u32, u32)> {
     let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(1)?.parse().ok()
+    let mut f = after.split_whitespace().skip(1);
+    let ppid = f.next()?.parse().ok()?;
+    Some((ppid, f.nth(1)?.parse().ok()?))
 }
 
 /// linux/sock_diag.h, linux/unix_diag.h (v6.18): the request and the
@@ -342,8 +371,9 @@ mod tests {
         ] {
             assert_eq!(ipc_object(other), None, "{other}");
         }
-        assert_eq!(stat_ppid("7 (a) b) S 3 7 7"), Some(3));
-        assert_eq!(stat_ppid("7 (a"), None);
+        assert_eq!(stat_ppid_session("7 (a) b) S 3 7 5"), Some((3, 5)));
+        assert_eq!(stat_ppid_session("7 (a) S 3 7"), None);
+        assert_eq!(stat_ppid_session("7 (a"), None);
     }
 
     /// A socketpair's two ends are each other's peer in the dump.

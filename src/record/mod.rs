@@ -2,13 +2,16 @@
 //! record -a` with the scheduler tracepoints and the syscall events of
 //! reads and writes (and of futex, poll and sleep calls, kept for the
 //! replay to come), sample the fds of the command's processes from
-//! `/proc` while it runs, and write one text file that `schedlab
-//! replay` replays causally (docs/replay.md, "Recording a command").
+//! `/proc` while it runs, read the autogroup of every process (the
+//! command's and the other load's, `autogroup.rs`), and write one text
+//! file that `schedlab replay` replays causally (docs/replay.md,
+//! "Recording a command", "Autogroups").
 //! A call's fd is named by the samples of its task's thread group
 //! (threads share the fd table, CLONE_FILES), at the call's time: a
 //! thread that started and ended between two polls, which no sample
 //! listed, is known by its thread group from `perf script -F +pid`.
 
+mod autogroup;
 mod convert;
 mod fds;
 
@@ -19,7 +22,7 @@ use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct RecordArgs {
-    /// The file to write (perf script text with `# fd` lines; replaced only when complete)
+    /// The file to write (perf script text with `# fd` and `# autogroup` lines; replaced only when complete)
     #[arg(short, long, value_name = "FILE", default_value = "record.txt")]
     output: PathBuf,
     /// The perf binary
@@ -374,6 +377,7 @@ fn header(
     for (why, n) in &conv.unnamed {
         h += &format!("# fds read or written but not named: {n}: {why}\n");
     }
+    h += &autogroup_header(&conv.autogroups);
     if let Some(e) = diag_error {
         h += &format!("# socket peers unknown: {e}\n");
     }
@@ -388,6 +392,35 @@ fn header(
     }
     if !status.success() {
         h += &format!("# the command failed: {status}\n");
+    }
+    h
+}
+
+/// The header's account of the `# autogroup` lines: none where
+/// autogroups are off.
+fn autogroup_header(a: &convert::Autogroups) -> String {
+    if !a.enabled {
+        return format!(
+            "# {} is not 1: no autogroups (every fair task at the root)\n",
+            autogroup::ENABLED
+        );
+    }
+    let mut h = format!(
+        "# {} tasks in {} autogroups named by `# autogroup` lines (/proc/PID/autogroup of every \
+         process when first polled; a process no poll saw has its forker's)\n",
+        a.tasks, a.groups
+    );
+    if a.in_cgroup > 0 {
+        h += &format!(
+            "# {} tasks in a cpu cgroup other than the root (not in an autogroup; replayed at the root)\n",
+            a.in_cgroup
+        );
+    }
+    if a.unknown > 0 {
+        h += &format!(
+            "# {} tasks whose autogroup no poll saw (replayed at the root)\n",
+            a.unknown
+        );
     }
     h
 }

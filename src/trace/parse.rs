@@ -6,7 +6,8 @@
 //! Scheduler events are kept, and the syscall events of reads and writes
 //! (`sys_enter_read`/`sys_exit_read`... in perf and trace-cmd text,
 //! `sys_read(...)`/`sys_read -> 0x64` in ftrace text) with the `# fd`
-//! lines that name each fd's pipe or socket; other events
+//! lines that name each fd's pipe or socket and the `# autogroup` lines
+//! that name each task's autogroup; other events
 //! (`tracing_mark_write`...) are skipped. A line that cannot be read is
 //! an error naming the file, the line and its text.
 
@@ -78,12 +79,17 @@ pub enum Event {
 
 /// A parsed trace: its events, and what each (pid, fd) names (`# fd
 /// pid=P fd=F object=pipe:[I]` lines: the pipe, or the socket whose
-/// receive queue the fd's reads drain or its writes fill).
+/// receive queue the fd's reads drain or its writes fill), and each
+/// task's autogroup (`# autogroup` lines, docs/replay.md "Autogroups").
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Parsed {
     pub recs: Vec<Record>,
     /// Keyed by (pid, fd, which calls the line is for).
     pub fds: BTreeMap<(u32, u32, FdUse), String>,
+    /// `# autogroup pid=P group=PATH nice=N`: task P's autogroup and its nice.
+    pub autogroups: BTreeMap<u32, (String, i32)>,
+    /// `# autogroup enabled=0|1`: kernel.sched_autogroup_enabled when recorded.
+    pub autogroup_enabled: Option<bool>,
 }
 
 /// Which calls on an fd a `# fd` line names the queue of: both, or (with
@@ -118,10 +124,9 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Record>, String> {
     parse_all(name, text).map(|p| p.recs)
 }
 
-/// Parse a whole trace, with its `# fd` lines.
+/// Parse a whole trace, with its `# fd` and `# autogroup` lines.
 pub fn parse_all(name: &str, text: &str) -> Result<Parsed, String> {
-    let mut out = Vec::new();
-    let mut fds = BTreeMap::new();
+    let mut p = Parsed::default();
     let mut layout = None;
     // Editors on Windows start UTF-8 files with a byte order mark.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -130,7 +135,11 @@ pub fn parse_all(name: &str, text: &str) -> Result<Parsed, String> {
         let err = |m: &str| format!("{name}:{}: {m}: `{}`", i + 1, truncate(line));
         if let Some(f) = line.trim_start().strip_prefix("# fd ") {
             let (key, object) = fd_line(f).map_err(|m| err(&m))?;
-            fds.insert(key, object);
+            p.fds.insert(key, object);
+            continue;
+        }
+        if let Some(f) = line.trim_start().strip_prefix("# autogroup ") {
+            autogroup_line(f, &mut p).map_err(|m| err(&m))?;
             continue;
         }
         if skip(line) {
@@ -147,7 +156,7 @@ pub fn parse_all(name: &str, text: &str) -> Result<Parsed, String> {
             _ => {}
         }
         if let Some(r) = rec {
-            out.push(r);
+            p.recs.push(r);
         }
     }
     if layout.is_none() {
@@ -156,9 +165,40 @@ pub fn parse_all(name: &str, text: &str) -> Result<Parsed, String> {
         ));
     }
     // perf script and trace files are time-ordered; merge safely anyway.
-    out.sort_by_key(|r| r.ts);
-    check_gaps(name, &out)?;
-    Ok(Parsed { recs: out, fds })
+    p.recs.sort_by_key(|r| r.ts);
+    check_gaps(name, &p.recs)?;
+    Ok(p)
+}
+
+/// `enabled=0|1`, or `pid=P group=PATH nice=N`: an autogroup's path is
+/// one level under the root (`/autogroup-ID`), its nice the range
+/// `/proc/PID/autogroup` takes (MIN_NICE..=MAX_NICE).
+fn autogroup_line(f: &str, p: &mut Parsed) -> Result<(), String> {
+    let f = kv(f);
+    if let Ok(v) = field(&f, "enabled") {
+        p.autogroup_enabled = Some(match v {
+            "0" => false,
+            "1" => true,
+            _ => return Err(format!("`# autogroup` enabled=`{v}` is not 0 or 1")),
+        });
+        return Ok(());
+    }
+    let group = field(&f, "group")?;
+    let one_level = group.len() > 1 && group.starts_with('/') && !group[1..].contains('/');
+    if !one_level || group.contains(char::is_whitespace) {
+        return Err(format!(
+            "`# autogroup` group `{group}` is not a group under the root (/autogroup-ID)"
+        ));
+    }
+    let nice: i32 = field(&f, "nice")?
+        .parse()
+        .map_err(|_| "`# autogroup` nice is not a number".to_string())?;
+    if !(-20..=19).contains(&nice) {
+        return Err(format!("`# autogroup` nice {nice} is outside -20..19"));
+    }
+    p.autogroups
+        .insert(num(&f, "pid")?, (group.to_string(), nice));
+    Ok(())
 }
 
 /// `pid=P fd=F object=NAME [use=read|write]`: what the fd of a task
@@ -773,6 +813,30 @@ mod tests {
                 parse_all("b", bad).unwrap_err().starts_with("b:1: "),
                 "{bad}"
             );
+        }
+    }
+
+    #[test]
+    fn reads_autogroup_lines() {
+        let t = "# autogroup enabled=1\n# autogroup pid=7 group=/autogroup-12 nice=-3\n\
+            a 7 [001] 1.0: sched:sched_waking: comm=a pid=7 prio=120 target_cpu=001\n";
+        let p = parse_all("t", t).unwrap();
+        assert_eq!(p.autogroup_enabled, Some(true));
+        assert_eq!(p.autogroups.get(&7), Some(&("/autogroup-12".into(), -3)));
+        let p = parse_all("t", &t.replace("enabled=1", "enabled=0")).unwrap();
+        assert_eq!(p.autogroup_enabled, Some(false));
+        let none = parse_all("t", &t[t.find("a 7").unwrap()..]).unwrap();
+        assert_eq!((none.autogroup_enabled, none.autogroups.len()), (None, 0));
+        for bad in [
+            "# autogroup enabled=yes",
+            "# autogroup pid=7 group=/autogroup-12",
+            "# autogroup pid=7 group=/a/b nice=0",
+            "# autogroup pid=7 group=/ nice=0",
+            "# autogroup pid=7 group=/a nice=-21",
+            "# autogroup pid=7 nice=0",
+        ] {
+            let e = parse_all("b", bad).unwrap_err();
+            assert!(e.starts_with("b:1: "), "{bad}: {e}");
         }
     }
 

@@ -254,6 +254,7 @@ pub const KINDS: &[Kind] = &[
             p("handover", Ty::Bool, "false"),
             p("pin", Ty::Bool, "false"),
             p("any_waker", Ty::Bool, "false"),
+            p("autogroup", Ty::Bool, "true"),
         ],
         doc: "causal replay of a perf script / ftrace / trace-cmd / systrace trace (`schedlab replay FILE`)",
         parse: |p| Ok(Workload::Replay(Rc::new(replay::Replay::parse(p)?))),

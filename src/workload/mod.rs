@@ -138,6 +138,16 @@ impl Workload {
         }
     }
 
+    /// Autogroups the workload's tasks are in (a replay's recorded ones:
+    /// path and nice), which the run creates unless a cgroup of that path
+    /// is declared or the workload is placed in a cgroup.
+    pub fn autogroups(&self) -> Vec<(String, i32)> {
+        match self {
+            Workload::Replay(w) => w.autogroups.clone(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether the workload ends by itself.
     pub fn is_finite(&self) -> bool {
         match self {

@@ -170,6 +170,8 @@ struct RTask {
     cpus: Vec<usize>,
     /// The read or write it is in (causal replay).
     sys: Option<Sys>,
+    /// Its recorded autogroup (`Replay::autogroups`).
+    group: Option<usize>,
 }
 
 impl RTask {
@@ -197,6 +199,9 @@ pub struct Options {
     pub pin: bool,
     /// Let any recorded waker of a task end its next wait (`--any-waker`).
     pub any_waker: bool,
+    /// Put every task at the root, not in its recorded autogroup
+    /// (`--no-autogroup`).
+    pub no_autogroup: bool,
 }
 
 /// A trace turned into replayable tasks.
@@ -220,6 +225,10 @@ pub struct Replay {
     /// The pipes and sockets a causal replay counts bytes through (0: not
     /// causal).
     pub queues: usize,
+    /// The recorded autogroups its tasks are in: path and nice, by path
+    /// (none without `# autogroup` lines, with `enabled=0`, or with
+    /// `no_autogroup`).
+    pub autogroups: Vec<(String, i32)>,
 }
 
 /// What the trace showed of one CPU so far.
@@ -261,6 +270,8 @@ struct Builder2 {
     /// them the replay is causal.
     fds: BTreeMap<(u32, u32, FdUse), usize>,
     queues: Vec<Queue>,
+    /// pid → its autogroup's index, from the `# autogroup` lines.
+    group_of: BTreeMap<u32, usize>,
 }
 
 impl Builder2 {
@@ -309,6 +320,7 @@ impl Builder2 {
             waiters: Vec::new(),
             cpus: Vec::new(),
             sys: None,
+            group: self.group_of.get(&pid).copied(),
         });
         self.by_pid.insert(pid, i);
         Some(i)
@@ -328,6 +340,21 @@ impl Builder2 {
             }
             self.fds.insert(key, q);
         }
+    }
+
+    /// One group per autogroup the `# autogroup` lines name, in the order
+    /// of their paths; each task's index into them.
+    fn name_autogroups(&mut self, lines: &BTreeMap<u32, (String, i32)>) -> Vec<(String, i32)> {
+        let groups: BTreeMap<&str, i32> = lines.values().map(|(p, n)| (p.as_str(), *n)).collect();
+        let index: BTreeMap<&str, usize> =
+            groups.keys().enumerate().map(|(i, p)| (*p, i)).collect();
+        for (&pid, (path, _)) in lines {
+            self.group_of.insert(pid, index[path.as_str()]);
+        }
+        groups
+            .into_iter()
+            .map(|(p, n)| (p.to_string(), n))
+            .collect()
     }
 
     fn known(&self, pid: u32) -> Option<usize> {
@@ -889,8 +916,14 @@ impl Replay {
             ipi_pending: BTreeMap::new(),
             fds: BTreeMap::new(),
             queues: Vec::new(),
+            group_of: BTreeMap::new(),
         };
         b.name_queues(&parsed.fds);
+        let autogroups = if opts.no_autogroup || parsed.autogroup_enabled == Some(false) {
+            Vec::new()
+        } else {
+            b.name_autogroups(&parsed.autogroups)
+        };
         let causal = !b.queues.is_empty();
         for r in recs {
             if !causal && matches!(r.ev, Event::SysEnter { .. } | Event::SysExit { .. }) {
@@ -945,6 +978,7 @@ impl Replay {
             warnings,
             opts,
             queues: b.queues.len(),
+            autogroups,
         })
     }
 
@@ -977,6 +1011,8 @@ impl Replay {
             ops.push(if exits { Op::Exit } else { Op::TraceEnd });
             let nice = (t.prio - 120).clamp(-20, 19);
             let allowed = self.allowed(k, t);
+            let placed = b.cgroup;
+            b.cgroup = self.task_group(k, t, placed);
             b.task(
                 k,
                 TaskSpec {
@@ -987,6 +1023,7 @@ impl Replay {
                     ops: Rc::from(ops),
                 },
             );
+            b.cgroup = placed;
         }
         // The replay's time span starts with the trace.
         k.tasks[base].prog.marks.push((Mark::Start, 0));
@@ -1005,6 +1042,17 @@ impl Replay {
             if t.parent.is_none() {
                 self.start(k, b, p, t);
             }
+        }
+    }
+
+    /// The task group a task starts in: the workload's placement where it
+    /// has one (`cgroup=PATH`, a group other than the root: it wins), else
+    /// the task's recorded autogroup, which the run created
+    /// (`autogroups`), else the root.
+    fn task_group(&self, k: &Kernel, t: &RTask, placed: usize) -> usize {
+        match t.group {
+            Some(g) if placed == 0 => k.groups.find(&self.autogroups[g].0).unwrap_or(0),
+            _ => placed,
         }
     }
 
@@ -1269,7 +1317,7 @@ fn rel(sim: f64, rec: f64) -> String {
 }
 
 impl Replay {
-    /// `replay:file=PATH,select=COMM|COMM,fidelity=BOOL,handover=BOOL,pin=BOOL,any_waker=BOOL`
+    /// `replay:file=PATH,select=COMM|COMM,fidelity=BOOL,handover=BOOL,pin=BOOL,any_waker=BOOL,autogroup=BOOL`
     pub fn parse(p: &Params) -> Result<Replay, String> {
         let file = p
             .values
@@ -1290,6 +1338,8 @@ impl Replay {
             handover: flag("handover")?,
             pin: flag("pin")?,
             any_waker: flag("any_waker")?,
+            // Default true: absent is not false.
+            no_autogroup: p.values.contains_key("autogroup") && !flag("autogroup")?,
         };
         Replay::load(file, &select, opts)
     }
@@ -1316,6 +1366,19 @@ impl Replay {
                 self.queues
             ));
         }
+        let grouped = self.in_autogroups(k, tasks);
+        if !self.autogroups.is_empty() {
+            lines.push(match grouped {
+                0 => format!(
+                    "# autogroups: {} recorded, not used: the replay is placed in a cgroup",
+                    self.autogroups.len()
+                ),
+                n => format!(
+                    "# autogroups: {n} tasks in {} recorded autogroups, each a task group at its nice's weight",
+                    self.autogroups.len()
+                ),
+            });
+        }
         let mut fields = Map::new();
         fields.insert("tasks".into(), json!(self.tasks.len()));
         fields.insert("edges".into(), json!(self.edges));
@@ -1331,6 +1394,18 @@ impl Replay {
             fields.insert("fidelity".into(), f);
         }
         BenchResult { lines, fields }
+    }
+
+    /// How many replayed tasks run in their recorded autogroup.
+    fn in_autogroups(&self, k: &Kernel, tasks: &[Pid]) -> usize {
+        let in_own = |t: &RTask, p: Pid| {
+            let tg = k.tasks[p].tg;
+            t.group
+                .is_some_and(|g| tg != 0 && k.groups.tgs[tg].path == self.autogroups[g].0)
+        };
+        (self.tasks.iter().zip(tasks))
+            .filter(|(t, &p)| in_own(t, p))
+            .count()
     }
 
     fn fidelity(&self, k: &Kernel, tasks: &[Pid]) -> (Vec<String>, Value) {
