@@ -58,12 +58,26 @@ pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String>
         .collect();
     // (tid, fd) → how it was used, and the objects it named then.
     let mut uses: BTreeMap<(u32, u32), (u8, BTreeSet<&str>)> = BTreeMap::new();
+    // The lines of calls on an fd that named no pipe or socket then (the
+    // loader reading a library through the fd a socket takes later): an
+    // `# fd` line names the fd for the whole trace, so they would replay
+    // as reads of that socket. Without their lines they are CPU time.
+    let mut unqueued: BTreeSet<usize> = BTreeSet::new();
+    let mut in_unqueued: BTreeSet<u32> = BTreeSet::new();
     for r in &parsed.recs {
         match r.ev {
             Event::SysEnter { write, fd } if tree.contains(&r.ctx_pid) => {
                 let u = uses.entry((r.ctx_pid, fd)).or_default();
                 u.0 |= if write { WRITE } else { READ };
-                u.1.extend(named_at(seen, &forks, r.ctx_pid, fd, r.ts));
+                let named = named_at(seen, &forks, r.ctx_pid, fd, r.ts);
+                u.1.extend(named);
+                if named.is_none() {
+                    unqueued.insert(r.line);
+                    in_unqueued.insert(r.ctx_pid);
+                }
+            }
+            Event::SysExit { .. } if in_unqueued.remove(&r.ctx_pid) => {
+                unqueued.insert(r.line);
             }
             _ => {}
         }
@@ -85,8 +99,9 @@ pub fn convert(name: &str, perf: &str, seen: &Seen) -> Result<Converted, String>
     }
     out.text += &autogroup_lines(seen, &parsed.recs, &mut out.autogroups);
     let mut last = "";
-    for line in perf.lines() {
-        let other = is_syscall(line) && line_tid(line).is_some_and(|t| !tree.contains(&t));
+    for (i, line) in perf.lines().enumerate() {
+        let other = is_syscall(line)
+            && (unqueued.contains(&(i + 1)) || line_tid(line).is_some_and(|t| !tree.contains(&t)));
         // perf script (6.1 here) sometimes prints a run of records twice:
         // the same CPU, nanosecond and fields, which no kernel emits (a
         // second switch from a task already switched out). Replayed, each
@@ -413,6 +428,10 @@ rustc 99 [001] 1.000012000: sched:sched_waking: comm=a pid=11 prio=120 target_cp
         let why: Vec<usize> = c.unnamed.values().copied().collect();
         assert_eq!(c.unnamed.len(), 2, "{:?}", c.unnamed);
         assert_eq!(why.iter().sum::<usize>(), 3);
+        // A call on an fd that named no queue then goes (fd 10, a file
+        // when read); a named one stays (fd 9).
+        assert!(!c.text.contains("1.000009100: syscalls:sys_enter_read"));
+        assert!(c.text.contains("1.000009000: syscalls:sys_enter_read"));
         // Other tasks' syscall lines go, their scheduler lines stay.
         assert!(!c.text.contains("rustc 99 [001] 1.000010000"));
         assert!(!c.text.contains("sys_enter_futex"));
