@@ -287,7 +287,7 @@ fn seed000() -> Vec<SeedRow> {
             let sim = Some((Wakelist, cell));
             let cause = match i {
                 0 => "the waker saves the remote activation only; each wakeup costs what the cost model says, not what the seed's machine paid",
-                _ => "altra-80 shares no cache between CPUs (arm64 defconfig: SCHED_CLUSTER not set, so no sd_llc): every remote wakeup is queued before and after, and the series changes nothing here (issue 34)",
+                _ => "altra-80 shares no cache between CPUs (arm64 defconfig: SCHED_CLUSTER not set, so no sd_llc): ttwu_queue_cond() queues every remote wakeup before and after, so the series changes nothing here (issue 34)",
             };
             let label = format!("{machine} schbench -m 2 -t 8 {name}");
             v.push(row("000", label, "us", *seed, sim, cause).with_absolute(Absolute::AsIs));
@@ -317,7 +317,7 @@ fn seed000() -> Vec<SeedRow> {
         let cause = if *prefix == "xeon" {
             "the enqueue moves to the woken CPU after the IPI; the seed's machine paid more per remote activation (busy remote rq's cache misses), not modelled"
         } else {
-            "no two CPUs share a cache (no sd_llc), so every remote wakeup is queued before and after: the series changes nothing here (issue 34)"
+            "no two CPUs share a cache (no sd_llc), so ttwu_queue_cond() queues every remote wakeup before and after: the series changes nothing here, and the runs are identical (issue 34)"
         };
         // The scenarios run -l 10000 of the seed's 100000.
         let work = Absolute::Work {

@@ -301,12 +301,12 @@ from the cost model; nothing is fitted to the seed.
   activation (cache misses on a busy remote rq). A finding, not a fitted result.
 - altra-80: the preset is the kernel the arm64 defconfig builds on Altra
   (SCHED_CLUSTER not set): no domain shares a cache, so cpus_share_cache()
-  is false for any two CPUs and every remote wakeup is queued on the
-  wakelist in both variants. The series changes nothing there, and the
-  runs are identical on both sides (docs/machines.md, \"Altra-80's LLC and
-  seed 000\"). With no sd_llc a wakee also never leaves a busy target, so
-  context1's pairs each run on one CPU. The seed's Altra gains stay
-  unexplained.";
+  is false for any two CPUs, and ttwu_queue_cond() queues every remote
+  wakeup in both variants and no local one in either. The series changes
+  nothing there: the runs are identical on both sides (docs/machines.md,
+  \"Altra-80's LLC and seed 000\"). With no sd_llc a wakee also never
+  leaves a busy target, so context1's pairs each run on one CPU. The
+  seed's Altra gains stay unexplained.";
 
 fn msg(e: InputError) -> String {
     e.to_string()
