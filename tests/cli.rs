@@ -277,6 +277,50 @@ fn wakelist_variants_route_wakeups_as_ttwu_queue_cond_says() {
 }
 
 #[test]
+fn with_no_shared_cache_wakeups_take_the_busy_target_unscanned_and_the_series_does_nothing() {
+    // altra-80 as the arm64 defconfig builds it: no domain shares a cache
+    // (sd_llc NULL), so select_idle_sibling returns a busy target without
+    // a scan, and every remote wakeup is queued in both wakelist variants.
+    // The same load with the 2-CPU LLCs of CONFIG_SCHED_CLUSTER=y scans.
+    let cls = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/machines/altra-80-sched-cluster.toml"
+    );
+    let run = |machine: &str, set: &str, name: &str| {
+        let args = [
+            "run",
+            "--machine",
+            machine,
+            "--workload",
+            "hackbench:groups=1,loops=1000",
+            "--set",
+            set,
+        ];
+        json_of(&args, name)
+    };
+    let t = |v: &serde_json::Value, k: &str| v["totals"][k].as_u64().unwrap();
+    let cluster = run(cls, "kernel.wakelist=idle", "altra-cls.json");
+    assert!(t(&cluster, "sis_cpus_scanned") > 0);
+    let before = run(
+        "altra-80",
+        "kernel.wakelist=on_cpu_nr_le1",
+        "altra-before.json",
+    );
+    let after = run("altra-80", "kernel.wakelist=idle", "altra-after.json");
+    assert!(t(&before, "ttwu_remote") > 100);
+    for k in [
+        "sis_cpus_scanned",
+        "ttwu_remote",
+        "ttwu_wakelist",
+        "ipis_sent",
+    ] {
+        assert_eq!(t(&before, k), t(&after, k), "{k}");
+    }
+    assert_eq!(t(&after, "sis_cpus_scanned"), 0);
+    assert_eq!(before["benchmark"], after["benchmark"]);
+}
+
+#[test]
 fn schbench_and_context1_report_their_contract_fields() {
     let s = json_of(
         &[

@@ -232,7 +232,10 @@ impl Kernel {
     /// recent CPU, else an idle SMT sibling of prev (when no core is known
     /// idle), else a scan of the target's LLC. The waker pays for the CPUs
     /// the scan visits. Returns the CPU, the rule that chose it and the
-    /// CPUs the scan visited.
+    /// CPUs the scan visited. A CPU that shares its cache with no other has
+    /// no sd_llc (the only domain with SD_SHARE_LLC would span one CPU and
+    /// degenerates), and the kernel returns the busy target unscanned
+    /// (`if (!sd) return target;`).
     fn select_idle_sibling(
         &mut self,
         p: Pid,
@@ -257,6 +260,9 @@ impl Kernel {
             return (recent, PlaceWhy::RecentIdle, 0);
         }
         let llc = self.machine.cpus[target].llc;
+        if self.machine.llc_cpus(llc).len() == 1 {
+            return (target, PlaceWhy::NoIdle, 0);
+        }
         let smt = self.machine.smt_width() > 1;
         let has_idle_core = smt && self.has_idle_cores[llc];
         if smt && !has_idle_core && self.machine.shares_llc(prev, target) {

@@ -952,8 +952,9 @@ pub fn altra() -> CostModel {
         guest_halt_poll_ns: 0,
         // no SMT on Neoverse N1: never charged
         cache_refill_smt_ns: 0,
-        // estimate: the kernel's LLC here is the 2-core cluster, which shares no cache, only the
-        // mesh crosspoint: ~45 ns between the pair
+        // estimate: ~45 ns between the two cores of a cluster, which share a DSU's snoop control
+        // unit but no cache. The preset shares no LLC (arm64 defconfig), so only a machine file
+        // that makes the cluster the LLC (altra-80-sched-cluster.toml) charges it
         cache_refill_llc_ns: refill_ns(45),
         // published: ~80–110 ns core-to-core elsewhere on the mesh (via the SLC)
         cache_refill_socket_ns: refill_ns(95),

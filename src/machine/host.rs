@@ -9,7 +9,11 @@
 //!   then the arm64 `cpu_coregroup_mask()` rules: the smallest of node,
 //!   package and LLC siblings; extended to the cluster when smaller than it
 //!   (Ampere Altra: private L2 only → LLC = 2-core cluster); never across a
-//!   node or package (x86 sub-NUMA clustering splits the L3 per node).
+//!   node or package (x86 sub-NUMA clustering splits the L3 per node). The
+//!   kernel extends it only with CONFIG_SCHED_CLUSTER=y (db1e59483dfd);
+//!   this reader does not check the host kernel's config, so on a kernel
+//!   built without it (the arm64 defconfig) the simulated LLC is the
+//!   cluster where the real one is a single CPU.
 //! - node: `../node/nodeN/cpulist`, distances from `nodeN/distance`.
 //! - capacity: `cpu_capacity` (arm64 big.LITTLE), else 1024.
 //!

@@ -40,7 +40,7 @@ const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "altra-80",
-        about: "Ampere Altra Q80, Neoverse N1; LLC = 2-core cluster as the kernel sees it (seed 000)",
+        about: "Ampere Altra Q80, Neoverse N1; no shared LLC as the kernel sees it (arm64 defconfig: SCHED_CLUSTER not set) (seed 000)",
         build: altra_80,
     },
     Preset {
@@ -156,25 +156,31 @@ fn xeon_8269cy() -> Result<Machine, String> {
     )
 }
 
-/// 80 cores, no SMT, linear numbering, one node (monolithic mode).
+/// 80 cores, no SMT, linear numbering, one node (monolithic mode), and no
+/// cache shared between cores as the scheduler sees it: every CPU is its
+/// own LLC (sd_llc NULL), and there is no cluster level.
 ///
-/// Altra's cores come in pairs sharing a mesh crosspoint/snoop filter; the
-/// ACPI PPTT describes those pairs as clusters and the private 1 MB L2 as
-/// the last cache level (the 32 MB SLC is not described). Since
-/// db1e59483dfd ("topology: make core_mask include at least
-/// cluster_siblings", v5.18) `cpu_coregroup_mask` extends the 1-CPU LLC to
-/// the cluster, so the MC domain — and sd_llc — is the 2-CPU pair; CLS is
-/// then degenerate. Hence LLC = cluster = 2 CPUs, 40 LLCs: most wakeups
-/// are "cross-LLC" on this machine. Without CONFIG_SCHED_CLUSTER, and
-/// before v5.16, no domain shares a cache at all (sd_llc is one CPU); no
-/// kernel traced gives Altra an LLC of the whole socket (docs/machines.md,
-/// "Altra-80's LLC and seed 000"). `smp:cpus=80` is that what-if, with
-/// x86 costs.
+/// Ampere's ACPI PPTT describes 2-core clusters and, as the last cache,
+/// each core's private L2 (the 32 MB SLC is not described), so
+/// "cpu_coregroup_mask() will return a cpumask with weight 1" (Darren Hart,
+/// db1e59483dfd "topology: make core_mask include at least
+/// cluster_siblings", v5.18-rc5). Its message lists CPU 0's domains on a
+/// 2-socket Altra: with CONFIG_SCHED_CLUSTER=y "CLS [0-1] / DIE [0-79] /
+/// NUMA [0-159]" (sd_llc = the pair); with it not set "DIE [0-79] / NUMA
+/// [0-159]": no domain has SD_SHARE_PKG_RESOURCES, so cpus_share_cache()
+/// is false for any two CPUs. Seed 000 (tested on the v5.19 merge window's
+/// scheduler) does not say which config it used. arm64's SCHED_CLUSTER has
+/// no default (arch/arm64/Kconfig, v5.16 until at least August 2025) and
+/// the arm64 defconfig does not set it (Huang Shijie, "arm64: defconfig:
+/// enable CONFIG_SCHED_CLUSTER", 2025-08-08, proposes adding it): the
+/// preset is that default, "not set". docs/machines.md, "Altra-80's LLC and
+/// seed 000", has the evidence; the CONFIG_SCHED_CLUSTER=y kernel is a
+/// machine file on this preset with 2-core clusters, LLCs and core groups.
 fn altra_80() -> Result<Machine, String> {
     let shape = Shape {
-        cores_per_cluster: 2,
-        cores_per_llc: 2,
-        cores_per_coregroup: 2,
+        cores_per_cluster: 1,
+        cores_per_llc: 1,
+        cores_per_coregroup: 1,
         enumeration: Enumeration::SiblingsAdjacent,
         ..Shape::new(1, 80, 1)
     };
@@ -370,12 +376,12 @@ mod tests {
                 m.nr_nodes,
                 m.smt_width()
             ),
-            (80, 80, 40, 1, 1)
+            (80, 80, 80, 1, 1)
         );
         assert_eq!(m.smt_siblings(5), &[5]);
-        assert_eq!(m.llc_cpus(m.cpus[5].llc), &[4, 5]);
-        assert_eq!(m.cluster_cpus(m.cpus[5].cluster), &[4, 5]);
-        assert!(m.shares_llc(4, 5) && !m.shares_llc(5, 6));
+        assert_eq!(m.llc_cpus(m.cpus[5].llc), &[5]);
+        assert_eq!(m.cluster_cpus(m.cpus[5].cluster), &[5]);
+        assert!(!m.shares_llc(4, 5) && !m.shares_llc(5, 6));
         assert!(!m.cost.has_polling_idle());
     }
 

@@ -287,7 +287,7 @@ fn seed000() -> Vec<SeedRow> {
             let sim = Some((Wakelist, cell));
             let cause = match i {
                 0 => "the waker saves the remote activation only; each wakeup costs what the cost model says, not what the seed's machine paid",
-                _ => "altra-80's LLC is the 2-core cluster: most remote wakeups cross LLCs and are queued before and after (issue 34)",
+                _ => "altra-80 shares no cache between CPUs (arm64 defconfig: SCHED_CLUSTER not set, so no sd_llc): ttwu_queue_cond() queues every remote wakeup before and after, so the series changes nothing here (issue 34)",
             };
             let label = format!("{machine} schbench -m 2 -t 8 {name}");
             v.push(row("000", label, "us", *seed, sim, cause).with_absolute(Absolute::AsIs));
@@ -302,7 +302,7 @@ fn seed000() -> Vec<SeedRow> {
             let cause = match (context1, prefix) {
                 (false, _) => "no workload for this UnixBench test in the model (it is not a wakeup test)",
                 (true, "xeon") => "104 pairs on 104 CPUs leave no CPU idle, so wake_affine stacks each pair on one CPU, as v5.19 would (~6 us per round trip, local wakeups); the seed's 32 us and +11 % need cross-CPU wakeups (docs/repro/wakelist-context1.md)",
-                _ => "80 pairs on 80 CPUs: each pair ends up on one CPU (~4 us per round trip), where the wakelist does not apply; the seed's 25 us and +11 % need cross-CPU wakeups (docs/repro/wakelist-context1.md)",
+                _ => "80 pairs on 80 CPUs: with no sd_llc a wakee stays on its waker's busy CPU, so each pair runs on one CPU (~3.6 us per round trip), where the wakelist does not apply; split pairs would not move either, as no two CPUs share a cache (docs/repro/wakelist-context1.md)",
             };
             // lps over the same copies: a rate.
             v.push(row("000", label, unit, seed, sim, cause).with_absolute(Absolute::AsIs));
@@ -317,7 +317,7 @@ fn seed000() -> Vec<SeedRow> {
         let cause = if *prefix == "xeon" {
             "the enqueue moves to the woken CPU after the IPI; the seed's machine paid more per remote activation (busy remote rq's cache misses), not modelled"
         } else {
-            "remote wakeups cross the 2-core-cluster LLCs and are queued before and after; placement of the 40 tasks dominates"
+            "no two CPUs share a cache (no sd_llc), so ttwu_queue_cond() queues every remote wakeup before and after: the series changes nothing here, and the runs are identical (issue 34)"
         };
         // The scenarios run -l 10000 of the seed's 100000.
         let work = Absolute::Work {

@@ -299,13 +299,14 @@ from the cost model; nothing is fitted to the seed.
   to the woken CPU, which does it after the IPI arrives; remote rq-lock waits
   are ~0 on both sides. The seed's machine evidently paid more per remote
   activation (cache misses on a busy remote rq). A finding, not a fitted result.
-- altra-80: context1 shows no difference: nearly every pair ends up on one
-  CPU (80 copies, 160 tasks, 80 CPUs), so ~97 % of wakeups are local, where
-  the wakelist does not apply. The preset's LLC is the 2-core cluster (as the kernel builds it on
-  Altra), so most other remote wakeups cross LLCs and are queued in both
-  variants: schbench does not move. hackbench moves by less than its
-  seed-to-seed spread, in no consistent direction (placement of its 40 tasks
-  over the clusters); run `schedlab compare` on the scenario for mean ± sd.";
+- altra-80: the preset is the kernel the arm64 defconfig builds on Altra
+  (SCHED_CLUSTER not set): no domain shares a cache, so cpus_share_cache()
+  is false for any two CPUs, and ttwu_queue_cond() queues every remote
+  wakeup in both variants and no local one in either. The series changes
+  nothing there: the runs are identical on both sides (docs/machines.md,
+  \"Altra-80's LLC and seed 000\"). With no sd_llc a wakee also never
+  leaves a busy target, so context1's pairs each run on one CPU. The
+  seed's Altra gains stay unexplained.";
 
 fn msg(e: InputError) -> String {
     e.to_string()
