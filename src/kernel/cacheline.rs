@@ -120,6 +120,12 @@ impl SharedLines {
         }
     }
 
+    /// `cpu` is the object's last user again (a folded read after a
+    /// write, kernel/fold.rs).
+    pub fn retouch(&mut self, cpu: usize) {
+        self.object.touch(cpu);
+    }
+
     /// The newest two messages came from different CPUs.
     fn mixed(&self) -> bool {
         self.before.0 != u32::MAX && self.before != self.message

@@ -73,6 +73,23 @@ impl SkbQueue {
         }
     }
 
+    /// Put a whole skb of `n` bytes back at the front.
+    fn unread(&mut self, n: u32) {
+        let h = &mut self.head;
+        if h.count > 0 && h.len == n && h.unread == n {
+            h.count += 1;
+            return;
+        }
+        if h.count > 0 {
+            self.rest.push_front(*h);
+        }
+        self.head = Run {
+            unread: n,
+            len: n,
+            count: 1,
+        };
+    }
+
     /// Read up to `n` bytes of the front skb: the bytes taken, and the
     /// skb's length if it is now consumed (and dequeued).
     fn take_front(&mut self, n: u32) -> (u32, Option<u32>) {
@@ -109,6 +126,30 @@ pub struct UnixSock {
     /// unix_state_lock of the receiving socket with its receive queue's
     /// lock, as the senders take them.
     lock: ContendedLock,
+    /// The CPU whose folded reads of this socket are not all due yet
+    /// (kernel/fold.rs).
+    pub fold: Option<u32>,
+}
+
+impl UnixSock {
+    /// A read of `n` bytes now takes the front skb, whole and of `n`
+    /// bytes, and wakes nobody (no writer waits): its outcome is certain.
+    pub fn read_certain(&self, n: u32) -> bool {
+        let h = &self.queue.head;
+        h.count > 0 && h.len == n && h.unread == n && self.wr_wait.is_empty()
+    }
+
+    /// Undo a read that took a whole skb of `n` bytes: it goes back to
+    /// the front, its truesize back to the send buffer.
+    pub fn unread(&mut self, n: u32) {
+        self.queue.unread(n);
+        self.wmem_alloc += skb_truesize(n);
+    }
+
+    /// The reader on `cpu` touches the socket's lines again (fold.rs).
+    pub fn retouch(&mut self, cpu: usize) {
+        self.lines.retouch(cpu);
+    }
 }
 
 impl Kernel {
@@ -133,15 +174,18 @@ impl Kernel {
         own: u64,
         read: Option<u32>,
     ) -> u64 {
+        let folder = self.fold_writer(i, cpu, read.is_some());
         let c = &self.machine.cost;
         if c.socket_xcpu_lines == 0 {
             return 0;
         }
         let (lines, hold) = (c.socket_xcpu_lines, c.socket_lock_hold_ns);
         let mix = (c.socket_mix_read_lines, c.socket_mix_write_lines);
+        // A write sees the messages a fold read early as still queued.
+        let early = folder.is_some_and(|f| self.fold_reads_due(f) > 0);
         let s = &mut self.socks[i];
         let reads = read.filter(|_| !s.queue.is_empty());
-        let op = Use::of(read, !s.queue.is_empty());
+        let op = Use::of(read, !s.queue.is_empty() || early);
         let moved = s.lines.access(cpu, op);
         let n = Lines {
             object: lines,
@@ -149,6 +193,9 @@ impl Kernel {
             mix: op.mix(mix.0, mix.1),
         };
         let xfer = self.lines_moved(moved, cpu, n);
+        if let Some(f) = folder {
+            self.fold_after_write(f, cpu);
+        }
         if read.is_some() {
             return xfer;
         }
@@ -158,8 +205,27 @@ impl Kernel {
         xfer + wait
     }
 
+    /// The CPU folding reads of socket `i` (fold.rs), which `cpu` now
+    /// touches: a write goes in behind the fold's reads; another reader
+    /// cuts the fold (None then).
+    fn fold_writer(&mut self, i: usize, cpu: usize, read: bool) -> Option<usize> {
+        let f = self.socks[i].fold.filter(|&c| c as usize != cpu)? as usize;
+        if read {
+            self.fold_cut(f);
+            return None;
+        }
+        Some(f)
+    }
+
     /// unix_stream_sendmsg of one message of `n` bytes.
     pub fn unix_send(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        // A fold's reads stamped later have not freed their skbs yet: a
+        // send that would find the buffer used up cuts it and waits.
+        if let Some(f) = self.fold_writer(i, cpu, false) {
+            if self.fold_sndbuf_full(f, self.socks[i].wmem_alloc, SK_SNDBUF) {
+                self.fold_cut(f);
+            }
+        }
         let s = &mut self.socks[i];
         // sock_alloc_send_pskb waits while the send buffer is used up.
         if s.wmem_alloc >= SK_SNDBUF {
@@ -179,6 +245,7 @@ impl Kernel {
 
     /// unix_stream_recvmsg of up to `n` bytes.
     pub fn unix_recv(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        self.fold_touch_obj(self.socks[i].fold, cpu);
         let s = &mut self.socks[i];
         if s.queue.is_empty() {
             self.prepare_to_wait(WaitQueueRef::SockRead(i), p, false);
