@@ -44,12 +44,12 @@
 //! them is a folded read's end (an event sees a folded read of its instant
 //! if that read's segment end has the lower slot, as the queue orders them).
 
-use super::cacheline::{Lines, Moved, SharedLines};
+use super::cacheline::{data_lines, SharedLines};
 use super::core::segment_ns;
 use super::lock::ContendedLock;
 use super::pipe::PipeMark;
 use super::task::Pid;
-use super::unix_sock::skb_truesize;
+use super::unix_sock::{skb_truesize, SKB_LINES};
 use super::Kernel;
 use crate::engine::{EventKind, Time};
 
@@ -90,8 +90,12 @@ pub struct Before {
     pub loop_left: u64,
     pub draws: u64,
     /// What the next read's charge added to the run's line-transfer and
-    /// lock-wait counters.
+    /// lock-wait counters, and its shared cost (lines and lock).
     pub line_ns: u64,
+    pub xfer: u64,
+    /// A message was queued when the next read was charged (it pulls the
+    /// message's lines).
+    pub queued: bool,
     pub lock_wait_ns: u64,
     /// A pipe's state before the effect (None for a socket, whose read is
     /// undone by putting its skb back).
@@ -114,10 +118,11 @@ pub struct Fold {
     /// its segment's end (the fold's) and work.
     pub end: Time,
     pub last_work: u64,
-    /// The read (index of its charge: 1 for the first folded read's
-    /// successor, `ops.len()` for the last) already charged for pulling
-    /// the socket's lines back after a write.
-    repulled: usize,
+    /// The read (k: read k's charge follows `ops[k - 1]`) that pulls the
+    /// socket's lines back from the CPU of the last write before it, and
+    /// whether the socket has seen that read take them.
+    pull: Option<(usize, usize)>,
+    pulled: bool,
     /// How many reads the CPU's next fold may take.
     pub span: usize,
 }
@@ -128,7 +133,8 @@ impl Default for Fold {
             p: 0,
             obj: None,
             n: 0,
-            repulled: 0,
+            pull: None,
+            pulled: false,
             start: 0,
             speed: 0,
             ops: Vec::new(),
@@ -199,7 +205,7 @@ impl Kernel {
         f.p = p;
         f.obj = Some(obj);
         f.n = n;
-        f.repulled = 0;
+        f.pull = None;
         f.start = self.now;
         f.speed = speed;
         f.ops.clear();
@@ -209,6 +215,7 @@ impl Kernel {
 
     /// The fold on `cpu` is over: the object is anyone's again.
     fn fold_clear(&mut self, cpu: usize) {
+        self.fold_settle(cpu);
         let f = &mut self.folds[cpu];
         let obj = f.obj.take().expect("a live fold");
         f.ops.clear();
@@ -287,55 +294,87 @@ impl Kernel {
         ops.iter().rev().take_while(|b| b.end > self.now).count() as u64
     }
 
-    /// A writer on `from` took socket lines from the reader folding on
-    /// `cpu` now: the first folded read whose charge comes after now is
-    /// charged for pulling them back (once, as an unfolded read after the
-    /// write would), and the reader is then their last user again.
-    pub fn fold_after_write(&mut self, cpu: usize, from: usize) {
+    /// A writer touched socket lines the reader folding on `cpu` reads
+    /// later: `from`, its CPU, if it took the socket's own lines (the
+    /// send's start), None if it queued a message (its end). The folded
+    /// reads charged after now are charged again as they would be then:
+    /// the first pulls the socket's lines back from the last writer to
+    /// take them, each that finds a message queued pulls it from its
+    /// writer (and the mixed messages' lines); their segments end earlier or later by the
+    /// difference. The reader is the socket lines' last user again once
+    /// that read's charge is past ([`Kernel::fold_settle`]).
+    pub fn fold_after_write(&mut self, cpu: usize, from: Option<usize>) {
         let f = &self.folds[cpu];
-        // Read k's charge starts where read k − 1's segment ends.
-        let first = f.ops.iter().position(|b| b.end > self.now);
-        if let Some(k) = first.map(|j| j + 1).filter(|&k| k != f.repulled) {
-            self.fold_repull(cpu, from, k);
-        }
-    }
-
-    /// Charge folded read `k` (its charge after now) the socket's lines
-    /// from `from`: its segment and those after it end later.
-    fn fold_repull(&mut self, cpu: usize, from: usize, k: usize) {
-        let Some(Obj::Sock(i)) = self.folds[cpu].obj else {
+        let (Some(Obj::Sock(i)), n) = (f.obj, f.n) else {
             unreachable!("only a socket's fold lets a write in")
         };
-        let lines = Lines {
-            object: self.machine.cost.socket_xcpu_lines,
-            ..Default::default()
+        // Read k's charge starts where read k − 1's segment ends. A machine
+        // without the socket's lines charges none.
+        let first = f.ops.iter().position(|b| b.end > self.now);
+        let Some(first) = first.filter(|_| self.machine.cost.socket_xcpu_lines > 0) else {
+            return;
         };
-        let moved = Moved {
-            object: Some(from),
-            message: None,
-            mix: None,
-        };
-        let extra = self.lines_moved(moved, cpu, lines);
-        self.socks[i].retouch(cpu);
-        let f = &mut self.folds[cpu];
-        f.repulled = k;
-        f.ops[k - 1].line_ns += extra;
-        let len = f.ops.len();
-        let work = if k < len {
-            &mut f.ops[k].work
-        } else {
-            &mut f.last_work
-        };
-        let old = *work;
-        *work += extra;
-        let shift = segment_ns(old + extra, f.speed) - segment_ns(old, f.speed);
-        for b in &mut f.ops[k.min(len)..] {
-            b.end += shift;
+        if let Some(from) = from {
+            let f = &mut self.folds[cpu];
+            f.pull = Some((first + 1, from));
+            f.pulled = false;
         }
-        f.end += shift;
+        let c = &self.machine.cost;
+        let lines = (
+            c.socket_xcpu_lines,
+            SKB_LINES + data_lines(n),
+            c.socket_mix_read_lines,
+        );
+        let (newest, mix) = self.socks[i].read_sources(cpu);
+        let m = &self.machine;
+        let cost = |from: Option<usize>, n: u64| from.map_or(0, |f| n * m.line_transfer_ns(f, cpu));
+        let each = cost(newest, lines.1) + cost(mix, lines.2);
+        let pulled = self.folds[cpu]
+            .pull
+            .map(|(k, from)| (k, cost(Some(from), lines.0)));
+        let f = &mut self.folds[cpu];
+        let (len, speed) = (f.ops.len(), f.speed);
+        let (mut shift, mut dwork, mut dline) = (0i64, 0i64, 0i64);
+        for j in first..len {
+            let b = &mut f.ops[j];
+            b.end = b.end.wrapping_add_signed(shift);
+            // A read charged after a message came finds one queued.
+            b.queued |= from.is_none();
+            let pull = pulled.filter(|p| p.0 == j + 1).map_or(0, |p| p.1);
+            let xfer = pull + if b.queued { each } else { 0 };
+            let d = xfer as i64 - b.xfer as i64;
+            b.xfer = xfer;
+            f.ops[j].line_ns = f.ops[j].line_ns.wrapping_add_signed(d);
+            let work = if j + 1 < len {
+                &mut f.ops[j + 1].work
+            } else {
+                &mut f.last_work
+            };
+            let new = work.wrapping_add_signed(d).max(1);
+            shift += segment_ns(new, speed) as i64 - segment_ns(*work, speed) as i64;
+            dwork += new as i64 - *work as i64;
+            dline += d;
+            *work = new;
+        }
+        f.end = f.end.wrapping_add_signed(shift);
         let (p, end) = (f.p, f.end);
-        self.tasks[p].prog.work_left += extra;
+        let prog = &mut self.tasks[p].prog;
+        prog.work_left = prog.work_left.wrapping_add_signed(dwork);
+        self.stats.ipc_line_ns = self.stats.ipc_line_ns.wrapping_add_signed(dline);
         self.events.push(end, EventKind::CpuDone, cpu);
+    }
+
+    /// The socket's lines as of now: the folded read on `cpu` that pulls
+    /// them back after a write has taken them if its charge is past.
+    pub fn fold_settle(&mut self, cpu: usize) {
+        let f = &mut self.folds[cpu];
+        let (Some(Obj::Sock(i)), Some((k, _))) = (f.obj, f.pull) else {
+            return;
+        };
+        if !f.pulled && f.ops[k - 1].end <= self.now {
+            f.pulled = true;
+            self.socks[i].retouch(cpu);
+        }
     }
 
     /// A send now on socket `i`, which `cpu` folds reads of, finds the send

@@ -146,6 +146,16 @@ impl UnixSock {
         self.wmem_alloc += skb_truesize(n);
     }
 
+    /// A message is queued.
+    pub fn has_data(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Where a read on `cpu` now would pull message lines from (fold.rs).
+    pub fn read_sources(&self, cpu: usize) -> (Option<usize>, Option<usize>) {
+        self.lines.read_sources(cpu)
+    }
+
     /// The reader on `cpu` touches the socket's lines again (fold.rs).
     pub fn retouch(&mut self, cpu: usize) {
         self.lines.retouch(cpu);
@@ -181,8 +191,12 @@ impl Kernel {
         }
         let (lines, hold) = (c.socket_xcpu_lines, c.socket_lock_hold_ns);
         let mix = (c.socket_mix_read_lines, c.socket_mix_write_lines);
-        // A write sees the messages a fold read early as still queued.
+        // A write sees the messages a fold read early as still queued, and
+        // the lines as the fold's reads up to now left them.
         let early = folder.is_some_and(|f| self.fold_reads_due(f) > 0);
+        if let Some(f) = folder {
+            self.fold_settle(f);
+        }
         let s = &mut self.socks[i];
         let reads = read.filter(|_| !s.queue.is_empty());
         let op = Use::of(read, !s.queue.is_empty() || early);
@@ -194,7 +208,7 @@ impl Kernel {
         };
         let xfer = self.lines_moved(moved, cpu, n);
         if let Some(f) = folder {
-            self.fold_after_write(f, cpu);
+            self.fold_after_write(f, Some(cpu));
         }
         if read.is_some() {
             return xfer;
@@ -236,6 +250,9 @@ impl Kernel {
         s.wmem_alloc += ts;
         s.queue.push(n);
         s.lines.wrote(cpu);
+        if let Some(f) = self.socks[i].fold.filter(|&c| c as usize != cpu) {
+            self.fold_after_write(f as usize, None);
+        }
         // sk_data_ready → sock_def_readable: wake readers if any sleep.
         if !self.socks[i].rd_wait.is_empty() {
             self.wake_up(WaitQueueRef::SockRead(i), 1, true, cpu, p);

@@ -540,8 +540,15 @@ impl Kernel {
             // The next read's cost, charged at `end`.
             let (line, lock) = (self.stats.ipc_line_ns, self.stats.ipc_lock_wait_ns);
             let ns = self.vary(cost, By::Task(p));
-            work = (ns + self.shared_cost(&read, cpu, end, ns)).max(1);
+            let xfer = self.shared_cost(&read, cpu, end, ns);
+            work = (ns + xfer).max(1);
+            let queued = match obj {
+                Obj::Sock(i) => self.socks[i].has_data(),
+                Obj::Pipe(i) => !self.pipes[i].is_empty(),
+            };
             let b = self.folds[cpu].ops.last_mut().expect("just pushed");
+            b.xfer = xfer;
+            b.queued = queued;
             b.line_ns = self.stats.ipc_line_ns - line;
             b.lock_wait_ns = self.stats.ipc_lock_wait_ns - lock;
             self.tasks[p].prog.work_left += work;
@@ -563,6 +570,8 @@ impl Kernel {
             loop_left: self.tasks[p].prog.loops.last().map_or(0, |l| l.1),
             draws: self.noise.task_draws(p),
             line_ns: 0,
+            xfer: 0,
+            queued: false,
             lock_wait_ns: 0,
             pipe: match obj {
                 Obj::Sock(_) => None,
