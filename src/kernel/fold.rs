@@ -361,7 +361,9 @@ impl Kernel {
         let prog = &mut self.tasks[p].prog;
         prog.work_left = prog.work_left.wrapping_add_signed(dwork);
         self.stats.ipc_line_ns = self.stats.ipc_line_ns.wrapping_add_signed(dline);
-        self.events.push(end, EventKind::CpuDone, cpu);
+        if shift != 0 {
+            self.events.push(end, EventKind::CpuDone, cpu);
+        }
     }
 
     /// The socket's lines as of now: the folded read on `cpu` that pulls
