@@ -1,12 +1,11 @@
-//! Folded reads (kernel/fold.rs): a reader's run of reads of queued
-//! messages is one event, and a fold cut at any instant leaves the
+//! Folded reads (kernel/fold.rs): a reader's run of reads of messages
+//! queued on a socket is one event, and a fold cut at any instant leaves the
 //! machine as the unfolded model would have it then. The run made in one
 //! go, which folds freely, must end exactly as the run with folding off,
 //! and as the run stopped and continued every few microseconds (each stop
 //! cuts every fold, undoing the reads stamped after it).
 
 use schedlab::kernel::features::KernelConfig;
-use schedlab::kernel::pipe::Pipe;
 use schedlab::kernel::task::Pid;
 use schedlab::kernel::unix_sock::UnixSock;
 use schedlab::kernel::Kernel;
@@ -19,37 +18,21 @@ const US: u64 = 1_000;
 
 /// A writer on CPU 0 sends 200 messages, sleeps, sends 200 more; a
 /// reader on CPU 1 sleeps while the first 200 queue, then reads all 400:
-/// it folds its reads of the backlog and the writer's second burst cuts
-/// the fold. `pipe` picks a pipe instead of a socket.
-fn writer_and_reader(pipe: bool) -> (Kernel, Vec<Pid>) {
+/// it folds its reads of the backlog, and the writer's second burst
+/// writes into the socket while it folds.
+fn writer_and_reader() -> (Kernel, Vec<Pid>) {
     let mut k = Kernel::new(
         machine::from_spec("xeon-8269cy").unwrap(),
         KernelConfig::default(),
     );
-    let (send, recv) = if pipe {
-        k.pipes.push(Pipe::default());
-        (
-            Op::PipeWrite {
-                pipe: 0,
-                bytes: 100,
-            },
-            Op::PipeRead {
-                pipe: 0,
-                bytes: 100,
-            },
-        )
-    } else {
-        k.socks.push(UnixSock::default());
-        (
-            Op::SockSend {
-                sock: 0,
-                bytes: 100,
-            },
-            Op::SockRecv {
-                sock: 0,
-                bytes: 100,
-            },
-        )
+    k.socks.push(UnixSock::default());
+    let send = Op::SockSend {
+        sock: 0,
+        bytes: 100,
+    };
+    let recv = Op::SockRecv {
+        sock: 0,
+        bytes: 100,
     };
     let burst = [Op::Loop { count: 200 }, send, Op::EndLoop];
     let mut writer = burst.to_vec();
@@ -95,8 +78,8 @@ fn outcome(k: &Kernel, pids: &[Pid]) -> Vec<u64> {
 
 /// The run made in one go; `unfolded`: with the syscalls traced, which
 /// turns folding off (each read's sys_enter and sys_exit have instants).
-fn run_whole(pipe: bool, unfolded: bool) -> (Vec<u64>, u64) {
-    let (mut k, pids) = writer_and_reader(pipe);
+fn run_whole(unfolded: bool) -> (Vec<u64>, u64) {
+    let (mut k, pids) = writer_and_reader();
     k.syscalls = unfolded;
     k.run(None).unwrap();
     k.finish();
@@ -104,8 +87,8 @@ fn run_whole(pipe: bool, unfolded: bool) -> (Vec<u64>, u64) {
 }
 
 /// The run stopped every `step` ns: each stop cuts the folds running.
-fn run_stepped(pipe: bool, step: u64) -> Vec<u64> {
-    let (mut k, pids) = writer_and_reader(pipe);
+fn run_stepped(step: u64) -> Vec<u64> {
+    let (mut k, pids) = writer_and_reader();
     let mut at = step;
     while k.alive > 0 {
         k.run(Some(at)).unwrap();
@@ -118,21 +101,15 @@ fn run_stepped(pipe: bool, step: u64) -> Vec<u64> {
 
 #[test]
 fn reads_of_a_backlog_fold_and_a_cut_fold_ends_as_the_unfolded_run() {
-    for pipe in [false, true] {
-        let (whole, events) = run_whole(pipe, false);
-        let (unfolded, unfolded_events) = run_whole(pipe, true);
-        assert_eq!(whole, unfolded, "pipe {pipe}: folding changed the run");
-        // The reader's backlog of 200 reads took far fewer events.
-        assert!(
-            events + 150 < unfolded_events,
-            "pipe {pipe}: {events} events folded, {unfolded_events} unfolded"
-        );
-        for step in [3 * US + 7, 11 * US + 3, 50 * US] {
-            assert_eq!(
-                run_stepped(pipe, step),
-                whole,
-                "pipe {pipe}: stopped every {step} ns"
-            );
-        }
+    let (whole, events) = run_whole(false);
+    let (unfolded, unfolded_events) = run_whole(true);
+    assert_eq!(whole, unfolded, "folding changed the run");
+    // The reader's backlog of 200 reads took far fewer events.
+    assert!(
+        events + 150 < unfolded_events,
+        "{events} events folded, {unfolded_events} unfolded"
+    );
+    for step in [3 * US + 7, 11 * US + 3, 50 * US] {
+        assert_eq!(run_stepped(step), whole, "stopped every {step} ns");
     }
 }

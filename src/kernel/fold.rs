@@ -1,53 +1,42 @@
 //! Folded reads: a task reading, in a loop, messages already queued on a
-//! socket or pipe runs its consecutive reads as one segment and one event
+//! unix socket runs its consecutive reads as one segment and one event
 //! (issue 33, part 3).
 //!
 //! In the unfolded model each read is a segment (its syscall and copy
 //! cost) followed by an event at the segment's end, where the read takes
 //! effect and the next read's cost is charged. A fold charges those reads
 //! one after the other at once, each at the instant the unfolded model
-//! would (its cost drawn from the task's own noise stream, its cache lines
-//! and lock as they stand then), and applies each read's effect early,
+//! would (its cost drawn from the task's own noise stream, the socket's
+//! cache lines as they stand then), and applies each read's effect early,
 //! stamped with the instant its segment ends: the rest of the machine sees
 //! it from then on.
 //!
 //! - Whatever touches the folded task (a reschedule request, an IPI, a
 //!   timer interrupt's work), its CPU (any event there, a sibling changing
-//!   its speed) or, for a pipe, the pipe (a write, its mutex, its lines)
-//!   first cuts the fold at that instant ([`Kernel::fold_cut`]): the reads
-//!   stamped later are undone (their messages go back to the front of the
-//!   queue, the send buffer, the pipe's lines and mutex, the task's loop
-//!   counter, noise stream and the cost counters return to what they
-//!   were), and the task is left in the read whose segment spans the
-//!   instant, as if it had run unfolded.
-//! - A write to a folded socket goes in behind the fold's reads, which
-//!   read only what was queued before it (the timestamped queue): it sees
-//!   the messages read later than now as still queued (its cache lines'
-//!   cost) and their skbs as still charged to the send buffer (a write
-//!   that would find it used up cuts the fold and waits). The first folded
-//!   read charged after the write pays for pulling the socket's lines back
-//!   from the writer, as an unfolded read would; its segment and the later
-//!   ones end later by that much. The one difference from the unfolded
-//!   model: with several writes between two reads, the lines come back
-//!   from the first writer's CPU instead of the last's.
-//! - Another reader of the object cuts the fold.
+//!   its speed) or the socket as a reader first cuts the fold at that
+//!   instant ([`Kernel::fold_cut`]): the reads stamped later are undone
+//!   (their skbs go back to the front of the queue and their truesize to
+//!   the send buffer; the task's loop counter, noise stream and the line
+//!   counter return to what they were), and the task is left in the read
+//!   whose segment spans the instant, as if it had run unfolded.
+//! - A write goes in behind the fold's reads, which read only what was
+//!   queued before it (the timestamped queue): it sees the messages read
+//!   later than now as still queued (its cache lines' cost) and their skbs
+//!   as still charged to the send buffer (a write that would find it used
+//!   up cuts the fold and waits). The folded reads charged after the write
+//!   are charged again as they then would be ([`Kernel::fold_after_write`]).
 //!
-//! A read folds only where its outcome is certain: a whole message of the
-//! read's size waits at the front (a socket's skb; a pipe's front
-//! buffer holds the bytes), nobody waits to write (a socket's wr_wait is
-//! empty; a pipe is not full, so no read frees a slot a writer waits for),
-//! the read is the only op of its loop, no reschedule request is pending
-//! on the CPU and no throttle can become due (no CFS bandwidth), and no
-//! tracer records the syscalls. Results then differ from the unfolded
-//! model's only in the events counted, the source CPU of those lines, and
-//! the order of two events of one instant on different CPUs where one of
-//! them is a folded read's end (an event sees a folded read of its instant
-//! if that read's segment end has the lower slot, as the queue orders them).
+//! A read folds only where its outcome is certain: a whole skb of the
+//! read's size waits at the front, no writer waits (so no read wakes
+//! one), the read is the only op of its loop, no reschedule request is
+//! pending on the CPU and no throttle can become due (no CFS bandwidth),
+//! and no tracer records the syscalls. Pipes do not fold: a pipe's writer
+//! takes pipe->mutex, which the folded reads would hold at later instants,
+//! so every write would cut the fold, and the reads undone cost more than
+//! the events saved (hackbench over pipes on power10-96: +5 % instructions).
 
-use super::cacheline::{data_lines, SharedLines};
+use super::cacheline::data_lines;
 use super::core::segment_ns;
-use super::lock::ContendedLock;
-use super::pipe::PipeMark;
 use super::task::Pid;
 use super::unix_sock::{skb_truesize, SKB_LINES};
 use super::Kernel;
@@ -66,22 +55,6 @@ pub const MAX_FOLDED: usize = 16;
 /// other CPUs touch the object often the reads undone stay few.
 const MIN_SPAN: usize = 4;
 
-/// The object a fold reads from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Obj {
-    Sock(usize),
-    Pipe(usize),
-}
-
-/// A pipe before a folded read: its front buffer, lines and mutex (a
-/// writer cuts a pipe's fold, so these are still the pipe's at the cut).
-#[derive(Clone, Copy, Debug)]
-pub struct PipeBefore {
-    pub front: PipeMark,
-    pub lines: SharedLines,
-    pub mutex: ContendedLock,
-}
-
 /// One folded read: its segment, and what its effect and the next read's
 /// charge changed, to undo them.
 #[derive(Clone, Copy, Debug)]
@@ -92,24 +65,21 @@ pub struct Before {
     /// The task's loop counter and noise draws taken before the effect.
     pub loop_left: u64,
     pub draws: u64,
-    /// What the next read's charge added to the run's line-transfer and
-    /// lock-wait counters, and its shared cost (lines and lock).
+    /// What the next read's charge added to the run's line-transfer
+    /// counter, and its shared cost (the lines; a reader takes no lock).
     pub line_ns: u64,
     pub xfer: u64,
     /// A message was queued when the next read was charged (it pulls the
     /// message's lines).
     pub queued: bool,
-    pub lock_wait_ns: u64,
-    /// A pipe's state before the effect (None for a socket, whose read is
-    /// undone by putting its skb back).
-    pub pipe: Option<PipeBefore>,
 }
 
-/// The fold running on one CPU, if any (`obj` None: none).
+/// The fold running on one CPU, if any (`sock` None: none).
 #[derive(Clone, Debug)]
 pub struct Fold {
     pub p: Pid,
-    pub obj: Option<Obj>,
+    /// The socket it reads.
+    pub sock: Option<usize>,
     /// Bytes of each read.
     pub n: u32,
     /// The segment's start and speed (work-ns per 1024 ns).
@@ -134,7 +104,7 @@ impl Default for Fold {
     fn default() -> Self {
         Fold {
             p: 0,
-            obj: None,
+            sock: None,
             n: 0,
             pull: None,
             pulled: false,
@@ -150,7 +120,7 @@ impl Default for Fold {
 
 impl Fold {
     pub fn live(&self) -> bool {
-        self.obj.is_some()
+        self.sock.is_some()
     }
 }
 
@@ -169,9 +139,9 @@ impl Kernel {
         }
     }
 
-    /// `cpu` touches `obj` at now: cut another CPU's fold on it.
+    /// `cpu` reads a socket at now: cut another CPU's fold on it.
     #[inline]
-    pub fn fold_touch_obj(&mut self, owner: Option<u32>, cpu: usize) {
+    pub fn fold_touch_sock(&mut self, owner: Option<u32>, cpu: usize) {
         if let Some(c) = owner.filter(|&c| c as usize != cpu) {
             self.fold_cut(c as usize);
         }
@@ -201,36 +171,29 @@ impl Kernel {
         }
     }
 
-    /// Start a fold on `cpu`: `p` reads `obj` (`n` bytes a read), its first read's segment
+    /// Start a fold on `cpu`: `p` reads socket `sock` (`n` bytes a read), its first read's segment
     /// started now at `speed`.
-    pub fn fold_begin(&mut self, cpu: usize, p: Pid, obj: Obj, n: u32, speed: u64) {
+    pub fn fold_begin(&mut self, cpu: usize, p: Pid, sock: usize, n: u32, speed: u64) {
         let f = &mut self.folds[cpu];
         f.p = p;
-        f.obj = Some(obj);
+        f.sock = Some(sock);
         f.n = n;
         f.pull = None;
         f.start = self.now;
         f.speed = speed;
         f.ops.clear();
         self.folds_live += 1;
-        self.set_fold_owner(obj, Some(cpu as u32));
+        self.socks[sock].fold = Some(cpu as u32);
     }
 
     /// The fold on `cpu` is over: the object is anyone's again.
     fn fold_clear(&mut self, cpu: usize) {
         self.fold_settle(cpu);
         let f = &mut self.folds[cpu];
-        let obj = f.obj.take().expect("a live fold");
+        let sock = f.sock.take().expect("a live fold");
         f.ops.clear();
         self.folds_live -= 1;
-        self.set_fold_owner(obj, None);
-    }
-
-    fn set_fold_owner(&mut self, obj: Obj, owner: Option<u32>) {
-        match obj {
-            Obj::Sock(i) => self.socks[i].fold = owner,
-            Obj::Pipe(i) => self.pipes[i].fold = owner,
-        }
+        self.socks[sock].fold = None;
     }
 
     /// Cut `cpu`'s fold at now: undo the reads whose effects are stamped
@@ -239,7 +202,7 @@ impl Kernel {
     pub fn fold_cut(&mut self, cpu: usize) {
         let now = self.now;
         let f = &self.folds[cpu];
-        let (p, obj) = (f.p, f.obj.expect("a live fold"));
+        let (p, sock) = (f.p, f.sock.expect("a live fold"));
         // An effect of this instant is seen if its segment end fires first.
         let seen_now = self.events.slot(EventKind::CpuDone, cpu) < self.fold_slot;
         let i = f
@@ -254,7 +217,7 @@ impl Kernel {
             None => (f.ops.last().map_or(f.start, |b| b.end), f.end, f.last_work),
         };
         if let Some(i) = i {
-            self.fold_undo(cpu, p, obj, i);
+            self.fold_undo(cpu, p, sock, i);
             self.folds[cpu].span = (2 * i).clamp(MIN_SPAN, MAX_FOLDED);
         }
         let speed = self.folds[cpu].speed;
@@ -266,22 +229,14 @@ impl Kernel {
 
     /// Undo folded reads `i..` of `cpu`'s fold, newest first, with the
     /// charges after them.
-    fn fold_undo(&mut self, cpu: usize, p: Pid, obj: Obj, i: usize) {
+    fn fold_undo(&mut self, cpu: usize, p: Pid, sock: usize, i: usize) {
         let ops = std::mem::take(&mut self.folds[cpu].ops);
         let n = self.folds[cpu].n;
         for b in ops[i..].iter().rev() {
-            match (obj, b.pipe) {
-                (Obj::Sock(s), _) => self.socks[s].unread(n),
-                (Obj::Pipe(s), Some(m)) => self.pipes[s].unread(&m),
-                (Obj::Pipe(_), None) => unreachable!("a pipe's fold marks its reads"),
-            }
+            self.socks[sock].unread(n);
             self.stats.ipc_line_ns -= b.line_ns;
-            self.stats.ipc_lock_wait_ns -= b.lock_wait_ns;
         }
         let b = ops[i];
-        if let (Obj::Pipe(s), Some(m)) = (obj, b.pipe) {
-            self.pipes[s].restore(m.lines, m.mutex);
-        }
         let prog = &mut self.tasks[p].prog;
         if let Some(top) = prog.loops.last_mut() {
             top.1 = b.loop_left;
@@ -308,8 +263,8 @@ impl Kernel {
     /// that read's charge is past ([`Kernel::fold_settle`]).
     pub fn fold_after_write(&mut self, cpu: usize, from: Option<usize>) {
         let f = &self.folds[cpu];
-        let (Some(Obj::Sock(i)), n) = (f.obj, f.n) else {
-            unreachable!("only a socket's fold lets a write in")
+        let (Some(i), n) = (f.sock, f.n) else {
+            unreachable!("a write touches a live fold")
         };
         // Read k's charge starts where read k − 1's segment ends. A machine
         // without the socket's lines charges none.
@@ -373,7 +328,7 @@ impl Kernel {
     /// them back after a write has taken them if its charge is past.
     pub fn fold_settle(&mut self, cpu: usize) {
         let f = &mut self.folds[cpu];
-        let (Some(Obj::Sock(i)), Some((k, _))) = (f.obj, f.pull) else {
+        let (Some(i), Some((k, _))) = (f.sock, f.pull) else {
             return;
         };
         if !f.pulled && f.ops[k - 1].end <= self.now {

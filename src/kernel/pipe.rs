@@ -3,7 +3,6 @@
 //! empty→non-empty (readers) and full→not-full (writers) transitions.
 
 use super::cacheline::{data_lines, Lines, SharedLines, Use};
-use super::fold::PipeBefore;
 use super::lock::ContendedLock;
 use super::task::Pid;
 use super::wait::{WaitQueue, WaitQueueRef};
@@ -35,17 +34,6 @@ pub struct Pipe {
     lines: SharedLines,
     /// pipe->mutex, held by pipe_read and pipe_write for their whole work.
     mutex: ContendedLock,
-    /// The CPU whose folded reads of this pipe are not all due yet
-    /// (kernel/fold.rs).
-    pub fold: Option<u32>,
-}
-
-/// A pipe's front buffer before a read.
-#[derive(Clone, Copy, Debug)]
-pub struct PipeMark {
-    front: PipeBuf,
-    /// The read emptied it (pipe_buf_release).
-    popped: bool,
 }
 
 impl Pipe {
@@ -74,42 +62,6 @@ impl Pipe {
             Some(b) if b.offset + b.len + n <= page => b.len += n,
             _ => self.bufs.push_back(PipeBuf { offset: 0, len: n }),
         }
-    }
-
-    /// A read of `n` bytes now takes them from the front buffer alone and
-    /// wakes nobody (the pipe is not full, so no writer waits for the
-    /// slot it may free; no reader waits behind it): its outcome is
-    /// certain.
-    pub fn read_certain(&self, n: u32) -> bool {
-        self.bufs.front().is_some_and(|b| b.len >= n) && !self.is_full()
-    }
-
-    /// The state a read of `n` bytes changes, to undo it.
-    pub fn mark(&self, n: u32) -> PipeBefore {
-        let front = *self.bufs.front().expect("a certain read has data");
-        PipeBefore {
-            front: PipeMark {
-                front,
-                popped: front.len <= n,
-            },
-            lines: self.lines,
-            mutex: self.mutex,
-        }
-    }
-
-    /// Undo a read made from `mark`'s state (the reads after it undone).
-    pub fn unread(&mut self, before: &PipeBefore) {
-        let mark = &before.front;
-        match self.bufs.front_mut() {
-            Some(b) if !mark.popped => *b = mark.front,
-            _ => self.bufs.push_front(mark.front),
-        }
-    }
-
-    /// Put back the pipe's lines and mutex as they were before a read.
-    pub fn restore(&mut self, lines: SharedLines, mutex: ContendedLock) {
-        self.lines = lines;
-        self.mutex = mutex;
     }
 
     /// Take up to `n` bytes; returns (bytes, whether a slot was freed).
@@ -160,7 +112,6 @@ impl Kernel {
         own: u64,
         read: Option<u32>,
     ) -> u64 {
-        self.fold_touch_obj(self.pipes[i].fold, cpu);
         let c = &self.machine.cost;
         if c.pipe_xcpu_lines == 0 {
             return 0;
@@ -186,7 +137,6 @@ impl Kernel {
 
     /// pipe_write of `n` ≤ PIPE_BUF bytes.
     pub fn pipe_write(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
-        self.fold_touch_obj(self.pipes[i].fold, cpu);
         let page = self.machine.cost.page_size;
         let pipe = &mut self.pipes[i];
         if !pipe.room_for(n, page) {
@@ -209,7 +159,6 @@ impl Kernel {
 
     /// pipe_read of up to `n` bytes.
     pub fn pipe_read(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
-        self.fold_touch_obj(self.pipes[i].fold, cpu);
         let pipe = &mut self.pipes[i];
         if pipe.is_empty() {
             self.prepare_to_wait(WaitQueueRef::PipeRead(i), p, true);
@@ -230,8 +179,7 @@ impl Kernel {
 
     /// poll() for POLLIN: returns at once if data is there, else waits
     /// (non-exclusively) for the next write.
-    pub fn pipe_poll_in(&mut self, p: Pid, cpu: usize, i: usize) -> Io {
-        self.fold_touch_obj(self.pipes[i].fold, cpu);
+    pub fn pipe_poll_in(&mut self, p: Pid, i: usize) -> Io {
         self.pipes[i].poll_usage = true;
         if !self.pipes[i].is_empty() {
             return Io::Done(0);

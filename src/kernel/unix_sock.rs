@@ -262,7 +262,7 @@ impl Kernel {
 
     /// unix_stream_recvmsg of up to `n` bytes.
     pub fn unix_recv(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
-        self.fold_touch_obj(self.socks[i].fold, cpu);
+        self.fold_touch_sock(self.socks[i].fold, cpu);
         let s = &mut self.socks[i];
         if s.queue.is_empty() {
             self.prepare_to_wait(WaitQueueRef::SockRead(i), p, false);

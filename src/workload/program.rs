@@ -6,7 +6,7 @@
 //! pipe, a full socket), the task sleeps and retries the effect when woken.
 
 use crate::kernel::core::segment_ns;
-use crate::kernel::fold::{Before, Obj};
+use crate::kernel::fold::Before;
 use crate::kernel::noise::By;
 use crate::kernel::pipe::Io;
 use crate::kernel::preempt::{ExecMode, Point};
@@ -198,8 +198,8 @@ impl Kernel {
                 let ns = self.vary(cost, By::Task(p));
                 let ns = ns + self.shared_cost(&op, cpu, self.now, ns);
                 let a = self.charge(p, ns, Point::MightSleep);
-                if let Some((obj, n)) = self.foldable(p, cpu, op) {
-                    self.fold_reads(p, cpu, op, obj, n, cost);
+                if let Some((sock, n)) = self.foldable(p, cpu, op) {
+                    self.fold_reads(p, cpu, op, sock, n, cost);
                 }
                 return Some(a);
             }
@@ -269,7 +269,7 @@ impl Kernel {
             | Op::SockSend { .. }
             | Op::SockRecv { .. } => self.traced_io(p, cpu, op),
             Op::PollIn { pipe } => {
-                let io = self.pipe_poll_in(p, cpu, pipe);
+                let io = self.pipe_poll_in(p, pipe);
                 self.io_done(p, io, 0)
             }
             Op::Fork { child } | Op::ForkTraced { child } => {
@@ -479,38 +479,28 @@ impl Kernel {
         }
     }
 
-    /// The object and size of a read `p` may fold (kernel/fold.rs) from
-    /// here: a socket or pipe read that is the only op of its loop, on a
-    /// CPU with no reschedule request pending and no throttle to check,
-    /// with no syscall tracer and no fold running.
-    fn foldable(&self, p: Pid, cpu: usize, op: Op) -> Option<(Obj, u32)> {
-        let (obj, n) = match op {
-            Op::SockRecv { sock, bytes } => (Obj::Sock(sock), bytes),
-            Op::PipeRead { pipe, bytes } => (Obj::Pipe(pipe), bytes),
-            _ => return None,
+    /// The socket and size of a read `p` may fold (kernel/fold.rs) from
+    /// here: a socket read that is the only op of its loop, on a CPU with
+    /// no reschedule request pending and no throttle to check, with no
+    /// syscall tracer and no fold running.
+    fn foldable(&self, p: Pid, cpu: usize, op: Op) -> Option<(usize, u32)> {
+        let Op::SockRecv { sock, bytes } = op else {
+            return None;
         };
         let prog = &self.tasks[p].prog;
         let alone = prog.pc > 0
             && prog.loops.last().is_some_and(|l| l.0 + 1 == prog.pc)
             && prog.ops.get(prog.pc + 1) == Some(&Op::EndLoop);
         let quiet = !self.syscalls && !self.bandwidth_on && !self.resched_pending(cpu);
-        (alone && quiet && !prog.woken && !self.folded(cpu)).then_some((obj, n))
-    }
-
-    /// Whether a read of `n` bytes of `obj` now is certain (fold.rs).
-    fn read_certain(&self, obj: Obj, n: u32) -> bool {
-        match obj {
-            Obj::Sock(i) => self.socks[i].read_certain(n),
-            Obj::Pipe(i) => self.pipes[i].read_certain(n),
-        }
+        (alone && quiet && !prog.woken && !self.folded(cpu)).then_some((sock, bytes))
     }
 
     /// Fold the reads after the one `p` was just charged for (`read` of
-    /// `n` bytes of `obj`, costing `cost` before its variation): while
+    /// `n` bytes of socket `sock`, costing `cost` before its variation): while
     /// the next read's outcome is certain and its loop goes on, apply the
     /// read's effect as at its segment's end and charge the next read
     /// there, each as the unfolded interpreter would (kernel/fold.rs).
-    fn fold_reads(&mut self, p: Pid, cpu: usize, read: Op, obj: Obj, n: u32, cost: u64) {
+    fn fold_reads(&mut self, p: Pid, cpu: usize, read: Op, sock: usize, n: u32, cost: u64) {
         let speed = self.speed(cpu);
         let mut work = self.tasks[p].prog.work_left;
         let mut end = self.now + segment_ns(work, speed);
@@ -519,38 +509,31 @@ impl Kernel {
             let left = self.tasks[p].prog.loops.last().map_or(0, |l| l.1);
             let f = &self.folds[cpu];
             let folds = if begun { f.ops.len() } else { 0 };
-            if left < 2 || folds >= f.span || !self.read_certain(obj, n) {
+            if left < 2 || folds >= f.span || !self.socks[sock].read_certain(n) {
                 break;
             }
             if !begun {
-                self.fold_begin(cpu, p, obj, n, speed);
+                self.fold_begin(cpu, p, sock, n, speed);
                 begun = true;
             }
-            let before = self.fold_mark(p, obj, n, end, work);
+            let before = self.fold_mark(p, end, work);
             self.folds[cpu].ops.push(before);
             // The read takes effect at `end`, and its loop goes round.
-            let done = match obj {
-                Obj::Sock(i) => self.unix_recv(p, cpu, i, n),
-                Obj::Pipe(i) => self.pipe_read(p, cpu, i, n),
-            };
+            let done = self.unix_recv(p, cpu, sock, n);
             debug_assert_eq!(done, Io::Done(n));
             if let Some(top) = self.tasks[p].prog.loops.last_mut() {
                 top.1 -= (top.1 != u64::MAX) as u64;
             }
             // The next read's cost, charged at `end`.
-            let (line, lock) = (self.stats.ipc_line_ns, self.stats.ipc_lock_wait_ns);
+            let line = self.stats.ipc_line_ns;
             let ns = self.vary(cost, By::Task(p));
             let xfer = self.shared_cost(&read, cpu, end, ns);
             work = (ns + xfer).max(1);
-            let queued = match obj {
-                Obj::Sock(i) => self.socks[i].has_data(),
-                Obj::Pipe(i) => !self.pipes[i].is_empty(),
-            };
+            let queued = self.socks[sock].has_data();
             let b = self.folds[cpu].ops.last_mut().expect("just pushed");
             b.xfer = xfer;
             b.queued = queued;
             b.line_ns = self.stats.ipc_line_ns - line;
-            b.lock_wait_ns = self.stats.ipc_lock_wait_ns - lock;
             self.tasks[p].prog.work_left += work;
             end += segment_ns(work, speed);
         }
@@ -561,9 +544,9 @@ impl Kernel {
         }
     }
 
-    /// The state a read of `n` bytes of `obj` by `p`, taking effect at
-    /// `end` after `work` ns of its own, undoes to.
-    fn fold_mark(&mut self, p: Pid, obj: Obj, n: u32, end: u64, work: u64) -> Before {
+    /// The state a read by `p`, taking effect at `end` after `work` ns of
+    /// its own, undoes to.
+    fn fold_mark(&mut self, p: Pid, end: u64, work: u64) -> Before {
         Before {
             end,
             work,
@@ -572,11 +555,6 @@ impl Kernel {
             line_ns: 0,
             xfer: 0,
             queued: false,
-            lock_wait_ns: 0,
-            pipe: match obj {
-                Obj::Sock(_) => None,
-                Obj::Pipe(i) => Some(self.pipes[i].mark(n)),
-            },
         }
     }
 
