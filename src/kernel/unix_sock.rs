@@ -300,6 +300,35 @@ mod tests {
     }
 
     #[test]
+    fn an_unread_skb_goes_back_to_the_front() {
+        // Reads of whole skbs undone newest first (a fold's cut) leave
+        // the queue as it was, a later send behind them included.
+        let mut q = SkbQueue::default();
+        for n in [100, 100, 50, 100] {
+            q.push(n);
+        }
+        let drain = |mut q: SkbQueue| {
+            let mut v = Vec::new();
+            while !q.is_empty() {
+                v.push(q.take_front(u32::MAX).0);
+            }
+            v
+        };
+        let before = drain(q.clone());
+        let mut read = q.clone();
+        for want in [100, 100, 50] {
+            assert_eq!(read.take_front(want), (want, Some(want)));
+        }
+        read.push(100);
+        for n in [50, 100, 100] {
+            read.unread(n);
+        }
+        let mut expected = before;
+        expected.push(100);
+        assert_eq!(drain(read), expected);
+    }
+
+    #[test]
     fn runs_read_like_a_queue_of_skbs() {
         // Against a plain queue of (unread, length) skbs: sends of a few
         // lengths (0 included), reads of any size, partial reads.
