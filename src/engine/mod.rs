@@ -117,7 +117,9 @@ impl EventQueue {
     /// The slot of (kind, idx), which is also the tie-break between
     /// events of one instant (see the order-free rule above): the end, then
     /// the CPUs' events (CPU-major, `CPU_KINDS` order), then the timers.
-    fn slot(&self, kind: EventKind, idx: usize) -> usize {
+    /// The slot of (kind, idx): of two events of one instant, the one of
+    /// the lower slot fires first.
+    pub fn slot(&self, kind: EventKind, idx: usize) -> usize {
         let cpu = 1 + PER_CPU * idx;
         match kind {
             EventKind::End => END_SLOT,

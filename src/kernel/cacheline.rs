@@ -120,6 +120,20 @@ impl SharedLines {
         }
     }
 
+    /// `cpu` is the object's last user again (a folded read after a
+    /// write, kernel/fold.rs).
+    pub fn retouch(&mut self, cpu: usize) {
+        self.object.touch(cpu);
+    }
+
+    /// Where a read on `cpu` now would pull the newest message's lines
+    /// from, and the mixed messages' (as `access` finds them, touching
+    /// nothing).
+    pub fn read_sources(&self, cpu: usize) -> (Option<usize>, Option<usize>) {
+        let newest = self.message.other_than(cpu);
+        (newest, newest.filter(|_| self.mixed()))
+    }
+
     /// The newest two messages came from different CPUs.
     fn mixed(&self) -> bool {
         self.before.0 != u32::MAX && self.before != self.message

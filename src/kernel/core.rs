@@ -47,6 +47,17 @@ pub enum Activity {
     Kernel,
 }
 
+/// Wall ns that `work` ns of work take at `speed` (work-ns per 1024 ns);
+/// at full speed (most CPUs, most of the time) no division is needed.
+#[inline]
+pub fn segment_ns(work: u64, speed: u64) -> u64 {
+    if speed == 1024 {
+        work
+    } else {
+        (work * 1024).div_ceil(speed)
+    }
+}
+
 /// Why __schedule was entered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SchedMode {
@@ -280,7 +291,7 @@ impl Kernel {
 
     /// CPU speed in work-ns per 1024 ns: capacity, slowed when an SMT
     /// sibling is busy.
-    fn speed(&self, cpu: usize) -> u64 {
+    pub(crate) fn speed(&self, cpu: usize) -> u64 {
         let c = &self.machine.cpus[cpu];
         let cap = c.capacity as u64;
         let own = !self.idle_mask.test(cpu) as u8;
@@ -293,26 +304,27 @@ impl Kernel {
         (cap * self.machine.cost.smt_speed_pct as u64 / 100).max(1)
     }
 
-    /// Run `p`'s remaining work on `cpu` at the CPU's current speed.
+    /// Run `p`'s remaining work on `cpu` at the CPU's current speed; a
+    /// fold's segment ends where its last read's would (fold.rs).
     fn start_segment(&mut self, cpu: usize, p: Pid) {
         let speed = self.speed(cpu);
         let work = self.tasks[p].prog.work_left;
-        // At full speed (most CPUs, most of the time) no division is needed.
-        let dur = if speed == 1024 {
-            work
+        let end = if self.folded(cpu) {
+            self.folds[cpu].end
         } else {
-            (work * 1024).div_ceil(speed)
+            self.now + segment_ns(work, speed)
         };
         let rq = &mut self.rqs[cpu];
         rq.act = Activity::Running {
             start: self.now,
             speed,
         };
-        self.events.push(self.now + dur, EventKind::CpuDone, cpu);
+        self.events.push(end, EventKind::CpuDone, cpu);
     }
 
     /// Stop the running segment, keeping the work not yet done.
     pub(crate) fn stop_segment(&mut self, cpu: usize) {
+        self.fold_touch_cpu(cpu);
         let rq = &mut self.rqs[cpu];
         if let Activity::Running { start, speed } = rq.act {
             let done = (self.now - start) * speed / 1024;
@@ -421,6 +433,7 @@ impl Kernel {
     /// reschedule IPI unless it is polling in idle, and an idle CPU pays its
     /// idle-state exit latency. A lazy request never sends an IPI.
     pub fn set_need_resched(&mut self, cpu: usize, from: Option<usize>, lazy: bool, cause: Cause) {
+        self.fold_touch_cpu(cpu);
         let rq = &mut self.rqs[cpu];
         let lazy = lazy && rq.curr.is_some();
         if rq.need_resched || (lazy && rq.pre.lazy) {
@@ -491,6 +504,7 @@ impl Kernel {
     /// how long after the send starts the target takes it: the send
     /// itself, then `ipi_latency_ns` in flight.
     pub fn count_ipi(&mut self, cpu: usize, from: Option<usize>) -> u64 {
+        self.fold_touch_cpu(cpu);
         self.stats.ipis_sent += 1;
         let (entry, send) = (
             self.machine.cost.irq_entry_exit_ns,
@@ -1277,6 +1291,7 @@ impl Kernel {
             return;
         }
         let cpu = self.tasks[p].timer_cpu;
+        self.fold_touch_cpu(cpu);
         let irq = self.vary(self.machine.cost.hrtimer_irq_ns, By::Cpu(cpu));
         self.rqs[cpu].irq_ns += irq;
         self.try_to_wake_up(p, 0, cpu, None);

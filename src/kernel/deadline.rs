@@ -423,6 +423,7 @@ impl Kernel {
             self.tasks[p].dl.replenish(now);
             return;
         }
+        self.fold_touch_cpu(cpu);
         let irq = self.vary(self.machine.cost.hrtimer_irq_ns, By::Cpu(cpu));
         self.rqs[cpu].irq_ns += irq;
         self.rqs[cpu].dl.throttled.retain(|&q| q != p);

@@ -353,6 +353,7 @@ impl Kernel {
             return;
         }
         self.touch_cpu(cpu);
+        self.fold_touch_cpu(cpu);
         let irq = self.vary(self.machine.cost.hrtimer_irq_ns, By::Cpu(cpu));
         self.rqs[cpu].irq_ns += irq;
         self.server_charge_curr(cpu);

@@ -262,6 +262,7 @@ impl Kernel {
 
     /// Kernel work done on `cpu` on behalf of whatever runs there.
     fn charge_curr(&mut self, cpu: usize, ns: u64) {
+        self.fold_touch_cpu(cpu);
         match self.rqs[cpu].curr {
             Some(p) => self.tasks[p].prog.overhead += ns,
             None => self.rqs[cpu].irq_ns += ns,

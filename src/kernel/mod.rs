@@ -22,6 +22,7 @@ pub mod fair;
 pub mod fair316;
 pub mod fair_class;
 pub mod features;
+pub mod fold;
 pub mod footprint;
 pub mod futex;
 pub mod idle;
@@ -220,6 +221,13 @@ pub struct Kernel {
     pub tasks: Vec<Task>,
     pub pipes: Vec<Pipe>,
     pub socks: Vec<UnixSock>,
+    /// Each CPU's folded reads (kernel/fold.rs), and how many CPUs have
+    /// one.
+    pub folds: Vec<fold::Fold>,
+    pub folds_live: u32,
+    /// The slot of the event being handled while folds run: it sees the
+    /// effects stamped at its instant by CPUs of lower slots.
+    pub fold_slot: usize,
     pub futexes: Vec<Futex>,
     pub barriers: Vec<Barrier>,
     /// User-space memory the workloads' threads share.
@@ -333,6 +341,9 @@ impl Kernel {
             tasks: Vec::new(),
             pipes: Vec::new(),
             socks: Vec::new(),
+            folds: vec![fold::Fold::default(); n],
+            folds_live: 0,
+            fold_slot: 0,
             futexes: Vec::new(),
             barriers: Vec::new(),
             shm: Default::default(),
@@ -373,6 +384,10 @@ impl Kernel {
             };
             self.now = ev.time;
             let i = ev.idx;
+            if self.folds_live > 0 {
+                self.fold_slot = self.events.slot(ev.kind, i);
+                self.fold_event(ev.kind, i);
+            }
             match ev.kind {
                 EventKind::End => break,
                 EventKind::CpuDone => self.on_cpu_done(i),

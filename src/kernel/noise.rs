@@ -187,6 +187,18 @@ impl Noise {
         }
     }
 
+    /// Draws taken so far from task `p`'s stream (a folded read's undo
+    /// point, kernel/fold.rs).
+    pub fn task_draws(&mut self, p: usize) -> u64 {
+        self.stream(By::Task(p)).taken
+    }
+
+    /// Take task `p`'s stream back to `taken` draws: the draws after it
+    /// will be made again, with the same values.
+    pub fn rewind_task(&mut self, p: usize, taken: u64) {
+        self.stream(By::Task(p)).taken = taken;
+    }
+
     /// Give tasks up to `p` their streams (once per task: kept out of
     /// `stream`, which runs at every cost drawn).
     #[cold]

@@ -73,6 +73,23 @@ impl SkbQueue {
         }
     }
 
+    /// Put a whole skb of `n` bytes back at the front.
+    fn unread(&mut self, n: u32) {
+        let h = &mut self.head;
+        if h.count > 0 && h.len == n && h.unread == n {
+            h.count += 1;
+            return;
+        }
+        if h.count > 0 {
+            self.rest.push_front(*h);
+        }
+        self.head = Run {
+            unread: n,
+            len: n,
+            count: 1,
+        };
+    }
+
     /// Read up to `n` bytes of the front skb: the bytes taken, and the
     /// skb's length if it is now consumed (and dequeued).
     fn take_front(&mut self, n: u32) -> (u32, Option<u32>) {
@@ -109,6 +126,40 @@ pub struct UnixSock {
     /// unix_state_lock of the receiving socket with its receive queue's
     /// lock, as the senders take them.
     lock: ContendedLock,
+    /// The CPU whose folded reads of this socket are not all due yet
+    /// (kernel/fold.rs).
+    pub fold: Option<u32>,
+}
+
+impl UnixSock {
+    /// A read of `n` bytes now takes the front skb, whole and of `n`
+    /// bytes, and wakes nobody (no writer waits): its outcome is certain.
+    pub fn read_certain(&self, n: u32) -> bool {
+        let h = &self.queue.head;
+        h.count > 0 && h.len == n && h.unread == n && self.wr_wait.is_empty()
+    }
+
+    /// Undo a read that took a whole skb of `n` bytes: it goes back to
+    /// the front, its truesize back to the send buffer.
+    pub fn unread(&mut self, n: u32) {
+        self.queue.unread(n);
+        self.wmem_alloc += skb_truesize(n);
+    }
+
+    /// A message is queued.
+    pub fn has_data(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Where a read on `cpu` now would pull message lines from (fold.rs).
+    pub fn read_sources(&self, cpu: usize) -> (Option<usize>, Option<usize>) {
+        self.lines.read_sources(cpu)
+    }
+
+    /// The reader on `cpu` touches the socket's lines again (fold.rs).
+    pub fn retouch(&mut self, cpu: usize) {
+        self.lines.retouch(cpu);
+    }
 }
 
 impl Kernel {
@@ -133,15 +184,22 @@ impl Kernel {
         own: u64,
         read: Option<u32>,
     ) -> u64 {
+        let folder = self.fold_writer(i, cpu, read.is_some());
         let c = &self.machine.cost;
         if c.socket_xcpu_lines == 0 {
             return 0;
         }
         let (lines, hold) = (c.socket_xcpu_lines, c.socket_lock_hold_ns);
         let mix = (c.socket_mix_read_lines, c.socket_mix_write_lines);
+        // A write sees the messages a fold read early as still queued, and
+        // the lines as the fold's reads up to now left them.
+        let early = folder.is_some_and(|f| self.fold_reads_due(f) > 0);
+        if let Some(f) = folder {
+            self.fold_settle(f);
+        }
         let s = &mut self.socks[i];
         let reads = read.filter(|_| !s.queue.is_empty());
-        let op = Use::of(read, !s.queue.is_empty());
+        let op = Use::of(read, !s.queue.is_empty() || early);
         let moved = s.lines.access(cpu, op);
         let n = Lines {
             object: lines,
@@ -149,6 +207,9 @@ impl Kernel {
             mix: op.mix(mix.0, mix.1),
         };
         let xfer = self.lines_moved(moved, cpu, n);
+        if let Some(f) = folder {
+            self.fold_after_write(f, Some(cpu));
+        }
         if read.is_some() {
             return xfer;
         }
@@ -158,8 +219,27 @@ impl Kernel {
         xfer + wait
     }
 
+    /// The CPU folding reads of socket `i` (fold.rs), which `cpu` now
+    /// touches: a write goes in behind the fold's reads; another reader
+    /// cuts the fold (None then).
+    fn fold_writer(&mut self, i: usize, cpu: usize, read: bool) -> Option<usize> {
+        let f = self.socks[i].fold.filter(|&c| c as usize != cpu)? as usize;
+        if read {
+            self.fold_cut(f);
+            return None;
+        }
+        Some(f)
+    }
+
     /// unix_stream_sendmsg of one message of `n` bytes.
     pub fn unix_send(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        // A fold's reads stamped later have not freed their skbs yet: a
+        // send that would find the buffer used up cuts it and waits.
+        if let Some(f) = self.fold_writer(i, cpu, false) {
+            if self.fold_sndbuf_full(f, self.socks[i].wmem_alloc, SK_SNDBUF) {
+                self.fold_cut(f);
+            }
+        }
         let s = &mut self.socks[i];
         // sock_alloc_send_pskb waits while the send buffer is used up.
         if s.wmem_alloc >= SK_SNDBUF {
@@ -170,6 +250,9 @@ impl Kernel {
         s.wmem_alloc += ts;
         s.queue.push(n);
         s.lines.wrote(cpu);
+        if let Some(f) = self.socks[i].fold.filter(|&c| c as usize != cpu) {
+            self.fold_after_write(f as usize, None);
+        }
         // sk_data_ready → sock_def_readable: wake readers if any sleep.
         if !self.socks[i].rd_wait.is_empty() {
             self.wake_up(WaitQueueRef::SockRead(i), 1, true, cpu, p);
@@ -179,6 +262,7 @@ impl Kernel {
 
     /// unix_stream_recvmsg of up to `n` bytes.
     pub fn unix_recv(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        self.fold_touch_sock(self.socks[i].fold, cpu);
         let s = &mut self.socks[i];
         if s.queue.is_empty() {
             self.prepare_to_wait(WaitQueueRef::SockRead(i), p, false);
@@ -213,6 +297,35 @@ mod tests {
         // Sends are allowed while wmem < sndbuf, so the last one overshoots.
         let n = SK_SNDBUF.div_ceil(skb_truesize(100));
         assert_eq!(n, 278);
+    }
+
+    #[test]
+    fn an_unread_skb_goes_back_to_the_front() {
+        // Reads of whole skbs undone newest first (a fold's cut) leave
+        // the queue as it was, a later send behind them included.
+        let mut q = SkbQueue::default();
+        for n in [100, 100, 50, 100] {
+            q.push(n);
+        }
+        let drain = |mut q: SkbQueue| {
+            let mut v = Vec::new();
+            while !q.is_empty() {
+                v.push(q.take_front(u32::MAX).0);
+            }
+            v
+        };
+        let before = drain(q.clone());
+        let mut read = q.clone();
+        for want in [100, 100, 50] {
+            assert_eq!(read.take_front(want), (want, Some(want)));
+        }
+        read.push(100);
+        for n in [50, 100, 100] {
+            read.unread(n);
+        }
+        let mut expected = before;
+        expected.push(100);
+        assert_eq!(drain(read), expected);
     }
 
     #[test]

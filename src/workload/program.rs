@@ -5,6 +5,8 @@
 //! as a run segment, then takes effect; if the effect must wait (an empty
 //! pipe, a full socket), the task sleeps and retries the effect when woken.
 
+use crate::kernel::core::segment_ns;
+use crate::kernel::fold::Before;
 use crate::kernel::noise::By;
 use crate::kernel::pipe::Io;
 use crate::kernel::preempt::{ExecMode, Point};
@@ -191,11 +193,15 @@ impl Kernel {
     /// with the next op".
     fn exec(&mut self, p: Pid, cpu: usize, op: Op) -> Option<Action> {
         if self.tasks[p].prog.phase == 0 {
-            if let Some(ns) = self.op_cost(p, &op) {
+            if let Some(cost) = self.op_cost(p, &op) {
                 self.tasks[p].prog.phase = 1;
-                let ns = self.vary(ns, By::Task(p));
+                let ns = self.vary(cost, By::Task(p));
                 let ns = ns + self.shared_cost(&op, cpu, self.now, ns);
-                return Some(self.charge(p, ns, Point::MightSleep));
+                let a = self.charge(p, ns, Point::MightSleep);
+                if let Some((sock, n)) = self.foldable(p, cpu, op) {
+                    self.fold_reads(p, cpu, op, sock, n, cost);
+                }
+                return Some(a);
             }
         }
         if std::mem::take(&mut self.tasks[p].prog.wait_cycle_due) {
@@ -470,6 +476,85 @@ impl Kernel {
                 None
             }
             _ => self.exec_completion_op(p, cpu, op),
+        }
+    }
+
+    /// The socket and size of a read `p` may fold (kernel/fold.rs) from
+    /// here: a socket read that is the only op of its loop, on a CPU with
+    /// no reschedule request pending and no throttle to check, with no
+    /// syscall tracer and no fold running.
+    fn foldable(&self, p: Pid, cpu: usize, op: Op) -> Option<(usize, u32)> {
+        let Op::SockRecv { sock, bytes } = op else {
+            return None;
+        };
+        let prog = &self.tasks[p].prog;
+        let alone = prog.pc > 0
+            && prog.loops.last().is_some_and(|l| l.0 + 1 == prog.pc)
+            && prog.ops.get(prog.pc + 1) == Some(&Op::EndLoop);
+        let quiet = !self.syscalls && !self.bandwidth_on && !self.resched_pending(cpu);
+        (alone && quiet && !prog.woken && !self.folded(cpu)).then_some((sock, bytes))
+    }
+
+    /// Fold the reads after the one `p` was just charged for (`read` of
+    /// `n` bytes of socket `sock`, costing `cost` before its variation): while
+    /// the next read's outcome is certain and its loop goes on, apply the
+    /// read's effect as at its segment's end and charge the next read
+    /// there, each as the unfolded interpreter would (kernel/fold.rs).
+    fn fold_reads(&mut self, p: Pid, cpu: usize, read: Op, sock: usize, n: u32, cost: u64) {
+        let speed = self.speed(cpu);
+        let mut work = self.tasks[p].prog.work_left;
+        let mut end = self.now + segment_ns(work, speed);
+        let mut begun = false;
+        loop {
+            let left = self.tasks[p].prog.loops.last().map_or(0, |l| l.1);
+            let f = &self.folds[cpu];
+            let folds = if begun { f.ops.len() } else { 0 };
+            if left < 2 || folds >= f.span || !self.socks[sock].read_certain(n) {
+                break;
+            }
+            if !begun {
+                self.fold_begin(cpu, p, sock, n, speed);
+                begun = true;
+            }
+            let before = self.fold_mark(p, end, work);
+            self.folds[cpu].ops.push(before);
+            // The read takes effect at `end`, and its loop goes round.
+            let done = self.unix_recv(p, cpu, sock, n);
+            debug_assert_eq!(done, Io::Done(n));
+            if let Some(top) = self.tasks[p].prog.loops.last_mut() {
+                top.1 -= (top.1 != u64::MAX) as u64;
+            }
+            // The next read's cost, charged at `end`.
+            let line = self.stats.ipc_line_ns;
+            let ns = self.vary(cost, By::Task(p));
+            let xfer = self.shared_cost(&read, cpu, end, ns);
+            work = (ns + xfer).max(1);
+            let queued = self.socks[sock].has_data();
+            let b = self.folds[cpu].ops.last_mut().expect("just pushed");
+            b.xfer = xfer;
+            b.queued = queued;
+            b.line_ns = self.stats.ipc_line_ns - line;
+            self.tasks[p].prog.work_left += work;
+            end += segment_ns(work, speed);
+        }
+        if begun {
+            let f = &mut self.folds[cpu];
+            f.end = end;
+            f.last_work = work;
+        }
+    }
+
+    /// The state a read by `p`, taking effect at `end` after `work` ns of
+    /// its own, undoes to.
+    fn fold_mark(&mut self, p: Pid, end: u64, work: u64) -> Before {
+        Before {
+            end,
+            work,
+            loop_left: self.tasks[p].prog.loops.last().map_or(0, |l| l.1),
+            draws: self.noise.task_draws(p),
+            line_ns: 0,
+            xfer: 0,
+            queued: false,
         }
     }
 

@@ -1,0 +1,115 @@
+//! Folded reads (kernel/fold.rs): a reader's run of reads of messages
+//! queued on a socket is one event, and a fold cut at any instant leaves the
+//! machine as the unfolded model would have it then. The run made in one
+//! go, which folds freely, must end exactly as the run with folding off,
+//! and as the run stopped and continued every few microseconds (each stop
+//! cuts every fold, undoing the reads stamped after it).
+
+use schedlab::kernel::features::KernelConfig;
+use schedlab::kernel::task::Pid;
+use schedlab::kernel::unix_sock::UnixSock;
+use schedlab::kernel::Kernel;
+use schedlab::machine;
+use schedlab::workload::program::{Dist, Op};
+use schedlab::workload::{Builder, TaskSpec};
+use std::rc::Rc;
+
+const US: u64 = 1_000;
+
+/// A writer on CPU 0 sends 200 messages, sleeps, sends 200 more; a
+/// reader on CPU 1 sleeps while the first 200 queue, then reads all 400:
+/// it folds its reads of the backlog, and the writer's second burst
+/// writes into the socket while it folds.
+fn writer_and_reader() -> (Kernel, Vec<Pid>) {
+    let mut k = Kernel::new(
+        machine::from_spec("xeon-8269cy").unwrap(),
+        KernelConfig::default(),
+    );
+    k.socks.push(UnixSock::default());
+    let send = Op::SockSend {
+        sock: 0,
+        bytes: 100,
+    };
+    let recv = Op::SockRecv {
+        sock: 0,
+        bytes: 100,
+    };
+    let burst = [Op::Loop { count: 200 }, send, Op::EndLoop];
+    let mut writer = burst.to_vec();
+    writer.push(Op::Sleep(Dist::Fixed(300 * US)));
+    writer.extend(burst);
+    writer.push(Op::Exit);
+    let reader = vec![
+        Op::Sleep(Dist::Fixed(200 * US)),
+        Op::Loop { count: 400 },
+        recv,
+        Op::EndLoop,
+        Op::Exit,
+    ];
+    let mut b = Builder::new(0, 1);
+    let mut pids = Vec::new();
+    for (cpu, ops) in [(0, writer), (1, reader)] {
+        let p = b.task(
+            &mut k,
+            TaskSpec {
+                comm: "t",
+                group_of: None,
+                nice: 0,
+                allowed: Some(vec![cpu]),
+                ops: Rc::from(ops),
+            },
+        );
+        b.launch(&mut k, p);
+        pids.push(p);
+    }
+    (k, pids)
+}
+
+/// What the run did: its end, each task's CPU time and switches, and the
+/// cost counters the reads feed.
+fn outcome(k: &Kernel, pids: &[Pid]) -> Vec<u64> {
+    let mut v = vec![k.now, k.stats.ipc_line_ns, k.stats.ipc_lock_wait_ns];
+    for &p in pids {
+        let t = &k.tasks[p];
+        v.extend([t.se.sum_exec_runtime, t.stats.nvcsw, t.stats.nivcsw]);
+    }
+    v
+}
+
+/// The run made in one go; `unfolded`: with the syscalls traced, which
+/// turns folding off (each read's sys_enter and sys_exit have instants).
+fn run_whole(unfolded: bool) -> (Vec<u64>, u64) {
+    let (mut k, pids) = writer_and_reader();
+    k.syscalls = unfolded;
+    k.run(None).unwrap();
+    k.finish();
+    (outcome(&k, &pids), k.events.popped)
+}
+
+/// The run stopped every `step` ns: each stop cuts the folds running.
+fn run_stepped(step: u64) -> Vec<u64> {
+    let (mut k, pids) = writer_and_reader();
+    let mut at = step;
+    while k.alive > 0 {
+        k.run(Some(at)).unwrap();
+        assert_eq!(k.folds_live, 0, "a stop cuts every fold");
+        at += step;
+    }
+    k.finish();
+    outcome(&k, &pids)
+}
+
+#[test]
+fn reads_of_a_backlog_fold_and_a_cut_fold_ends_as_the_unfolded_run() {
+    let (whole, events) = run_whole(false);
+    let (unfolded, unfolded_events) = run_whole(true);
+    assert_eq!(whole, unfolded, "folding changed the run");
+    // The reader's backlog of 200 reads took far fewer events.
+    assert!(
+        events + 150 < unfolded_events,
+        "{events} events folded, {unfolded_events} unfolded"
+    );
+    for step in [3 * US + 7, 11 * US + 3, 50 * US] {
+        assert_eq!(run_stepped(step), whole, "stopped every {step} ns");
+    }
+}
