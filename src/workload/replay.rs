@@ -266,6 +266,12 @@ struct Builder2 {
     /// Wakeups onto another CPU not yet known to have sent an IPI, by
     /// target CPU: (waker, index of its Wake atom, wakee pid).
     ipi_pending: BTreeMap<usize, Vec<(usize, usize, u32)>>,
+    /// Wakee → (waker, index of its wake atom, the waker's CPU) of a
+    /// sched_waking whose sched_wakeup has not come yet: sched_waking's
+    /// target_cpu is the CPU the wakee last ran on (try_to_wake_up traces
+    /// it before select_task_rq), so where the wakeup went is settled by
+    /// sched_wakeup's.
+    waking: BTreeMap<usize, (usize, usize, usize)>,
     /// (pid, fd, which calls) → queue, from the trace's `# fd` lines: with
     /// them the replay is causal.
     fds: BTreeMap<(u32, u32, FdUse), usize>,
@@ -436,13 +442,25 @@ impl Builder2 {
                     self.switch_in(i, r.cpu, ts);
                 }
             }
-            Event::Waking { task, wakeup, .. } => {
+            Event::Waking {
+                task,
+                wakeup,
+                target,
+            } => {
                 if let Some(i) = self.task(task.pid, &task.comm, task.prio, r.line) {
+                    if !*wakeup {
+                        // A sched_waking with no sched_wakeup after it
+                        // (the task was still queued) settles nothing.
+                        self.waking.remove(&i);
+                    }
                     if *wakeup == use_wakeup {
                         self.wake(i, ts, r);
                     }
                     if *wakeup {
                         self.tasks[i].enqueued = Some(ts);
+                        if let Some(c) = *target {
+                            self.woken_onto(i, c);
+                        }
                     }
                 }
             }
@@ -822,10 +840,40 @@ impl Builder2 {
             }
             _ => Reach::Local,
         };
+        if let Event::Waking { wakeup: false, .. } = r.ev {
+            let at = self.tasks[w].atoms.len();
+            self.waking.insert(wakee, (w, at, r.cpu));
+        }
         self.tasks[w].atoms.push(match edge {
             Some(e) => Atom::Wake(e, reach),
             None => Atom::Woke(reach),
         });
+    }
+
+    /// sched_wakeup of `wakee` onto `target`: where the wakeup its
+    /// sched_waking began went. Onto the waker's own CPU it was local (a
+    /// wakee pulled by wake_affine), else onto `target`'s rq, whose next
+    /// switch says whether it sent an IPI.
+    fn woken_onto(&mut self, wakee: usize, target: usize) {
+        let Some((w, at, cpu)) = self.waking.remove(&wakee) else {
+            return;
+        };
+        let pid = self.tasks[wakee].pid;
+        for pending in self.ipi_pending.values_mut() {
+            pending.retain(|&p| p != (w, at, pid));
+        }
+        let reach = if target == cpu {
+            Reach::Local
+        } else {
+            self.ipi_pending
+                .entry(target)
+                .or_default()
+                .push((w, at, pid));
+            Reach::Remote { ipi: true }
+        };
+        if let Some(Atom::Wake(_, r) | Atom::Woke(r)) = self.tasks[w].atoms.get_mut(at) {
+            *r = reach;
+        }
     }
 
     /// The next switch on a remote wakeup's target CPU tells whether the
@@ -914,6 +962,7 @@ impl Replay {
             handovers: 0,
             cpus: BTreeMap::new(),
             ipi_pending: BTreeMap::new(),
+            waking: BTreeMap::new(),
             fds: BTreeMap::new(),
             queues: Vec::new(),
             group_of: BTreeMap::new(),
@@ -1613,5 +1662,29 @@ mod tests {
             counts(2),
             [(2 * q11, 100), (2 * q11 + 1, 100), (2 * q10, 100)]
         );
+    }
+
+    /// sched_waking's target_cpu is where the wakee last ran; the
+    /// sched_wakeup after it says where it went: a wakee pulled onto the
+    /// waker's CPU was a local wakeup, not a remote one with an IPI.
+    #[test]
+    fn a_wakee_pulled_to_the_wakers_cpu_is_a_local_wakeup() {
+        let t = "\
+            a-1 [000] d..2 1.000000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=R ==> next_comm=b next_pid=2 next_prio=120\n\
+            b-2 [000] d..2 1.000010: sched_switch: prev_comm=b prev_pid=2 prev_prio=120 prev_state=S ==> next_comm=a next_pid=1 next_prio=120\n\
+            a-1 [000] d..2 1.000020: sched_waking: comm=b pid=2 prio=120 target_cpu=001\n\
+            a-1 [000] d..3 1.000020: sched_wakeup: comm=b pid=2 prio=120 target_cpu=000\n\
+            a-1 [000] d..2 1.000030: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n\
+            <idle>-0 [001] d..2 1.000040: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=c next_pid=3 next_prio=120\n";
+        let parsed = parse::parse_all("t", t).unwrap();
+        let r = Replay::from_records("t", &parsed, &[], Options::default()).unwrap();
+        let a = r.tasks.iter().find(|t| t.pid == 1).unwrap();
+        let reach: Vec<Reach> = (a.atoms.iter())
+            .filter_map(|x| match *x {
+                Atom::Wake(_, reach) => Some(reach),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reach, [Reach::Local]);
     }
 }
