@@ -1038,10 +1038,6 @@ impl Replay {
     /// Create the tasks: a futex word per edge (or, with `any_waker`, a
     /// counting word per awaiting task), programs from the atoms.
     pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
-        if std::env::var("XALIGN").is_ok() {
-            let t = k.tick_ns;
-            k.noise.phase = (t - self.t0 % t) % t;
-        }
         let words = self.words(k);
         let queue0 = k.futexes.len();
         for _ in 0..2 * self.queues {
