@@ -829,19 +829,15 @@ impl Builder2 {
     /// `Woke` (made by a write).
     fn waker_atom(&mut self, w: usize, wakee: usize, r: &Record, edge: Option<usize>) {
         self.flush_run(w, r.ts);
+        let at = self.tasks[w].atoms.len();
+        let pending = (w, at, self.tasks[wakee].pid);
         let reach = match r.ev {
             Event::Waking {
                 target: Some(c), ..
-            } if c != r.cpu => {
-                let at = self.tasks[w].atoms.len();
-                let pid = self.tasks[wakee].pid;
-                self.ipi_pending.entry(c).or_default().push((w, at, pid));
-                Reach::Remote { ipi: true }
-            }
+            } => self.reach_onto(c, r.cpu, pending),
             _ => Reach::Local,
         };
         if let Event::Waking { wakeup: false, .. } = r.ev {
-            let at = self.tasks[w].atoms.len();
             self.waking.insert(wakee, (w, at, r.cpu));
         }
         self.tasks[w].atoms.push(match edge {
@@ -858,22 +854,25 @@ impl Builder2 {
         let Some((w, at, cpu)) = self.waking.remove(&wakee) else {
             return;
         };
-        let pid = self.tasks[wakee].pid;
-        for pending in self.ipi_pending.values_mut() {
-            pending.retain(|&p| p != (w, at, pid));
+        let pending = (w, at, self.tasks[wakee].pid);
+        for list in self.ipi_pending.values_mut() {
+            list.retain(|&p| p != pending);
         }
-        let reach = if target == cpu {
-            Reach::Local
-        } else {
-            self.ipi_pending
-                .entry(target)
-                .or_default()
-                .push((w, at, pid));
-            Reach::Remote { ipi: true }
-        };
+        let reach = self.reach_onto(target, cpu, pending);
         if let Some(Atom::Wake(_, r) | Atom::Woke(r)) = self.tasks[w].atoms.get_mut(at) {
             *r = reach;
         }
+    }
+
+    /// A wakeup from `from` onto `target`: local on the same CPU, else
+    /// remote, with an IPI until `target`'s next switch says otherwise
+    /// (`pending`: waker, index of its wake atom, wakee pid).
+    fn reach_onto(&mut self, target: usize, from: usize, pending: (usize, usize, u32)) -> Reach {
+        if target == from {
+            return Reach::Local;
+        }
+        self.ipi_pending.entry(target).or_default().push(pending);
+        Reach::Remote { ipi: true }
     }
 
     /// The next switch on a remote wakeup's target CPU tells whether the
