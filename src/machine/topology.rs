@@ -536,11 +536,16 @@ impl Machine {
         if self.cluster_cpus.len() != self.core_cpus.len() {
             s += &format!("; clusters of {} CPUs", sizes(&self.cluster_cpus));
         }
-        s += &format!(
-            "; {} of {} CPUs",
-            plural(self.nr_llcs, "LLC"),
-            sizes(&self.llc_cpus)
-        );
+        if self.llc_cpus.iter().all(|l| l.len() == 1) && self.nr_cpus() > 1 {
+            // No sd_llc: no two CPUs share a cache the scheduler knows of.
+            s += "; no shared LLC";
+        } else {
+            s += &format!(
+                "; {} of {} CPUs",
+                plural(self.nr_llcs, "LLC"),
+                sizes(&self.llc_cpus)
+            );
+        }
         if self.coregroup_cpus.len() != self.llc_cpus.len() {
             s += &format!("; MC groups of {} CPUs", sizes(&self.coregroup_cpus));
         }
@@ -668,6 +673,14 @@ mod tests {
         assert_eq!(
             m.summary(),
             "256 CPUs: 2 sockets × 64 cores × SMT2; 16 LLCs of 16 CPUs; 2 NUMA nodes"
+        );
+        let mut s = Shape::new(1, 4, 1);
+        s.cores_per_llc = 1;
+        s.cores_per_coregroup = 1;
+        let m = machine(&s);
+        assert_eq!(
+            m.summary(),
+            "4 CPUs: 1 socket × 4 cores; no shared LLC; 1 NUMA node"
         );
     }
 }
