@@ -1675,6 +1675,31 @@ mod tests {
         assert_eq!(q("pipe:[1]").wake_level(64_000), 60_000);
     }
 
+    /// A recorded burst gives back the select_idle_cpu scan time the model
+    /// charged its task as a waker since its last burst, and no more: the
+    /// task runs the rest of its recorded time.
+    #[test]
+    fn a_burst_gives_back_the_scan_its_wakeups_cost() {
+        let m = crate::machine::from_spec("smp:cpus=1").unwrap();
+        let mut k = Kernel::new(m, Default::default());
+        let mut b = Builder::new(0, 1);
+        let ops = [Op::RunBurst(10_000), Op::RunBurst(10_000), Op::Exit];
+        let p = b.task(
+            &mut k,
+            TaskSpec {
+                comm: "w",
+                group_of: None,
+                nice: 0,
+                allowed: None,
+                ops: Rc::from(ops),
+            },
+        );
+        k.tasks[p].prog.scan_ns = 4_000;
+        b.launch(&mut k, p);
+        k.run(None).unwrap();
+        assert_eq!(k.tasks[p].prog.user_ns, 6_000 + 10_000);
+    }
+
     /// A recorded switch-in's burst gives back what the model charges for
     /// that switch: a thread of the process the CPU last ran costs the
     /// register switch alone, another process a switch_mm too, and a task
