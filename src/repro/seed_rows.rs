@@ -340,14 +340,6 @@ pub fn funclatency_001(label: &str) -> Option<(f64, f64)> {
         .map(|&(_, b, a)| (b, a))
 }
 
-/// Seed 001's hackbench time of `mode` ("Process(Pipe)", …) at `groups`.
-pub fn hackbench_001(mode: &str, groups: u32) -> Option<(f64, f64)> {
-    HACKBENCH_001
-        .iter()
-        .find(|&&(m, g, ..)| m == mode && g == groups)
-        .map(|&(.., b, a)| (b, a))
-}
-
 /// funclatency's average of should_we_balance, ns.
 const FUNCLATENCY_001: [(&str, f64, f64); 8] = [
     ("idle system", 809.3, 695.0),
@@ -438,8 +430,8 @@ pub const SCHBENCH_001: [(u32, Percentiles); 6] = [
 ];
 
 /// hackbench, 50000 loops, Time (s): (mode as the seed prints it, groups,
-/// before, after). `repro swb` runs the 10-group rows.
-const HACKBENCH_001: [(&str, u32, f64, f64); 16] = [
+/// before, after). `repro swb` runs every row (table 2).
+pub const HACKBENCH_001: [(&str, u32, f64, f64); 16] = [
     ("Process", 10, 11.74, 11.70),
     ("Process", 20, 22.73, 22.69),
     ("Process", 30, 33.39, 33.40),
@@ -512,19 +504,14 @@ fn seed001() -> Vec<SeedRow> {
         }
     }
     for (mode, groups, b, a) in HACKBENCH_001 {
-        let sim = (groups == 10).then(|| (Swb, format!("2 {mode} 10 groups")));
-        let cause = if groups == 10 {
-            SWB_SAME_ANSWER
-        } else {
-            "repro swb runs the 10-group rows only"
-        };
+        let sim = Some((Swb, format!("2 {mode} {groups} groups")));
         let label = format!("hackbench {mode} {groups} groups Time");
         // scenarios/seed-001-swb/hackbench.toml runs 200 of the seed's 50000 loops.
         let work = Absolute::Work {
             seed: 50_000.0,
-            sim: |_| 200,
+            sim: |_| super::swb::HACKBENCH_LOOPS,
         };
-        v.push(row("001", label, "s", (b, a), sim, cause).with_absolute(work));
+        v.push(row("001", label, "s", (b, a), sim, SWB_SAME_ANSWER).with_absolute(work));
     }
     for (n, l, b, a) in STRESS_001 {
         let key = format!("--cpu={n} -util={l}");
