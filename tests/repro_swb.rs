@@ -42,7 +42,11 @@ fn hackbench_cells_stand_for_every_seed_row() {
     assert_eq!(keys, wanted_keys("hackbench"));
     for c in &cells {
         assert_eq!((c.before.len(), c.after.len()), (2, 2), "{}", c.key);
-        assert!(c.before.iter().chain(&c.after).all(|&v| v > 0.0), "{}", c.key);
+        assert!(
+            c.before.iter().chain(&c.after).all(|&v| v > 0.0),
+            "{}",
+            c.key
+        );
     }
     // Each row runs its own group count: 60 groups take longer than 10.
     let time = |key: &str| cells.iter().find(|c| c.key == key).unwrap().before[0];
@@ -58,7 +62,9 @@ fn swb_total_and_count(out: &str) -> (f64, f64) {
     let line = out.lines().find(|l| l.starts_with("avg = ")).expect(out);
     let num = |tag: &str| {
         let rest = &line[line.find(tag).unwrap() + tag.len()..];
-        let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         rest[..end].parse::<f64>().unwrap()
     };
     (num("total: "), num("count: "))
@@ -80,7 +86,11 @@ fn funclatency_cells_are_the_scan_plus_the_probe_cost() {
         assert!(count > 0.0, "{out}");
         // funclatency times the probe's own work with the function's.
         let want = total / count + FUNCLATENCY_PROBE_NS;
-        assert!((side[0] - want).abs() < 1e-9, "{skip}: {} vs {want}", side[0]);
+        assert!(
+            (side[0] - want).abs() < 1e-9,
+            "{skip}: {} vs {want}",
+            side[0]
+        );
     }
 }
 

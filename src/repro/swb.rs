@@ -188,7 +188,11 @@ fn run_rows(
         let skip = i / n % 2 == 1;
         let row = &rows[i / (2 * n)];
         let o = run_one(row.scenario, &row.sets, skip, seeds[i % n])?;
-        let swb = (o.kernel.lb.swb.calls, swb_cpus_per_call(&o), swb_scan_ns(&o));
+        let swb = (
+            o.kernel.lb.swb.calls,
+            swb_cpus_per_call(&o),
+            swb_scan_ns(&o),
+        );
         Ok((metric(&o), swb))
     })?;
     Ok(flat.chunks(2 * n).map(<[_]>::to_vec).collect())
