@@ -361,7 +361,7 @@ fn funclatency_cause(label: &str) -> &'static str {
         "idle system" => "an idle machine balances from its own idle core, where SWB_SMT_SKIP skips nothing",
         "stress-ng 12 threads -l 100" => "the simulated scan saves 10 ns per call (1.8 -> 1.4 CPUs read, 25 ns each, an estimate), the seed 120 ns; beside the probe's 395 ns per call (this x86 VM's, an estimate for POWER10) that is -2 %",
         "stress-ng 96 threads -l 100" => "every CPU busy: in 2 of 5 seeds the scan reads the same CPUs before and after, in the others it saves 2-19 ns per call; 6 ns on average, within the runs' spread; the seed saved 121 ns",
-        "stress-ng 96 threads -l 15" | "stress-ng 96 threads -l 25" => "the seed measured no change; the simulated scan still skips busy cores' siblings (28 ns saved per call at -l 15, 42 at -l 25, as 43 at -l 35, where the seed saved 43): why the seed's saved nothing at 15-25 % load the model does not explain",
+        "stress-ng 96 threads -l 15" | "stress-ng 96 threads -l 25" => "the seed measured no change; the simulated scan still skips busy cores' siblings (28 ns saved per call at -l 15, 42 at -l 25; 43 at -l 35, as in the seed): the model does not explain why the seed's scan saved nothing at 15-25 % load",
         _ => "the simulated ns are the scan (CPUs read x 25 ns, an estimate) plus the probe's 395 ns per call (this x86 VM's, an estimate for POWER10), so the relative saving follows both estimates",
     }
 }
