@@ -5,6 +5,12 @@
 //! each table row overrides a few keys, and the two variants differ only in
 //! `kernel.features.SWB_SMT_SKIP`.
 //!
+//! Table 1 is the seed's funclatency table: bcc funclatency times each
+//! call of should_we_balance together with its own probes, so the
+//! simulated ns are the scan plus [`FUNCLATENCY_PROBE_NS`]. Table 2 is
+//! the seed's hackbench table, every row (10 to 60 groups), at
+//! [`HACKBENCH_LOOPS`] of its 50000 loops.
+//!
 //! Table 4 is the seed's schbench(old) table ("N Threads", 10 iterations,
 //! the seven percentiles). "Old" in September 2023 is schbench before its
 //! April 2023 rewrite (91ea787 "get rid of the usec_spin based think time"
