@@ -5,6 +5,12 @@
 //! each table row overrides a few keys, and the two variants differ only in
 //! `kernel.features.SWB_SMT_SKIP`.
 //!
+//! Table 1 is the seed's funclatency table: bcc funclatency times each
+//! call of should_we_balance together with its own probes, so the
+//! simulated ns are the scan plus [`FUNCLATENCY_PROBE_NS`]. Table 2 is
+//! the seed's hackbench table, every row (10 to 60 groups), at
+//! [`HACKBENCH_LOOPS`] of its 50000 loops.
+//!
 //! Table 4 is the seed's schbench(old) table ("N Threads", 10 iterations,
 //! the seven percentiles). "Old" in September 2023 is schbench before its
 //! April 2023 rewrite (91ea787 "get rid of the usec_spin based think time"
@@ -27,7 +33,7 @@
 //! divides the runtime and the warmup by N.
 
 use super::run_embedded;
-use super::seed_rows::{self, PCTS, SCHBENCH_001, STRESS_001};
+use super::seed_rows::{self, HACKBENCH_001, PCTS, SCHBENCH_001, STRESS_001};
 use super::summary::Cell;
 use super::table::SeedTable;
 use crate::compare::mean_sd;
@@ -71,6 +77,10 @@ const HACKBENCH: (&str, &str) = (
     "scenarios/seed-001-swb/hackbench.toml",
     include_str!("../../scenarios/seed-001-swb/hackbench.toml"),
 );
+/// hackbench's loops per run (the scenario file's; the seed ran 50000).
+/// 200 loops keep a 60-group run near 1.2 s of CPU on the 2-vCPU VM
+/// (10 groups: 0.2 s), so all 16 rows cost about 10 s per seed and side.
+pub const HACKBENCH_LOOPS: u64 = 200;
 const TIME: (&str, &str) = (
     "scenarios/seed-001-swb/stress-ng-time.toml",
     include_str!("../../scenarios/seed-001-swb/stress-ng-time.toml"),
@@ -139,7 +149,7 @@ fn print_header(title: &str, swb: bool) {
     println!(
         "{header}{}",
         if swb {
-            "  | calls, CPUs read per call"
+            "  | calls, CPUs read per call, scan ns"
         } else {
             ""
         }
@@ -168,9 +178,36 @@ fn emit(
     })
 }
 
+/// One run's measure, and its should_we_balance calls, CPUs read per
+/// call and scan ns per call (table 1's extra column).
+type Measured = (f64, (u64, f64, f64));
+
+/// Run both variants of every row with each seed, all on all cores: per
+/// row, the before runs then the after runs.
+fn run_rows(
+    rows: &[Row],
+    metric: fn(&RunOutput) -> f64,
+    seeds: &[Option<u64>],
+) -> Result<Vec<Vec<Measured>>, String> {
+    let n = seeds.len();
+    let flat = crate::util::parallel::par_map(rows.len() * 2 * n, |i| {
+        let skip = i / n % 2 == 1;
+        let row = &rows[i / (2 * n)];
+        let o = run_one(row.scenario, &row.sets, skip, seeds[i % n])?;
+        let swb = (
+            o.kernel.lb.swb.calls,
+            swb_cpus_per_call(&o),
+            swb_scan_ns(&o),
+        );
+        Ok((metric(&o), swb))
+    })?;
+    Ok(flat.chunks(2 * n).map(<[_]>::to_vec).collect())
+}
+
 /// Run both variants of every row with each seed and print the table: the
-/// seed's numbers, the simulated means, and (for table 1) CPUs read per
-/// call; with more than one seed, each row's sd before/after.
+/// seed's numbers, the simulated means, and (for table 1) the first seed's
+/// calls after, CPUs read per call and the scan's ns before -> after; with
+/// more than one seed, each row's sd before/after.
 fn table(
     title: &str,
     rows: &[Row],
@@ -179,25 +216,21 @@ fn table(
     seeds: &[Option<u64>],
 ) -> Result<Value, String> {
     print_header(title, swb);
+    let n = seeds.len();
     let mut out = Vec::new();
-    for row in rows {
-        let (mut bs, mut as_) = (Vec::new(), Vec::new());
-        let mut extra = String::new();
-        for &seed in seeds {
-            let b = run_one(row.scenario, &row.sets, false, seed)?;
-            let a = run_one(row.scenario, &row.sets, true, seed)?;
-            bs.push(metric(&b));
-            as_.push(metric(&a));
-            if swb && extra.is_empty() {
-                extra = format!(
-                    "  | {}, {:.1} -> {:.1}",
-                    a.kernel.lb.swb.calls,
-                    swb_cpus_per_call(&b),
-                    swb_cpus_per_call(&a)
-                );
-            }
-        }
-        out.push(emit(&row.label, row.scenario.0, row.seed, (bs, as_), extra));
+    for (row, runs) in rows.iter().zip(run_rows(rows, metric, seeds)?) {
+        let extra = if swb {
+            let (b, a) = (runs[0].1, runs[n].1);
+            format!(
+                "  | {}, {:.1} -> {:.1}, {:.1} -> {:.1}",
+                a.0, b.1, a.1, b.2, a.2
+            )
+        } else {
+            String::new()
+        };
+        let side = |r: &[Measured]| r.iter().map(|m| m.0).collect();
+        let sides = (side(&runs[..n]), side(&runs[n..]));
+        out.push(emit(&row.label, row.scenario.0, row.seed, sides, extra));
     }
     Ok(json!({"title": title, "rows": out}))
 }
@@ -285,9 +318,31 @@ pub fn schbench_cells(runs: u64, scale: u64) -> Result<Vec<Cell>, String> {
     Ok(cells)
 }
 
-fn swb_avg_ns(o: &RunOutput) -> f64 {
+/// should_we_balance's own time per call in the model: the scan alone.
+fn swb_scan_ns(o: &RunOutput) -> f64 {
     let s = &o.kernel.lb.swb;
     s.ns_total as f64 / s.calls.max(1) as f64
+}
+
+/// What bcc funclatency adds to each call it times, in ns: the part of
+/// its BPF entry and return programs (and the probes that run them)
+/// between the entry's timestamp and the return's. Measured 2026-11-28 on
+/// this project's 2-vCPU x86-64 VM (Linux 6.18.44), docs/host-measurements.md
+/// "funclatency's cost per call": funclatency's own BPF logic on getppid's
+/// syscall tracepoints, the median call's in-window time on the quieter
+/// vCPU (the 390-400 ns bucket; 670 ns on the other). That kernel has no
+/// CONFIG_KPROBES and refuses fentry/fexit programs, so the kprobe and
+/// kretprobe trampolines are not in it; Documentation/trace/kprobes.rst,
+/// "Probe Overhead", publishes their round trips: kprobe + kretprobe
+/// 0.82 µs on x86_64 and 1.45 µs on ppc64 POWER5 (2005, trap-based), an
+/// optimized kretprobe 0.30 µs on x86-64. POWER10's is not measured: this
+/// is an estimate for it, taken from x86 because no POWER machine is here.
+pub const FUNCLATENCY_PROBE_NS: f64 = 395.0;
+
+/// should_we_balance's ns per call as funclatency reports it: the scan
+/// plus the probe's own cost ([`FUNCLATENCY_PROBE_NS`]).
+pub fn funclatency_ns(o: &RunOutput) -> f64 {
+    swb_scan_ns(o) + FUNCLATENCY_PROBE_NS
 }
 
 fn swb_cpus_per_call(o: &RunOutput) -> f64 {
@@ -342,24 +397,34 @@ fn swb_rows() -> Vec<Row> {
     rows
 }
 
-fn hackbench_rows() -> Vec<Row> {
-    let cases = [
-        ("Process(Pipe)", "pipe", "process"),
-        ("thread(Pipe)", "pipe", "thread"),
-        ("Process", "socket", "process"),
-        ("thread", "socket", "thread"),
-    ];
-    cases
+/// The hackbench options of a mode as the seed prints it: (ipc, mode).
+fn hackbench_mode(seed_mode: &str) -> (&'static str, &'static str) {
+    match seed_mode {
+        "Process(Pipe)" => ("pipe", "process"),
+        "thread(Pipe)" => ("pipe", "thread"),
+        "Process" => ("socket", "process"),
+        "thread" => ("socket", "thread"),
+        _ => unreachable!("seed_rows lists hackbench mode {seed_mode}"),
+    }
+}
+
+/// Every hackbench row the seed publishes (10-60 groups), `loops` loops.
+fn hackbench_rows(loops: u64) -> Vec<Row> {
+    HACKBENCH_001
         .iter()
-        .map(|&(seed_mode, ipc, mode)| Row {
-            label: format!("{seed_mode} 10 groups"),
-            scenario: HACKBENCH,
-            sets: vec![
-                ("workload.0.ipc", ipc.into()),
-                ("workload.0.mode", mode.into()),
-            ],
-            seed: seed_rows::hackbench_001(seed_mode, 10)
-                .unwrap_or_else(|| unreachable!("seed_rows lists hackbench {seed_mode} 10")),
+        .map(|&(seed_mode, groups, b, a)| {
+            let (ipc, mode) = hackbench_mode(seed_mode);
+            Row {
+                label: format!("{seed_mode} {groups} groups"),
+                scenario: HACKBENCH,
+                sets: vec![
+                    ("workload.0.groups", groups.to_string()),
+                    ("workload.0.loops", loops.to_string()),
+                    ("workload.0.ipc", ipc.into()),
+                    ("workload.0.mode", mode.into()),
+                ],
+                seed: (b, a),
+            }
         })
         .collect()
 }
@@ -388,16 +453,20 @@ Notes (read before comparing):
   and 3 comes from that cost (a few hundred ns per balance, charged to the balancing CPU), or
   from the run-to-run chaos those few ns start. The seed's -25 % at --cpu=24 cannot come from
   the scan itself; the simulation does not reproduce it and says so.
-- Cost: simulated ns = CPUs and SMT siblings read x sis_scan_per_cpu_ns (25 ns on POWER10, an
-  estimate). funclatency's numbers also include the function's fixed work and the kprobe/
-  kretprobe overhead (hundreds of ns), which are not modelled: compare the gains, not the ns.
+- Cost: the scan's ns = CPUs and SMT siblings read x sis_scan_per_cpu_ns (25 ns on POWER10, an
+  estimate); table 1's simulated ns add funclatency's own cost per call, 395 ns (the in-window
+  time of its BPF entry/return programs, measured on this project's x86 VM on syscall
+  tracepoints, since that kernel has no kprobes: docs/host-measurements.md). POWER10's is not
+  measured, so that is an estimate; the kprobe/kretprobe trampolines are not in it (published:
+  kprobe + kretprobe 0.82 us on x86_64, 1.45 us on POWER5 in 2005, Documentation/trace/
+  kprobes.rst). The function's fixed work outside the scan is not modelled.
 - Idle system: an idle CPU keeps its tick only when the cpuidle governor predicts a short idle
   period, so an idle machine balances from a few ticks (CPU_IDLE), where its own core is idle.
 - stress-ng's op-time (1.9 ms) is calibrated on the seed's --cpu=12 -util=100 row; the other
   rows are predictions. At --cpu=96 the seed implies ~37 % speed per SMT4 thread, the model's
   SMT factor is 55 %, so fully loaded rows run faster in the simulation.
-- Table 2 has the seed's 10-group hackbench rows; hackbench runs 200 loops instead of 50000, so
-  compare gains only.
+- Table 2 has every hackbench row of the seed (10-60 groups); hackbench runs 200 loops instead
+  of 50000, so compare gains only.
 - Table 4 is the pre-2023 schbench with its defaults and -t N (the seed names no other option):
   -m 2, workers spin 30 ms, the message thread spins 30 ms then sleeps 30-37.5 ms, 30 s with
   5 s warmup. Up to 8 threads no CPU is kicked for nohz idle balancing and nearly every scan
@@ -410,31 +479,43 @@ Notes (read before comparing):
 - One seed per cell unless --runs N (seeds --seed, +1, ...; table 1's calls and CPUs per call
   are the first seed's): a gain smaller than the sd of its row is not a result.";
 
-/// What `repro summary` sets beside seed 001's rows: every row of the
-/// four tables, each seed's value with SWB_SMT_SKIP off and on, keyed
-/// "TABLE LABEL" (table 3 with `ops` cpu-ops, table 4's runtime divided by
-/// `scale`), all runs on all cores.
-pub fn summary_cells(runs: u64, ops: u64, scale: u64) -> Result<Vec<Cell>, String> {
+/// The cells of one table's rows, keyed "TABLE LABEL".
+fn cells_of(
+    t: u8,
+    rows: &[Row],
+    metric: fn(&RunOutput) -> f64,
+    runs: u64,
+) -> Result<Vec<Cell>, String> {
     let seeds = super::run_seeds(runs, None);
     let n = seeds.len();
-    type Table = (u8, Vec<Row>, fn(&RunOutput) -> f64);
-    let tables: [Table; 3] = [
-        (1, swb_rows(), swb_avg_ns),
-        (2, hackbench_rows(), bench_seconds),
-        (3, time_rows(ops), bench_seconds),
-    ];
-    let mut cells = Vec::new();
-    for (t, rows, metric) in &tables {
-        let flat = crate::util::parallel::par_map(rows.len() * 2 * n, |i| {
-            let skip = i / n % 2 == 1;
-            let row = &rows[i / (2 * n)];
-            run_one(row.scenario, &row.sets, skip, seeds[i % n]).map(|o| metric(&o))
-        })?;
-        for (row, c) in rows.iter().zip(flat.chunks(2 * n)) {
-            let key = format!("{t} {}", row.label);
-            cells.push(Cell::new(key, &c[..n], &c[n..], |x| *x));
-        }
-    }
+    let runs = run_rows(rows, metric, &seeds)?;
+    Ok(rows
+        .iter()
+        .zip(runs)
+        .map(|(row, c)| Cell::new(format!("{t} {}", row.label), &c[..n], &c[n..], |m| m.0))
+        .collect())
+}
+
+/// Table 1's cells: should_we_balance's ns per call as funclatency
+/// reports it ([`funclatency_ns`]), keyed "1 LABEL".
+pub fn funclatency_cells(runs: u64) -> Result<Vec<Cell>, String> {
+    cells_of(1, &swb_rows(), funclatency_ns, runs)
+}
+
+/// Table 2's cells: every hackbench row of the seed at `loops` loops,
+/// keyed "2 MODE N groups".
+pub fn hackbench_cells(runs: u64, loops: u64) -> Result<Vec<Cell>, String> {
+    cells_of(2, &hackbench_rows(loops), bench_seconds, runs)
+}
+
+/// What `repro summary` sets beside seed 001's rows: every row of the
+/// four tables, each seed's value with SWB_SMT_SKIP off and on (table 3
+/// with `ops` cpu-ops, table 4's runtime divided by `scale`), all runs on
+/// all cores.
+pub fn summary_cells(runs: u64, ops: u64, scale: u64) -> Result<Vec<Cell>, String> {
+    let mut cells = funclatency_cells(runs)?;
+    cells.extend(hackbench_cells(runs, HACKBENCH_LOOPS)?);
+    cells.extend(cells_of(3, &time_rows(ops), bench_seconds, runs)?);
     cells.extend(schbench_cells(runs, scale)?);
     Ok(cells)
 }
@@ -460,15 +541,21 @@ pub fn repro(args: &SwbArgs, quiet: bool) -> Result<(), String> {
     );
     let tables = [
         table(
-            "Table 1: should_we_balance, ns per call (seed: bcc funclatency average over 60 s)",
+            &format!(
+                "Table 1: should_we_balance, ns per call as funclatency reports it (seed: bcc \
+                 funclatency average over 60 s; sim: the scan + {FUNCLATENCY_PROBE_NS} ns of probe \
+                 per call, this x86 VM's measurement, an estimate for POWER10)"
+            ),
             &swb_rows(),
-            swb_avg_ns,
+            funclatency_ns,
             true,
             &seeds,
         )?,
         table(
-            "Table 2: hackbench 10 groups, seconds (seed: 50000 loops; sim: 200)",
-            &hackbench_rows(),
+            &format!(
+                "Table 2: hackbench 10-60 groups, seconds (seed: 50000 loops; sim: {HACKBENCH_LOOPS})"
+            ),
+            &hackbench_rows(HACKBENCH_LOOPS),
             bench_seconds,
             false,
             &seeds,
