@@ -165,16 +165,38 @@ impl Kernel {
     pub fn arm_task_timer(&mut self, p: usize, cpu: usize, at: Time) {
         self.tasks[p].timer_cpu = cpu;
         self.events.push(at, EventKind::Timer, p);
-        self.drop_stale_timers(cpu);
+        let timers = &self.cpu_timers[cpu];
+        if timers.len() == timers.capacity() {
+            self.sweep_stale_timers(cpu);
+        }
         self.cpu_timers[cpu].push(std::cmp::Reverse((at, p)));
     }
 
-    /// Pop `cpu`'s earliest indexed timers that no longer stand (fired,
-    /// cancelled or re-armed): lazy deletion keeps arming O(log n).
+    /// Whether `cpu`'s indexed timer (at, p) still stands (not fired,
+    /// cancelled or re-armed).
+    fn timer_stands(&self, cpu: usize, at: Time, p: usize) -> bool {
+        self.events.pending_time(EventKind::Timer, p) == Some(at) && self.tasks[p].timer_cpu == cpu
+    }
+
+    /// Drop every stale timer of `cpu`'s index once it fills its
+    /// allocation, and make room for twice the timers that stand, at
+    /// least 8 more: O(1) per timer armed, in memory a few times the
+    /// timers armed. (Popping
+    /// the stale ones at each arm took 2 % of periodic-64's instructions,
+    /// while the index is read only when the CPU goes idle.)
+    #[cold]
+    #[inline(never)]
+    fn sweep_stale_timers(&mut self, cpu: usize) {
+        let mut timers = std::mem::take(&mut self.cpu_timers[cpu]);
+        timers.retain(|&std::cmp::Reverse((at, p))| self.timer_stands(cpu, at, p));
+        timers.reserve(timers.len().max(8));
+        self.cpu_timers[cpu] = timers;
+    }
+
+    /// Pop `cpu`'s earliest indexed timers that no longer stand.
     fn drop_stale_timers(&mut self, cpu: usize) {
         while let Some(&std::cmp::Reverse((at, p))) = self.cpu_timers[cpu].peek() {
-            let armed = self.events.pending_time(EventKind::Timer, p) == Some(at);
-            if armed && self.tasks[p].timer_cpu == cpu {
+            if self.timer_stands(cpu, at, p) {
                 return;
             }
             self.cpu_timers[cpu].pop();

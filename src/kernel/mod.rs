@@ -262,7 +262,8 @@ pub struct Kernel {
     /// Each CPU's cpuidle governor state (idle.rs).
     pub cpuidle: Vec<idle::GovCpu>,
     /// Task timers armed per CPU, earliest first (stale entries are dropped
-    /// lazily; see `arm_task_timer`).
+    /// lazily, at a look-up and when the index fills its allocation; see
+    /// `arm_task_timer`).
     cpu_timers: Vec<std::collections::BinaryHeap<std::cmp::Reverse<(Time, task::Pid)>>>,
     /// Run-to-run noise (noise.rs), seeded by `seed`.
     pub noise: noise::Noise,
