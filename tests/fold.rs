@@ -1,4 +1,5 @@
-//! Folded reads (kernel/fold.rs): a reader's run of reads of messages
+//! Folded reads and sends (kernel/fold.rs, kernel/fold_send.rs): a
+//! reader's run of reads of messages (a sender's run of sends)
 //! queued on a socket is one event, and a fold cut at any instant leaves the
 //! machine as the unfolded model would have it then. The run made in one
 //! go, which folds freely, must end exactly as the run with folding off,
@@ -111,5 +112,90 @@ fn reads_of_a_backlog_fold_and_a_cut_fold_ends_as_the_unfolded_run() {
     );
     for step in [3 * US + 7, 11 * US + 3, 50 * US] {
         assert_eq!(run_stepped(step), whole, "stopped every {step} ns");
+    }
+}
+
+/// Three senders (CPUs 0–2) each send to three sockets in turn, 200
+/// rounds; each socket's reader (CPUs 3–5) sleeps a while first, so the
+/// send buffers fill (the senders block, and a send from another CPU
+/// cuts the folds whose stamped skbs might not fit), then reads all 600
+/// messages, now and then finding its socket empty while folded sends
+/// are stamped later (it sleeps, and cuts them).
+fn senders_and_readers() -> (Kernel, Vec<Pid>) {
+    let mut k = Kernel::new(
+        machine::from_spec("xeon-8269cy").unwrap(),
+        KernelConfig::default(),
+    );
+    let socks = 3;
+    for _ in 0..socks {
+        k.socks.push(UnixSock::default());
+    }
+    let mut sender = vec![Op::Loop { count: 200 }];
+    sender.extend((0..socks).map(|sock| Op::SockSend { sock, bytes: 100 }));
+    sender.extend([Op::EndLoop, Op::Exit]);
+    let mut b = Builder::new(0, 1);
+    let mut pids = Vec::new();
+    let mut add = |k: &mut Kernel, cpu: usize, ops: Vec<Op>| {
+        let p = b.task(
+            k,
+            TaskSpec {
+                comm: "t",
+                group_of: None,
+                nice: 0,
+                allowed: Some(vec![cpu]),
+                ops: Rc::from(ops),
+            },
+        );
+        b.launch(k, p);
+        pids.push(p);
+    };
+    for cpu in 0..socks {
+        add(&mut k, cpu, sender.clone());
+    }
+    for sock in 0..socks {
+        // Socket 0's reader folds its reads too; the others compute a
+        // while after each read, falling behind or keeping up.
+        let mut reader = vec![
+            Op::Sleep(Dist::Fixed((100 + 150 * sock as u64) * US)),
+            Op::Loop { count: 600 },
+            Op::SockRecv { sock, bytes: 100 },
+        ];
+        if sock > 0 {
+            reader.push(Op::Run(Dist::Fixed(300 * sock as u64)));
+        }
+        reader.extend([Op::EndLoop, Op::Exit]);
+        add(&mut k, socks + sock, reader);
+    }
+    (k, pids)
+}
+
+#[test]
+fn sends_fold_and_a_cut_fold_ends_as_the_unfolded_run() {
+    let run = |unfolded: bool| {
+        let (mut k, pids) = senders_and_readers();
+        k.syscalls = unfolded;
+        k.run(None).unwrap();
+        k.finish();
+        assert_eq!(k.sends_pending, 0, "every stamped skb is read");
+        (outcome(&k, &pids), k.events.popped)
+    };
+    let (whole, events) = run(false);
+    let (unfolded, unfolded_events) = run(true);
+    assert_eq!(whole, unfolded, "folding changed the run");
+    // 1,800 sends: most fold.
+    assert!(
+        events + 600 < unfolded_events,
+        "{events} events folded, {unfolded_events} unfolded"
+    );
+    for step in [3 * US + 7, 11 * US + 3, 50 * US] {
+        let (mut k, pids) = senders_and_readers();
+        let mut at = step;
+        while k.alive > 0 {
+            k.run(Some(at)).unwrap();
+            assert_eq!(k.folds_live, 0, "a stop cuts every fold");
+            at += step;
+        }
+        k.finish();
+        assert_eq!(outcome(&k, &pids), whole, "stopped every {step} ns");
     }
 }
