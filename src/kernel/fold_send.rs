@@ -16,14 +16,18 @@
 //!
 //! A send folds only where its outcome is certain: no reader sleeps on the
 //! socket (the send wakes nobody) and its skb fits in the send buffer with
-//! every stamped skb before it (it does not block). Whatever could make
-//! the outcome differ cuts the fold at that instant ([`Kernel::fold_cut`]),
-//! undoing the sends stamped later:
+//! every stamped skb (it does not block). Whatever could make the outcome
+//! differ cuts the fold at that instant ([`Kernel::fold_cut`]), undoing
+//! the sends stamped later:
 //! - what touches the sender's CPU or task (as for folded reads);
-//! - a reader that finds nothing queued while a folded send is stamped
-//!   later: it goes to sleep, and the send would wake it;
 //! - a send from another CPU that leaves the buffer too full for the
 //!   stamped skbs still to come.
+//!
+//! A reader that finds nothing queued while sends are stamped on its
+//! socket later goes to sleep, and the first of them will wake it: each
+//! fold's first send stamped there becomes that fold's last, an event at
+//! its segment's end, and the sends after it are undone
+//! ([`Kernel::sends_wake_due`]); the fold's sends before it stand.
 //!
 //! Sends fold only where their cost does not depend on the socket: on a
 //! machine without the socket's cache lines and lock (`socket_xcpu_lines`
@@ -81,16 +85,24 @@ impl Kernel {
     }
 
     /// A send on `cpu` folds: its skb of `n` bytes goes on socket `i`'s
-    /// list, stamped `at`.
+    /// list, stamped `at` (after the skbs due now are queued, which keeps
+    /// the list to the sends not yet due; a fold's stamps come in order,
+    /// so mostly at the back).
     pub fn send_stamp(&mut self, i: usize, cpu: usize, n: u32, at: Time) {
+        self.sock_settle(i);
         let s = Stamped {
             at,
             cpu: cpu as u32,
             n,
         };
         let q = &mut self.socks[i].sends;
-        let k = q.partition_point(|e| (e.at, e.cpu) <= (s.at, s.cpu));
-        q.insert(k, s);
+        let key = |e: &Stamped| (e.at, e.cpu);
+        if q.back().is_none_or(|b| key(b) <= key(&s)) {
+            q.push_back(s);
+        } else {
+            let k = q.partition_point(|e| key(e) <= key(&s));
+            q.insert(k, s);
+        }
         self.socks[i].sends_wmem += skb_truesize(n);
         self.sends_pending += 1;
     }
@@ -116,13 +128,19 @@ impl Kernel {
         s.wmem_alloc() + due + s.sends_wmem
     }
 
-    /// A reader on `cpu` found socket `i` empty: it will sleep, and the
-    /// folded sends stamped later would wake it. Cut their folds.
-    pub fn sends_cut_empty(&mut self, i: usize) {
-        while let Some(s) = self.socks[i].sends.back() {
+    /// A reader found socket `i` empty and sleeps: each send stamped on
+    /// it later could wake it (sock_def_readable), as the first of them
+    /// will. Each becomes its fold's last, taking effect at its segment's
+    /// end, an event; the sends each fold stamped after it are undone.
+    /// While a reader sleeps, no send on its socket is stamped: a send
+    /// that wakes it, and one whose time depends on such a send (a fold
+    /// undone later), is an event.
+    pub fn sends_wake_due(&mut self, i: usize) {
+        while let Some(&s) = self.socks[i].sends.front() {
             let cpu = s.cpu as usize;
             debug_assert!(self.folded(cpu), "a stamped send not due has its fold");
-            self.fold_cut(cpu);
+            let j = self.folds[cpu].ops.iter().position(|b| b.end == s.at && b.sock == i);
+            self.fold_truncate(cpu, j.expect("the stamped send is its fold's"));
         }
     }
 
@@ -130,8 +148,26 @@ impl Kernel {
     /// stamped skbs might no longer fit.
     pub fn sends_after_send(&mut self, i: usize) {
         if self.socks[i].sends_wmem > 0 && self.sndbuf_used(i) > super::unix_sock::SK_SNDBUF {
-            self.sends_cut_empty(i);
+            while let Some(s) = self.socks[i].sends.back() {
+                self.fold_cut(s.cpu as usize);
+            }
         }
+    }
+
+    /// End `cpu`'s fold of sends at its send `j`: the sends after it are
+    /// undone, and the segment ends where send `j`'s does.
+    fn fold_truncate(&mut self, cpu: usize, j: usize) {
+        let f = &self.folds[cpu];
+        let p = f.p;
+        let later: u64 = f.ops[j + 1..].iter().map(|b| b.work).sum::<u64>() + f.last_work;
+        let (end, work) = (f.ops[j].end, f.ops[j].work);
+        self.send_undo(cpu, p, j);
+        let f = &mut self.folds[cpu];
+        f.ops.truncate(j);
+        f.end = end;
+        f.last_work = work;
+        self.tasks[p].prog.work_left -= later;
+        self.events.push(end, EventKind::CpuDone, cpu);
     }
 
     /// Undo folded sends `i..` of `cpu`'s fold (their stamped skbs leave

@@ -283,7 +283,7 @@ impl Kernel {
         self.sock_settle(i);
         let s = &mut self.socks[i];
         if s.queue.is_empty() {
-            self.sends_cut_empty(i);
+            self.sends_wake_due(i);
             self.prepare_to_wait(WaitQueueRef::SockRead(i), p, false);
             return Io::Block;
         }
