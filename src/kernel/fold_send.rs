@@ -70,9 +70,14 @@ impl Kernel {
     /// reader asleep: a reader that slept first cut the fold).
     #[inline]
     pub fn sock_settle(&mut self, i: usize) {
-        if self.socks[i].sends.is_empty() {
-            return;
+        if !self.socks[i].sends.is_empty() {
+            self.sock_settle_stamped(i);
         }
+    }
+
+    /// `sock_settle` of a socket with stamped sends.
+    #[inline(never)]
+    fn sock_settle_stamped(&mut self, i: usize) {
         while let Some(&s) = self.socks[i].sends.front() {
             if !self.stamp_due(&s) {
                 break;
@@ -146,8 +151,18 @@ impl Kernel {
 
     /// A send from another CPU queued on socket `i`: cut the folds whose
     /// stamped skbs might no longer fit.
+    #[inline]
     pub fn sends_after_send(&mut self, i: usize) {
-        if self.socks[i].sends_wmem > 0 && self.sndbuf_used(i) > super::unix_sock::SK_SNDBUF {
+        if self.socks[i].sends_wmem > 0 {
+            self.sends_check_room(i);
+        }
+    }
+
+    /// The stamped skbs on socket `i` fit in its send buffer still, or
+    /// their folds are cut.
+    #[inline(never)]
+    fn sends_check_room(&mut self, i: usize) {
+        if self.sndbuf_used(i) > super::unix_sock::SK_SNDBUF {
             while let Some(s) = self.socks[i].sends.back() {
                 self.fold_cut(s.cpu as usize);
             }

@@ -173,6 +173,7 @@ impl UnixSock {
 
     /// A send on `cpu` queues an skb of `n` bytes (skb_queue_tail of
     /// unix_stream_sendmsg), charged to the send buffer.
+    #[inline]
     pub fn queue_skb(&mut self, cpu: usize, n: u32) {
         self.wmem_alloc += skb_truesize(n);
         self.queue.push(n);

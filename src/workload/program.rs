@@ -592,7 +592,9 @@ impl Kernel {
     /// charged send's outcome is certain and its loop goes on, stamp its
     /// skb with its segment's end (unix_stream_sendmsg's effect, seen by
     /// others from then on), go round the loop to the next send and charge
-    /// it there, each as the unfolded interpreter would.
+    /// it there, each as the unfolded interpreter would. Out of line: it
+    /// runs once a fold, and inlined it keeps `exec` out of `step`.
+    #[inline(never)]
     fn fold_sends(&mut self, p: Pid, cpu: usize) {
         let speed = self.speed(cpu);
         let mode = self.tasks[p].prog.mode;
