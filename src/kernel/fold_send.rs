@@ -144,7 +144,10 @@ impl Kernel {
         while let Some(&s) = self.socks[i].sends.front() {
             let cpu = s.cpu as usize;
             debug_assert!(self.folded(cpu), "a stamped send not due has its fold");
-            let j = self.folds[cpu].ops.iter().position(|b| b.end == s.at && b.sock == i);
+            let j = self.folds[cpu]
+                .ops
+                .iter()
+                .position(|b| b.end == s.at && b.sock == i);
             self.fold_truncate(cpu, j.expect("the stamped send is its fold's"));
         }
     }
@@ -193,7 +196,9 @@ impl Kernel {
         for b in &ops[i..] {
             let q = &mut self.socks[b.sock].sends;
             let at = q.iter().rposition(|s| s.at == b.end && s.cpu == cpu as u32);
-            let s = q.remove(at.expect("a folded send is stamped")).expect("in range");
+            let s = q
+                .remove(at.expect("a folded send is stamped"))
+                .expect("in range");
             self.socks[b.sock].sends_wmem -= skb_truesize(s.n);
             self.sends_pending -= 1;
         }

@@ -611,7 +611,9 @@ impl Kernel {
             };
             let last = prog.ops[pc + 1] == Op::EndLoop;
             let folds = if begun { self.folds[cpu].ops.len() } else { 0 };
-            if (last && left < 2) || folds >= self.folds[cpu].span || !self.send_certain(sock, bytes)
+            if (last && left < 2)
+                || folds >= self.folds[cpu].span
+                || !self.send_certain(sock, bytes)
             {
                 break;
             }
