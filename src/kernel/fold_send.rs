@@ -31,10 +31,10 @@
 //!
 //! Sends fold only where their cost does not depend on the socket: on a
 //! machine without the socket's cache lines and lock (`socket_xcpu_lines`
-//! and `socket_lock_hold_ns` 0, every preset but emr-16). There a send's
-//! charge reads the socket's lines and lock as other CPUs left them, and
-//! every touch of the socket between the fold's start and a send's charge
-//! would change it.
+//! and `socket_lock_hold_ns` 0, every preset but emr-16). Where the
+//! machine has them, a send's charge reads the socket's lines and lock as
+//! other CPUs left them, and every touch of the socket between the fold's
+//! start and a send's charge would change it.
 
 use super::task::Pid;
 use super::unix_sock::skb_truesize;
@@ -115,8 +115,8 @@ impl Kernel {
     /// A send of `n` bytes on socket `i` at `at`, folded now, is certain:
     /// no reader sleeps, and its skb fits behind every skb queued or
     /// stamped (with the truesize a folded reader frees later counted as
-    /// still used), so the unix_wait_for_peer / sock_alloc_send_pskb wait
-    /// cannot happen whatever is read meanwhile.
+    /// still used), so sock_alloc_send_pskb's wait for memory cannot
+    /// happen whatever is read meanwhile.
     pub fn send_certain(&self, i: usize, n: u32) -> bool {
         let s = &self.socks[i];
         s.rd_wait.is_empty() && self.sndbuf_used(i) + skb_truesize(n) <= super::unix_sock::SK_SNDBUF
