@@ -1,9 +1,11 @@
-//! Folded reads (kernel/fold.rs): a reader's run of reads of messages
-//! queued on a socket is one event, and a fold cut at any instant leaves the
-//! machine as the unfolded model would have it then. The run made in one
-//! go, which folds freely, must end exactly as the run with folding off,
-//! and as the run stopped and continued every few microseconds (each stop
-//! cuts every fold, undoing the reads stamped after it).
+//! Folded reads and sends (kernel/fold.rs, kernel/fold_send.rs): a
+//! reader's run of reads of messages queued on a socket, or a sender's run
+//! of sends that neither block nor wake anyone, is one event, and a fold
+//! cut at any instant leaves the machine as the unfolded model would have
+//! it then. The run made in one go, which folds freely, must end exactly
+//! as the run with folding off, and as the run stopped and continued every
+//! few microseconds (each stop cuts every fold, undoing the reads and
+//! sends stamped after it).
 
 use schedlab::kernel::features::KernelConfig;
 use schedlab::kernel::task::Pid;
@@ -111,5 +113,122 @@ fn reads_of_a_backlog_fold_and_a_cut_fold_ends_as_the_unfolded_run() {
     );
     for step in [3 * US + 7, 11 * US + 3, 50 * US] {
         assert_eq!(run_stepped(step), whole, "stopped every {step} ns");
+    }
+}
+
+/// How the senders and readers of [`senders_and_readers`] go.
+#[derive(Clone, Copy)]
+struct Mix {
+    senders: usize,
+    socks: usize,
+    rounds: u64,
+    /// The readers sleep a while first and compute after each read.
+    lagging: bool,
+}
+
+/// A backlog: six senders each send to four sockets in turn, 100 rounds;
+/// each socket's reader sleeps a while first, so the send buffers fill
+/// (the senders block, and a send from another CPU cuts the folds whose
+/// stamped skbs might not fit), then reads all 600 messages.
+const BACKLOG: Mix = Mix {
+    senders: 6,
+    socks: 4,
+    rounds: 100,
+    lagging: true,
+};
+
+/// Hackbench's pattern: ten senders, twenty sockets, readers keeping up,
+/// finding their socket empty while several folds have sends stamped on
+/// it later (each becomes an event, and a fold whose send woke a reader
+/// may be undone to before it by another reader).
+const KEEPING_UP: Mix = Mix {
+    senders: 10,
+    socks: 20,
+    rounds: 20,
+    lagging: false,
+};
+
+/// Senders on CPUs 0.., each sending `rounds` times to every socket in
+/// turn, and a reader per socket on the CPUs after them.
+fn senders_and_readers(m: Mix) -> (Kernel, Vec<Pid>) {
+    let mut k = Kernel::new(
+        machine::from_spec("xeon-8269cy").unwrap(),
+        KernelConfig::default(),
+    );
+    for _ in 0..m.socks {
+        k.socks.push(UnixSock::default());
+    }
+    let mut sender = vec![Op::Loop { count: m.rounds }];
+    sender.extend((0..m.socks).map(|sock| Op::SockSend { sock, bytes: 100 }));
+    sender.extend([Op::EndLoop, Op::Exit]);
+    let mut b = Builder::new(0, 1);
+    let mut pids = Vec::new();
+    let mut add = |k: &mut Kernel, cpu: usize, ops: Vec<Op>| {
+        let p = b.task(
+            k,
+            TaskSpec {
+                comm: "t",
+                group_of: None,
+                nice: 0,
+                allowed: Some(vec![cpu]),
+                ops: Rc::from(ops),
+            },
+        );
+        b.launch(k, p);
+        pids.push(p);
+    };
+    for cpu in 0..m.senders {
+        add(&mut k, cpu, sender.clone());
+    }
+    let reads = m.senders as u64 * m.rounds;
+    for sock in 0..m.socks {
+        // Lagging, socket 0's reader folds its reads; the others compute
+        // a while after each read, falling behind or keeping up.
+        let lag = m.lagging as u64 * sock as u64;
+        let mut reader = vec![
+            Op::Sleep(Dist::Fixed(m.lagging as u64 * (100 + 150 * lag) * US)),
+            Op::Loop { count: reads },
+            Op::SockRecv { sock, bytes: 100 },
+        ];
+        if lag > 0 {
+            reader.push(Op::Run(Dist::Fixed(300 * lag)));
+        }
+        reader.extend([Op::EndLoop, Op::Exit]);
+        add(&mut k, m.senders + sock, reader);
+    }
+    (k, pids)
+}
+
+#[test]
+fn sends_fold_and_a_cut_fold_ends_as_the_unfolded_run() {
+    for m in [BACKLOG, KEEPING_UP] {
+        let run = |unfolded: bool| {
+            let (mut k, pids) = senders_and_readers(m);
+            k.syscalls = unfolded;
+            k.run(None).unwrap();
+            k.finish();
+            assert_eq!(k.sends_pending, 0, "every stamped skb is read");
+            (outcome(&k, &pids), k.events.popped)
+        };
+        let (whole, events) = run(false);
+        let (unfolded, unfolded_events) = run(true);
+        assert_eq!(whole, unfolded, "folding changed the run");
+        // Most of the sends fold.
+        let sends = (m.senders * m.socks) as u64 * m.rounds;
+        assert!(
+            events + sends / 3 < unfolded_events,
+            "{events} events folded, {unfolded_events} unfolded, {sends} sends"
+        );
+        for step in [3 * US + 7, 11 * US + 3, 50 * US] {
+            let (mut k, pids) = senders_and_readers(m);
+            let mut at = step;
+            while k.alive > 0 {
+                k.run(Some(at)).unwrap();
+                assert_eq!(k.folds_live, 0, "a stop cuts every fold");
+                at += step;
+            }
+            k.finish();
+            assert_eq!(outcome(&k, &pids), whole, "stopped every {step} ns");
+        }
     }
 }

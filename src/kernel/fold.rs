@@ -72,14 +72,19 @@ pub struct Before {
     /// A message was queued when the next read was charged (it pulls the
     /// message's lines).
     pub queued: bool,
+    /// A folded send's op and socket (kernel/fold_send.rs).
+    pub pc: usize,
+    pub sock: usize,
 }
 
 /// The fold running on one CPU, if any (`sock` None: none).
 #[derive(Clone, Debug)]
 pub struct Fold {
     pub p: Pid,
-    /// The socket it reads.
+    /// The socket it reads (a fold of sends: the first send's).
     pub sock: Option<usize>,
+    /// It folds sends (kernel/fold_send.rs), not reads.
+    pub sends: bool,
     /// Bytes of each read.
     pub n: u32,
     /// The segment's start and speed (work-ns per 1024 ns).
@@ -105,6 +110,7 @@ impl Default for Fold {
         Fold {
             p: 0,
             sock: None,
+            sends: false,
             n: 0,
             pull: None,
             pulled: false,
@@ -174,16 +180,27 @@ impl Kernel {
     /// Start a fold on `cpu`: `p` reads socket `sock` (`n` bytes a read), its first read's segment
     /// started now at `speed`.
     pub fn fold_begin(&mut self, cpu: usize, p: Pid, sock: usize, n: u32, speed: u64) {
+        self.socks[sock].fold = Some(cpu as u32);
+        self.fold_start(cpu, p, sock, n, speed, false);
+    }
+
+    /// Start a fold of `p`'s sends on `cpu` (kernel/fold_send.rs), its
+    /// first send's segment started now at `speed`.
+    pub fn fold_begin_sends(&mut self, cpu: usize, p: Pid, sock: usize, speed: u64) {
+        self.fold_start(cpu, p, sock, 0, speed, true);
+    }
+
+    fn fold_start(&mut self, cpu: usize, p: Pid, sock: usize, n: u32, speed: u64, sends: bool) {
         let f = &mut self.folds[cpu];
         f.p = p;
         f.sock = Some(sock);
+        f.sends = sends;
         f.n = n;
         f.pull = None;
         f.start = self.now;
         f.speed = speed;
         f.ops.clear();
         self.folds_live += 1;
-        self.socks[sock].fold = Some(cpu as u32);
     }
 
     /// The fold on `cpu` is over: the object is anyone's again.
@@ -192,8 +209,11 @@ impl Kernel {
         let f = &mut self.folds[cpu];
         let sock = f.sock.take().expect("a live fold");
         f.ops.clear();
+        let sends = f.sends;
         self.folds_live -= 1;
-        self.socks[sock].fold = None;
+        if !sends {
+            self.socks[sock].fold = None;
+        }
     }
 
     /// Cut `cpu`'s fold at now: undo the reads whose effects are stamped
@@ -217,7 +237,11 @@ impl Kernel {
             None => (f.ops.last().map_or(f.start, |b| b.end), f.end, f.last_work),
         };
         if let Some(i) = i {
-            self.fold_undo(cpu, p, sock, i);
+            if self.folds[cpu].sends {
+                self.send_undo(cpu, p, i);
+            } else {
+                self.fold_undo(cpu, p, sock, i);
+            }
             self.folds[cpu].span = (2 * i).clamp(MIN_SPAN, MAX_FOLDED);
         }
         let speed = self.folds[cpu].speed;

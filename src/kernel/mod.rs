@@ -23,6 +23,7 @@ pub mod fair316;
 pub mod fair_class;
 pub mod features;
 pub mod fold;
+pub mod fold_send;
 pub mod footprint;
 pub mod futex;
 pub mod idle;
@@ -225,6 +226,9 @@ pub struct Kernel {
     /// one.
     pub folds: Vec<fold::Fold>,
     pub folds_live: u32,
+    /// Folded sends' skbs not queued yet, on all sockets
+    /// (kernel/fold_send.rs).
+    pub sends_pending: u32,
     /// The slot of the event being handled while folds run: it sees the
     /// effects stamped at its instant by CPUs of lower slots.
     pub fold_slot: usize,
@@ -344,6 +348,7 @@ impl Kernel {
             socks: Vec::new(),
             folds: vec![fold::Fold::default(); n],
             folds_live: 0,
+            sends_pending: 0,
             fold_slot: 0,
             futexes: Vec::new(),
             barriers: Vec::new(),
@@ -388,6 +393,8 @@ impl Kernel {
             if self.folds_live > 0 {
                 self.fold_slot = self.events.slot(ev.kind, i);
                 self.fold_event(ev.kind, i);
+            } else if self.sends_pending > 0 {
+                self.fold_slot = self.events.slot(ev.kind, i);
             }
             match ev.kind {
                 EventKind::End => break,

@@ -3,6 +3,7 @@
 //! every skb, and writers woken once the buffer drains below a quarter.
 
 use super::cacheline::{data_lines, Lines, SharedLines, Use};
+use super::fold_send::Stamped;
 use super::lock::ContendedLock;
 use super::pipe::Io;
 use super::task::Pid;
@@ -129,6 +130,10 @@ pub struct UnixSock {
     /// The CPU whose folded reads of this socket are not all due yet
     /// (kernel/fold.rs).
     pub fold: Option<u32>,
+    /// Folded sends' skbs not queued yet, in their stamps' order, and
+    /// their truesize (kernel/fold_send.rs).
+    pub sends: VecDeque<Stamped>,
+    pub sends_wmem: u64,
 }
 
 impl UnixSock {
@@ -159,6 +164,20 @@ impl UnixSock {
     /// The reader on `cpu` touches the socket's lines again (fold.rs).
     pub fn retouch(&mut self, cpu: usize) {
         self.lines.retouch(cpu);
+    }
+
+    /// sk_wmem_alloc of the sending end.
+    pub fn wmem_alloc(&self) -> u64 {
+        self.wmem_alloc
+    }
+
+    /// A send on `cpu` queues an skb of `n` bytes (skb_queue_tail of
+    /// unix_stream_sendmsg), charged to the send buffer.
+    #[inline]
+    pub fn queue_skb(&mut self, cpu: usize, n: u32) {
+        self.wmem_alloc += skb_truesize(n);
+        self.queue.push(n);
+        self.lines.wrote(cpu);
     }
 }
 
@@ -233,6 +252,7 @@ impl Kernel {
 
     /// unix_stream_sendmsg of one message of `n` bytes.
     pub fn unix_send(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        self.sock_settle(i);
         // A fold's reads stamped later have not freed their skbs yet: a
         // send that would find the buffer used up cuts it and waits.
         if let Some(f) = self.fold_writer(i, cpu, false) {
@@ -246,10 +266,8 @@ impl Kernel {
             self.prepare_to_wait(WaitQueueRef::SockWrite(i), p, false);
             return Io::Block;
         }
-        let ts = skb_truesize(n);
-        s.wmem_alloc += ts;
-        s.queue.push(n);
-        s.lines.wrote(cpu);
+        s.queue_skb(cpu, n);
+        self.sends_after_send(i);
         if let Some(f) = self.socks[i].fold.filter(|&c| c as usize != cpu) {
             self.fold_after_write(f as usize, None);
         }
@@ -263,8 +281,10 @@ impl Kernel {
     /// unix_stream_recvmsg of up to `n` bytes.
     pub fn unix_recv(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
         self.fold_touch_sock(self.socks[i].fold, cpu);
+        self.sock_settle(i);
         let s = &mut self.socks[i];
         if s.queue.is_empty() {
+            self.sends_wake_due(i);
             self.prepare_to_wait(WaitQueueRef::SockRead(i), p, false);
             return Io::Block;
         }

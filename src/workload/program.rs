@@ -201,6 +201,8 @@ impl Kernel {
                 let a = self.charge(p, ns, Point::MightSleep);
                 if let Some((sock, n)) = self.foldable(p, cpu, op) {
                     self.fold_reads(p, cpu, op, sock, n, cost);
+                } else if self.send_foldable(p, cpu, op) {
+                    self.fold_sends(p, cpu);
                 }
                 return Some(a);
             }
@@ -513,6 +515,7 @@ impl Kernel {
     /// read's effect as at its segment's end and charge the next read
     /// there, each as the unfolded interpreter would (kernel/fold.rs).
     fn fold_reads(&mut self, p: Pid, cpu: usize, read: Op, sock: usize, n: u32, cost: u64) {
+        self.sock_settle(sock);
         let speed = self.speed(cpu);
         let mut work = self.tasks[p].prog.work_left;
         let mut end = self.now + segment_ns(work, speed);
@@ -567,6 +570,97 @@ impl Kernel {
             line_ns: 0,
             xfer: 0,
             queued: false,
+            pc: 0,
+            sock: 0,
+        }
+    }
+
+    /// `p` may fold the sends from the one just charged (kernel/fold_send.rs):
+    /// a socket send in a loop of socket sends only, on a machine whose
+    /// sends cost the same whatever the socket's state, with the CPU and
+    /// task as quiet as for a folded read.
+    fn send_foldable(&self, p: Pid, cpu: usize, op: Op) -> bool {
+        if !matches!(op, Op::SockSend { .. }) || !self.sends_fold() {
+            return false;
+        }
+        let prog = &self.tasks[p].prog;
+        let Some(&(start, _)) = prog.loops.last() else {
+            return false;
+        };
+        let body = &prog.ops[start + 1..];
+        let sends = body
+            .iter()
+            .take_while(|o| matches!(o, Op::SockSend { .. }))
+            .count();
+        let quiet = !self.syscalls && !self.bandwidth_on && !self.resched_pending(cpu);
+        body.get(sends) == Some(&Op::EndLoop)
+            && prog.pc <= start + sends
+            && quiet
+            && !prog.woken
+            && !self.folded(cpu)
+    }
+
+    /// Fold the sends after the one `p` was just charged for: while the
+    /// charged send's outcome is certain and its loop goes on, stamp its
+    /// skb with its segment's end (unix_stream_sendmsg's effect, seen by
+    /// others from then on), go round the loop to the next send and charge
+    /// it there, each as the unfolded interpreter would. Out of line: it
+    /// runs once a fold, and inlined it keeps `exec` out of `step`.
+    #[inline(never)]
+    fn fold_sends(&mut self, p: Pid, cpu: usize) {
+        let speed = self.speed(cpu);
+        let mode = self.tasks[p].prog.mode;
+        let mut work = self.tasks[p].prog.work_left;
+        let mut end = self.now + segment_ns(work, speed);
+        let mut begun = false;
+        loop {
+            let prog = &self.tasks[p].prog;
+            let (pc, Some(&(top, left))) = (prog.pc, prog.loops.last()) else {
+                break;
+            };
+            let Op::SockSend { sock, bytes } = prog.ops[pc] else {
+                unreachable!("a loop of sends")
+            };
+            let last = prog.ops[pc + 1] == Op::EndLoop;
+            let folds = if begun { self.folds[cpu].ops.len() } else { 0 };
+            if (last && left < 2)
+                || folds >= self.folds[cpu].span
+                || !self.send_certain(sock, bytes)
+            {
+                break;
+            }
+            if !begun {
+                self.fold_begin_sends(cpu, p, sock, speed);
+                begun = true;
+            }
+            let mut before = self.fold_mark(p, end, work);
+            before.pc = pc;
+            before.sock = sock;
+            self.folds[cpu].ops.push(before);
+            self.send_stamp(sock, cpu, bytes, end);
+            // The send returns, and EndLoop goes round (left ≥ 2).
+            let prog = &mut self.tasks[p].prog;
+            prog.advance();
+            if last {
+                let l = prog.loops.last_mut().expect("in a loop");
+                l.1 -= (l.1 != u64::MAX) as u64;
+                prog.pc = top + 1;
+            }
+            // The next send's cost, charged at `end`.
+            let next = prog.ops[prog.pc];
+            let cost = self.op_cost(p, &next).expect("a send has a cost");
+            let ns = self.vary(cost, By::Task(p));
+            work = ns.max(1);
+            let prog = &mut self.tasks[p].prog;
+            prog.phase = 1;
+            prog.mode = mode;
+            prog.work_left += work;
+            end += segment_ns(work, speed);
+        }
+        if begun {
+            let f = &mut self.folds[cpu];
+            f.end = end;
+            f.last_work = work;
         }
     }
 
