@@ -56,7 +56,7 @@ fn tiny_calibration_writes_a_loadable_machine_file() {
 fn fake_cache(tag: &str, cost: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let dir = tmp(tag);
     std::fs::create_dir_all(&dir).unwrap();
-    let cpus = schedlab::machine::from_sysfs(std::path::Path::new("/sys/devices/system/cpu"))
+    let cpus = schedlab::machine::from_sysfs(std::path::Path::new("/sys/devices/system/cpu"), true)
         .unwrap()
         .nr_cpus();
     let file = host::cache_path(&dir, cpus);

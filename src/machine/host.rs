@@ -8,12 +8,11 @@
 //! - LLC: the highest-level data/unified `cache/indexK/shared_cpu_list`,
 //!   then the arm64 `cpu_coregroup_mask()` rules: the smallest of node,
 //!   package and LLC siblings; extended to the cluster when smaller than it
-//!   (Ampere Altra: private L2 only → LLC = 2-core cluster); never across a
-//!   node or package (x86 sub-NUMA clustering splits the L3 per node). The
-//!   kernel extends it only with CONFIG_SCHED_CLUSTER=y (db1e59483dfd);
-//!   this reader does not check the host kernel's config, so on a kernel
-//!   built without it (the arm64 defconfig) the simulated LLC is the
-//!   cluster where the real one is a single CPU.
+//!   (Ampere Altra: private L2 only → LLC = 2-core cluster) where the
+//!   kernel was built with CONFIG_SCHED_CLUSTER=y (db1e59483dfd; the host
+//!   kernel's config from `/proc/config.gz` or `/boot/config-RELEASE`,
+//!   assumed where neither is readable); never across a node or package
+//!   (x86 sub-NUMA clustering splits the L3 per node).
 //! - node: `../node/nodeN/cpulist`, distances from `nodeN/distance`.
 //! - capacity: `cpu_capacity` (arm64 big.LITTLE), else 1024.
 //!
@@ -125,9 +124,10 @@ impl Ids {
     }
 }
 
-/// Build a machine from a sysfs CPU tree (normally `/sys/devices/system/cpu`).
+/// Build a machine from a sysfs CPU tree (normally `/sys/devices/system/cpu`),
+/// for a kernel built with CONFIG_SCHED_CLUSTER (`sched_cluster`) or not.
 /// Its cost model is [`cost::generic_x86`]; [`detect`] picks a better one.
-pub fn from_sysfs(cpu_root: &Path) -> Result<Machine, String> {
+pub fn from_sysfs(cpu_root: &Path, sched_cluster: bool) -> Result<Machine, String> {
     if !cpu_root.is_dir() {
         return Err(format!("{}: not a directory", cpu_root.display()));
     }
@@ -257,7 +257,10 @@ pub fn from_sysfs(cpu_root: &Path) -> Result<Machine, String> {
         let cluster = r.cluster.clone().filter(|c| {
             c.contains(&cpu) && is_subset(&core, c) && is_subset(c, &intersect(&r.package, &r.node))
         });
-        if let Some(c) = cluster.as_ref().filter(|c| is_subset(&llc, c)) {
+        if let Some(c) = cluster
+            .as_ref()
+            .filter(|c| sched_cluster && is_subset(&llc, c))
+        {
             llc = c.clone();
         }
         llc = intersect(&intersect(&llc, &r.package), &r.node);
@@ -417,7 +420,9 @@ pub fn host_cost(cpu0_dir: &Path, virtual_machine: bool) -> CostModel {
 /// calibration ([`host_cost`]); `calibrate` measures against it.
 pub fn detect() -> Result<Machine, String> {
     let root = Path::new("/sys/devices/system/cpu");
-    let mut m = from_sysfs(root)?;
+    let config = kernel_config();
+    let sched_cluster = config.as_deref().is_none_or(sched_cluster_in);
+    let mut m = from_sysfs(root, sched_cluster)?;
     let vm = is_virtual_machine();
     m.cost = host_cost(&root.join(format!("cpu{}", m.os_cpu_id(0))), vm);
     m.name = "host".into();
@@ -435,6 +440,31 @@ pub fn detect() -> Result<Machine, String> {
     m.costs_from = format!("{base}, cpuidle {sysfs} from sysfs");
     describe(&mut m, vm);
     Ok(m)
+}
+
+/// The running kernel's build configuration: `/proc/config.gz`
+/// (CONFIG_IKCONFIG_PROC), else `/boot/config-RELEASE` as distributions
+/// install it; None where neither is readable.
+fn kernel_config() -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    let gz = fs::File::open("/proc/config.gz").ok();
+    if gz.is_some_and(|f| {
+        flate2::read::GzDecoder::new(f)
+            .read_to_string(&mut text)
+            .is_ok()
+    }) {
+        return Some(text);
+    }
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    fs::read_to_string(format!("/boot/config-{}", release.trim())).ok()
+}
+
+/// Whether a kernel config sets CONFIG_SCHED_CLUSTER, which makes
+/// cpu_coregroup_mask() (drivers/base/arch_topology.c) at least the
+/// cluster: without it, a CPU whose caches are private is an LLC alone.
+fn sched_cluster_in(config: &str) -> bool {
+    config.lines().any(|l| l.trim() == "CONFIG_SCHED_CLUSTER=y")
 }
 
 fn describe(m: &mut Machine, vm: bool) {
@@ -652,7 +682,7 @@ mod tests {
         s.write("node/node1/cpulist", "2-3,6-7");
         s.write("node/node0/distance", "10 21");
         s.write("node/node1/distance", "21 10");
-        let m = from_sysfs(&s.cpu_root()).unwrap();
+        let m = from_sysfs(&s.cpu_root(), true).unwrap();
         assert_eq!(
             (m.nr_cpus(), m.nr_cores, m.nr_llcs, m.nr_nodes, m.nr_sockets),
             (7, 4, 2, 2, 2)
@@ -694,7 +724,7 @@ mod tests {
                 if cpu < 2 { "1024" } else { "446" },
             );
         }
-        let m = from_sysfs(&s.cpu_root()).unwrap();
+        let m = from_sysfs(&s.cpu_root(), true).unwrap();
         assert_eq!(
             (m.nr_cpus(), m.nr_cores, m.nr_llcs, m.nr_nodes),
             (4, 4, 2, 1)
@@ -703,6 +733,12 @@ mod tests {
         assert_eq!(m.cluster_cpus(1), &[2, 3]);
         assert_eq!(m.cpus[3].capacity, 446);
         assert_eq!(m.numa_distance, vec![vec![10]]);
+        // The arm64 defconfig's kernel (CONFIG_SCHED_CLUSTER not set): no
+        // CPU shares a cache the scheduler knows of.
+        let m = from_sysfs(&s.cpu_root(), false).unwrap();
+        assert_eq!((m.nr_llcs, m.llc_cpus(0)), (4, &[0][..]));
+        assert!(sched_cluster_in("# x\nCONFIG_SCHED_CLUSTER=y\n"));
+        assert!(!sched_cluster_in("# CONFIG_SCHED_CLUSTER is not set\n"));
     }
 
     /// Sub-NUMA clustering: the L3 spans the socket but the kernel keeps the
@@ -718,7 +754,7 @@ mod tests {
         s.write("node/node2/cpulist", ""); // memory-only node
         s.write("node/node0/distance", "10 11 20");
         s.write("node/node1/distance", "11 10 20");
-        let m = from_sysfs(&s.cpu_root()).unwrap();
+        let m = from_sysfs(&s.cpu_root(), true).unwrap();
         assert_eq!(
             (m.nr_cpus(), m.nr_llcs, m.nr_nodes, m.nr_sockets),
             (4, 2, 2, 1)
@@ -730,18 +766,18 @@ mod tests {
         for cpu in 0..2 {
             bare.write(&format!("cpu/cpu{cpu}/topology/physical_package_id"), "0");
         }
-        let m = from_sysfs(&bare.cpu_root()).unwrap();
+        let m = from_sysfs(&bare.cpu_root(), true).unwrap();
         assert_eq!((m.nr_cpus(), m.nr_cores, m.nr_llcs), (2, 2, 1));
     }
 
     #[test]
     fn sysfs_errors() {
         let missing = std::env::temp_dir().join("schedlab-sysfs-does-not-exist");
-        assert!(from_sysfs(&missing)
+        assert!(from_sysfs(&missing, true)
             .unwrap_err()
             .contains("not a directory"));
         let empty = FakeSys::new("empty");
-        assert!(from_sysfs(&empty.cpu_root())
+        assert!(from_sysfs(&empty.cpu_root(), true)
             .unwrap_err()
             .contains("no online CPUs"));
     }
@@ -873,7 +909,7 @@ mod tests {
             eprintln!("no /sys/devices/system/cpu/online: skipped");
             return;
         };
-        let m = from_sysfs(root).unwrap();
+        let m = from_sysfs(root, true).unwrap();
         assert_eq!(m.nr_cpus(), online.len());
         assert!(m.nr_llcs >= 1 && m.nr_nodes >= 1 && m.smt_width() >= 1);
         let h = detect().unwrap();
