@@ -90,7 +90,12 @@ fn run_whole(unfolded: bool) -> (Vec<u64>, u64) {
 
 /// The run stopped every `step` ns: each stop cuts the folds running.
 fn run_stepped(step: u64) -> Vec<u64> {
-    let (mut k, pids) = writer_and_reader();
+    let (k, pids) = writer_and_reader();
+    stepped(k, &pids, step)
+}
+
+/// Run `k` to its end, stopped every `step` ns: the outcome of `pids`.
+fn stepped(mut k: Kernel, pids: &[Pid], step: u64) -> Vec<u64> {
     let mut at = step;
     while k.alive > 0 {
         k.run(Some(at)).unwrap();
@@ -98,7 +103,7 @@ fn run_stepped(step: u64) -> Vec<u64> {
         at += step;
     }
     k.finish();
-    outcome(&k, &pids)
+    outcome(&k, pids)
 }
 
 #[test]
@@ -220,15 +225,8 @@ fn sends_fold_and_a_cut_fold_ends_as_the_unfolded_run() {
             "{events} events folded, {unfolded_events} unfolded, {sends} sends"
         );
         for step in [3 * US + 7, 11 * US + 3, 50 * US] {
-            let (mut k, pids) = senders_and_readers(m);
-            let mut at = step;
-            while k.alive > 0 {
-                k.run(Some(at)).unwrap();
-                assert_eq!(k.folds_live, 0, "a stop cuts every fold");
-                at += step;
-            }
-            k.finish();
-            assert_eq!(outcome(&k, &pids), whole, "stopped every {step} ns");
+            let (k, pids) = senders_and_readers(m);
+            assert_eq!(stepped(k, &pids, step), whole, "stopped every {step} ns");
         }
     }
 }
