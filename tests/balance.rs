@@ -342,17 +342,7 @@ fn newidle_balance_that_never_pulls_is_tried_ever_less() {
         let mut k = Kernel::new(machine::from_spec("smp:cpus=2").unwrap(), cfg);
         let mut b = Builder::new(0, 1);
         let mut task = |k: &mut Kernel, cpu: usize, ops: Vec<Op>| {
-            let p = b.task(
-                k,
-                TaskSpec {
-                    comm: "t",
-                    group_of: None,
-                    nice: 0,
-                    allowed: Some(vec![cpu]),
-                    ops: Rc::from(ops),
-                },
-            );
-            b.launch(k, p);
+            common::pinned(k, &mut b, cpu, ops);
         };
         let spin = vec![
             Op::Loop { count: 0 },

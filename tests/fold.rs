@@ -7,14 +7,16 @@
 //! few microseconds (each stop cuts every fold, undoing the reads and
 //! sends stamped after it).
 
+mod common;
+use common::pinned;
+
 use schedlab::kernel::features::KernelConfig;
 use schedlab::kernel::task::Pid;
 use schedlab::kernel::unix_sock::UnixSock;
 use schedlab::kernel::Kernel;
 use schedlab::machine;
 use schedlab::workload::program::{Dist, Op};
-use schedlab::workload::{Builder, TaskSpec};
-use std::rc::Rc;
+use schedlab::workload::Builder;
 
 const US: u64 = 1_000;
 
@@ -51,18 +53,7 @@ fn writer_and_reader() -> (Kernel, Vec<Pid>) {
     let mut b = Builder::new(0, 1);
     let mut pids = Vec::new();
     for (cpu, ops) in [(0, writer), (1, reader)] {
-        let p = b.task(
-            &mut k,
-            TaskSpec {
-                comm: "t",
-                group_of: None,
-                nice: 0,
-                allowed: Some(vec![cpu]),
-                ops: Rc::from(ops),
-            },
-        );
-        b.launch(&mut k, p);
-        pids.push(p);
+        pids.push(pinned(&mut k, &mut b, cpu, ops));
     }
     (k, pids)
 }
@@ -168,20 +159,7 @@ fn senders_and_readers(m: Mix) -> (Kernel, Vec<Pid>) {
     sender.extend([Op::EndLoop, Op::Exit]);
     let mut b = Builder::new(0, 1);
     let mut pids = Vec::new();
-    let mut add = |k: &mut Kernel, cpu: usize, ops: Vec<Op>| {
-        let p = b.task(
-            k,
-            TaskSpec {
-                comm: "t",
-                group_of: None,
-                nice: 0,
-                allowed: Some(vec![cpu]),
-                ops: Rc::from(ops),
-            },
-        );
-        b.launch(k, p);
-        pids.push(p);
-    };
+    let mut add = |k: &mut Kernel, cpu: usize, ops: Vec<Op>| pids.push(pinned(k, &mut b, cpu, ops));
     for cpu in 0..m.senders {
         add(&mut k, cpu, sender.clone());
     }

@@ -70,3 +70,25 @@ pub fn line_field<'a>(l: &'a str, key: &str) -> &'a str {
         .find_map(|kv| kv.strip_prefix(key))
         .unwrap_or_default()
 }
+
+/// A task of `ops` pinned to `cpu`, built by `b` and launched.
+#[allow(dead_code)]
+pub fn pinned(
+    k: &mut ::schedlab::kernel::Kernel,
+    b: &mut ::schedlab::workload::Builder,
+    cpu: usize,
+    ops: Vec<::schedlab::workload::program::Op>,
+) -> ::schedlab::kernel::task::Pid {
+    let p = b.task(
+        k,
+        ::schedlab::workload::TaskSpec {
+            comm: "t",
+            group_of: None,
+            nice: 0,
+            allowed: Some(vec![cpu]),
+            ops: std::rc::Rc::from(ops),
+        },
+    );
+    b.launch(k, p);
+    p
+}
