@@ -602,21 +602,15 @@ impl Kernel {
         {
             return false;
         }
-        let speed = self.speed(cpu);
         let rq = &mut self.rqs[cpu];
         rq.irq_ns = 0;
         rq.pre.switched_in = false;
-        rq.act = Activity::Running {
-            start: self.now,
-            speed,
-        };
         let prog = &mut self.tasks[p].prog;
         prog.work_left = owed;
         prog.overhead = 0;
         prog.mode.kern_tail = u64::MAX;
         prog.mode.atomic = false;
-        self.events
-            .push(self.now + segment_ns(owed, speed), EventKind::CpuDone, cpu);
+        self.start_segment(cpu, p);
         true
     }
 
