@@ -260,13 +260,17 @@ impl Kernel {
             self.socks[sock].unread(n);
             self.stats.ipc_line_ns -= b.line_ns;
         }
-        let b = ops[i];
-        let prog = &mut self.tasks[p].prog;
-        if let Some(top) = prog.loops.last_mut() {
+        self.fold_rewind(p, &ops[i]);
+        self.folds[cpu].ops = ops;
+    }
+
+    /// Take `p` back to folded op `b`: its loop counter and noise draws as
+    /// they were before `b`'s effect (a read or a send undone).
+    pub(crate) fn fold_rewind(&mut self, p: Pid, b: &Before) {
+        if let Some(top) = self.tasks[p].prog.loops.last_mut() {
             top.1 = b.loop_left;
         }
         self.noise.rewind_task(p, b.draws);
-        self.folds[cpu].ops = ops;
     }
 
     /// Folded reads on `cpu` whose effects are stamped after now: their

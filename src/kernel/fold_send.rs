@@ -206,14 +206,10 @@ impl Kernel {
         for b in ops[..i].iter().rev().take_while(|b| b.end == now) {
             self.sock_settle(b.sock);
         }
-        let b = ops[i];
         let prog = &mut self.tasks[p].prog;
-        prog.pc = b.pc;
+        prog.pc = ops[i].pc;
         prog.phase = 1;
-        if let Some(top) = prog.loops.last_mut() {
-            top.1 = b.loop_left;
-        }
-        self.noise.rewind_task(p, b.draws);
+        self.fold_rewind(p, &ops[i]);
         self.folds[cpu].ops = ops;
     }
 }
