@@ -11,7 +11,7 @@ use super::footprint::Warmth;
 use super::noise::By;
 use super::pelt;
 use super::preempt::{Cause, Req, RqPreempt};
-use super::program::Action;
+use super::program::{Action, Op};
 use super::rt::{Policy, RtRq};
 use super::select::Placed;
 use super::task::Entity;
@@ -32,13 +32,14 @@ pub enum Activity {
     /// Running the idle loop since `since`.
     Idle { since: Time },
     /// In the middle of a context switch to rq.curr, until `end`; `prev`
-    /// is still on_cpu until then. sched_switch is emitted at `end`, when
-    /// next starts, with prev's state and the mode as of the switch's start.
+    /// is still on_cpu until then, in the state it had then. sched_switch
+    /// fired at the switch's start, or fires once the interrupts pending
+    /// at that start are done (`stamp`: Some(preempt) until then).
     Switching {
         prev: Option<Pid>,
         end: Time,
         prev_state: TaskState,
-        preempt: bool,
+        stamp: Option<bool>,
     },
     /// Executing rq.curr's current segment, started at `start` at `speed`
     /// (work-ns per 1024 ns of wall time).
@@ -414,6 +415,23 @@ impl Kernel {
         irq
     }
 
+    /// Interrupt time `ns` taken while `p` runs, which it owes before it
+    /// goes on. A replayed burst (`Op::RunBurst`) is a traced task's time on
+    /// its CPU, interrupts included: what lands in its user part comes out
+    /// of it, so that the burst still ends when traced and the replay does
+    /// not charge the traced machine's interrupts a second time.
+    pub fn irq_on_task(&mut self, p: Pid, ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        let prog = &mut self.tasks[p].prog;
+        prog.overhead += ns;
+        if prog.pc > 0 && matches!(prog.ops.get(prog.pc - 1), Some(Op::RunBurst(_))) {
+            let user_left = prog.work_left.saturating_sub(prog.mode.kern_tail);
+            prog.work_left -= ns.min(user_left.saturating_sub(1));
+        }
+    }
+
     /// Arm the tick at the next jiffy boundary (ticks are not skewed; their
     /// phase is the noise model's).
     fn start_tick(&mut self, cpu: usize) {
@@ -555,6 +573,9 @@ impl Kernel {
     /// The CPU's current activity ended: a segment completed or a context
     /// switch finished.
     pub fn on_cpu_done(&mut self, cpu: usize) {
+        if self.switch_stamp(cpu) {
+            return;
+        }
         let rq = &self.rqs[cpu];
         if let (Activity::Running { .. }, Some(p)) = (rq.act, rq.curr) {
             self.tasks[p].prog.work_left = 0;
@@ -565,17 +586,14 @@ impl Kernel {
         let rq = &mut self.rqs[cpu];
         let switched = match rq.act {
             Activity::Switching {
-                prev,
-                prev_state,
-                preempt,
-                ..
-            } => Some((prev, prev_state, preempt)),
+                prev, prev_state, ..
+            } => Some((prev, prev_state)),
             _ => None,
         };
         rq.act = Activity::Kernel;
         rq.pre.switched_in = switched.is_some();
-        if let Some((prev, prev_state, preempt)) = switched {
-            self.finish_task_switch(cpu, prev, prev_state, preempt);
+        if let Some((prev, prev_state)) = switched {
+            self.finish_task_switch(cpu, prev, prev_state);
             if self.rqs[cpu].ttwu_pending {
                 self.sched_ttwu_pending(cpu);
             }
@@ -627,7 +645,8 @@ impl Kernel {
                 }
                 continue;
             }
-            self.tasks[p].prog.overhead += self.take_irq_ns(cpu);
+            let irq = self.take_irq_ns(cpu);
+            self.irq_on_task(p, irq);
             match self.step(p, cpu) {
                 Action::Run => {
                     self.start_segment(cpu, p);
@@ -714,8 +733,12 @@ impl Kernel {
         rq.curr = next;
         rq.stats.nr_switches += 1;
         self.stats.rq_switches += 1;
+        // __schedule traces sched_switch before context_switch: the
+        // switch's cost is in next's time on the trace, as a replay of a
+        // kernel's trace takes it (workload/replay.rs, switch_costs).
         if next.is_none() {
-            self.finish_task_switch(cpu, prev, prev_state, preempt);
+            self.trace_switch(cpu, prev, prev_state, next, preempt);
+            self.finish_task_switch(cpu, prev, prev_state);
         }
         if let Some(p) = prev {
             let t = &mut self.tasks[p];
@@ -735,31 +758,57 @@ impl Kernel {
         };
         self.account_wait_end(n);
         self.cfs_tasks_to_head(n);
-        let cost = self.switch_cost(cpu, n) + self.take_irq_ns(cpu);
-        let rq = &mut self.rqs[cpu];
-        rq.act = Activity::Switching {
+        let switch = self.switch_cost(cpu, n);
+        let irq = self.take_irq_ns(cpu);
+        let cost = switch + irq;
+        // A CPU runs the interrupts pending on it (an idle exit's) before
+        // it calls __schedule: a tracer sees the switch after them.
+        let stamp = (irq > 0 && self.tracer.is_some()).then_some(preempt);
+        if stamp.is_none() {
+            self.trace_switch(cpu, prev, prev_state, next, preempt);
+        }
+        self.rqs[cpu].act = Activity::Switching {
             prev,
             end: now + cost,
             prev_state,
-            preempt,
+            stamp,
         };
-        self.events.push(now + cost, EventKind::CpuDone, cpu);
+        let at = now + if stamp.is_some() { irq } else { cost };
+        self.events.push(at, EventKind::CpuDone, cpu);
         false
     }
 
-    /// The switch to rq.curr (a task, or idle at once) is done and it starts
-    /// running (the end of context_switch): sched_switch fires now, prev's
-    /// time on the CPU ends, and a task woken since its last run has its
-    /// wakeup → running latency taken.
-    fn finish_task_switch(
-        &mut self,
-        cpu: usize,
-        prev: Option<Pid>,
-        prev_state: TaskState,
-        preempt: bool,
-    ) {
-        let next = self.rqs[cpu].curr;
+    /// The interrupts pending at a switch's start are done (traced runs
+    /// only): sched_switch fires, and the switch goes on to its end.
+    fn switch_stamp(&mut self, cpu: usize) -> bool {
+        let rq = &mut self.rqs[cpu];
+        let Activity::Switching {
+            prev,
+            end,
+            prev_state,
+            ref mut stamp,
+        } = rq.act
+        else {
+            return false;
+        };
+        let Some(preempt) = stamp.take() else {
+            return false;
+        };
+        let next = rq.curr;
         self.trace_switch(cpu, prev, prev_state, next, preempt);
+        self.events.push(end, EventKind::CpuDone, cpu);
+        // An event only a traced run has: not counted, so that its
+        // results (sim.events with them) are an untraced run's.
+        self.events.popped -= 1;
+        true
+    }
+
+    /// The switch to rq.curr (a task, or idle at once) is done and it starts
+    /// running (the end of context_switch): prev's time on the CPU ends,
+    /// and a task woken since its last run has its wakeup → running
+    /// latency taken.
+    fn finish_task_switch(&mut self, cpu: usize, prev: Option<Pid>, prev_state: TaskState) {
+        let next = self.rqs[cpu].curr;
         if let Some(p) = prev {
             let t = &mut self.tasks[p].stats;
             if let Some(since) = t.oncpu_since.take() {
@@ -783,13 +832,10 @@ impl Kernel {
         }
     }
 
-    /// The task a CPU's events are attributed to: prev while a switch is
-    /// in progress (sched_switch has not fired yet), else curr.
+    /// The task a CPU's events are attributed to: curr, also while the
+    /// switch to it is in progress (sched_switch has fired).
     pub fn trace_ctx(&self, cpu: usize) -> Option<Pid> {
-        match self.rqs[cpu].act {
-            Activity::Switching { prev, .. } => prev,
-            _ => self.rqs[cpu].curr,
-        }
+        self.rqs[cpu].curr
     }
 
     /// update_stats_wait_end: the task stops waiting on the run queue.
@@ -1295,7 +1341,7 @@ impl Kernel {
         if let (Activity::Running { .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr) {
             self.stop_segment(cpu);
             let ns = self.vary(self.machine.cost.tick_ns, By::Cpu(cpu));
-            self.tasks[p].prog.overhead += ns;
+            self.irq_on_task(p, ns);
             self.update_irq_load_avg(cpu, ns);
             self.dispatch(cpu);
         }

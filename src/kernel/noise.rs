@@ -358,7 +358,7 @@ impl Kernel {
         match (self.rqs[cpu].act, self.rqs[cpu].curr) {
             (super::core::Activity::Running { .. }, Some(p)) => {
                 self.stop_segment(cpu);
-                self.tasks[p].prog.overhead += ns;
+                self.irq_on_task(p, ns);
                 self.update_irq_load_avg(cpu, ns);
                 self.dispatch(cpu);
             }

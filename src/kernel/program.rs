@@ -74,6 +74,12 @@ pub enum Mark {
 pub enum Op {
     /// Compute in user mode.
     Run(Dist),
+    /// Trace replay: a recorded burst of `ns` on the CPU, less the
+    /// select_idle_cpu scan time the model charged the task, as a waker,
+    /// since it last ran such a burst or waited (at least 1 ns): the
+    /// recorded burst after a wakeup holds the recording kernel's own
+    /// select_task_rq work for it, which the model charges again.
+    RunBurst(u64),
     /// Work in kernel mode (a syscall's long loop): a cond_resched() call
     /// every `cond_resched` ns of it (0 = none), or the whole section with
     /// preemption disabled (`atomic`).
@@ -417,6 +423,9 @@ pub struct ProgState {
     /// User-mode work asked for by Run ops so far (ns at full speed).
     pub user_ns: u64,
     pub duty: Duty,
+    /// select_idle_cpu scan time charged to the task as a waker since its
+    /// last `RunBurst` or replayed wait (read by replay only).
+    pub scan_ns: u64,
 }
 
 /// The duty-cycle state of SliceStart/SliceEnd (stress-ng's cpu-load loop).
@@ -453,6 +462,7 @@ impl ProgState {
             mode: ExecMode::default(),
             user_ns: 0,
             duty: Duty::default(),
+            scan_ns: 0,
         }
     }
 

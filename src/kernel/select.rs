@@ -273,7 +273,9 @@ impl Kernel {
         let (found, scanned) = self.select_idle_cpu(p, target, has_idle_core);
         self.stats.sis_scanned += scanned;
         if let Some(w) = waker {
-            self.tasks[w].prog.overhead += scanned * self.machine.cost.sis_scan_per_cpu_ns;
+            let ns = scanned * self.machine.cost.sis_scan_per_cpu_ns;
+            self.tasks[w].prog.overhead += ns;
+            self.tasks[w].prog.scan_ns += ns;
         }
         match found {
             Some(c) => (c, PlaceWhy::IdleScan, scanned as u32),

@@ -89,6 +89,24 @@ impl Kernel {
         }
     }
 
+    /// do_exit: the task exits, and what its exit_notify wakeups cost (an
+    /// IPI to a parent on another CPU) it pays before do_task_dead's
+    /// __schedule, with preemption off; the op is met again when that is
+    /// done, and the dead task then leaves the CPU.
+    fn exit(&mut self, p: Pid) -> Option<Action> {
+        if self.tasks[p].state != TaskState::Dead {
+            self.exit_task(p);
+        }
+        let t = &mut self.tasks[p];
+        if t.prog.overhead == 0 {
+            return Some(Action::Block);
+        }
+        t.prog.work_left = std::mem::take(&mut t.prog.overhead);
+        t.prog.mode.kern_tail = u64::MAX;
+        t.prog.mode.atomic = true;
+        Some(Action::Run)
+    }
+
     /// The kernel time an op costs before it takes effect (syscall entry
     /// and exit, copies, fork/exit work); None for pure user-space ops.
     fn op_cost(&self, p: Pid, op: &Op) -> Option<u64> {
@@ -97,6 +115,7 @@ impl Kernel {
         let copy = |bytes: u32, ps: u64| c.syscall_ns + bytes as u64 * ps / 1000;
         match *op {
             Op::Run(_)
+            | Op::RunBurst(_)
             | Op::KernelRun { .. }
             | Op::Mark(_)
             | Op::Loop { .. }
@@ -216,19 +235,11 @@ impl Kernel {
         match op {
             Op::Run(d) => {
                 let ns = d.sample(&mut self.tasks[p].rng);
-                self.tasks[p].prog.user_ns += ns;
-                self.tasks[p].prog.advance();
-                // Fold the next op's entry cost into this segment: the CPU
-                // goes straight from computing into the syscall.
-                let t = &self.tasks[p];
-                let next = t.prog.ops.get(t.prog.pc).copied().unwrap_or(Op::Exit);
-                if let Some(cost) = self.op_cost(p, &next) {
-                    self.tasks[p].prog.phase = 1;
-                    let cost = self.vary(cost, By::Task(p));
-                    let cost = cost + self.shared_cost(&next, cpu, self.now + ns, cost);
-                    return Some(self.charge_split(p, ns + cost, cost, Point::MightSleep));
-                }
-                Some(self.charge_split(p, ns, 0, Point::User))
+                self.run_user(p, cpu, ns)
+            }
+            Op::RunBurst(ns) => {
+                let scan = std::mem::take(&mut self.tasks[p].prog.scan_ns);
+                self.run_user(p, cpu, ns.saturating_sub(scan).max(1))
             }
             Op::KernelRun {
                 dist,
@@ -441,12 +452,11 @@ impl Kernel {
                 None
             }
             Op::SliceEnd { load } => self.slice_end(p, cpu, load),
-            Op::Exit | Op::TraceEnd => {
-                self.exit_task(p);
-                Some(Action::Block)
-            }
+            Op::Exit | Op::TraceEnd => self.exit(p),
             Op::Kthread(op) => self.exec_kthread_op(p, cpu, op),
             Op::AwaitWake { futex, need } => {
+                // Scans by wakeups just before a wait were in no burst.
+                self.tasks[p].prog.scan_ns = 0;
                 let io = self.futex_wait_count(p, futex, need);
                 self.io_done(p, io, 0)
             }
@@ -456,6 +466,7 @@ impl Kernel {
                 full,
                 ..
             } => {
+                self.tasks[p].prog.scan_ns = 0;
                 let io = self.futex_wait_room(p, written, read, full);
                 self.io_done(p, io, 0)
             }
@@ -479,6 +490,22 @@ impl Kernel {
             }
             _ => self.exec_completion_op(p, cpu, op),
         }
+    }
+
+    /// `ns` of user-mode work, then straight into the next op's syscall:
+    /// its entry cost is folded into the same segment.
+    fn run_user(&mut self, p: Pid, cpu: usize, ns: u64) -> Option<Action> {
+        self.tasks[p].prog.user_ns += ns;
+        self.tasks[p].prog.advance();
+        let t = &self.tasks[p];
+        let next = t.prog.ops.get(t.prog.pc).copied().unwrap_or(Op::Exit);
+        if let Some(cost) = self.op_cost(p, &next) {
+            self.tasks[p].prog.phase = 1;
+            let cost = self.vary(cost, By::Task(p));
+            let cost = cost + self.shared_cost(&next, cpu, self.now + ns, cost);
+            return Some(self.charge_split(p, ns + cost, cost, Point::MightSleep));
+        }
+        Some(self.charge_split(p, ns, 0, Point::User))
     }
 
     /// The socket and size of a read `p` may fold (kernel/fold.rs) from

@@ -11,6 +11,7 @@
 //! queue as the simulation filled it (the kernel's rule and writer
 //! wakeup), and the wakeups those calls made are made by the bytes.
 
+use crate::kernel::footprint::{Footprint, Warmth};
 use crate::kernel::pipe::PIPE_DEF_BUFFERS;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
@@ -148,6 +149,9 @@ struct RTask {
     runnable_since: Option<u64>,
     acc: u64,
     acc_switches: u32,
+    /// Its switch-ins (indexes of `Replay::switch_ins`), in order: each
+    /// `Atom::Run` holds the next `n` of them.
+    switch_ins: Vec<u32>,
     started: bool,
     dead: bool,
     /// sched_process_exit seen: its pid may be reused by a fork.
@@ -229,6 +233,20 @@ pub struct Replay {
     /// (none without `# autogroup` lines, with `enabled=0`, or with
     /// `no_autogroup`).
     pub autogroups: Vec<(String, i32)>,
+    /// Every recorded switch-in of a replayed task, in trace order.
+    switch_ins: Vec<SwitchIn>,
+}
+
+/// A recorded switch-in: what the model's context_switch cost depends on.
+#[derive(Clone, Copy, Debug)]
+struct SwitchIn {
+    cpu: usize,
+    task: usize,
+    /// The CPU the task last ran on before.
+    from: Option<usize>,
+    /// Not a switch: the task was running there when the trace began (it
+    /// is what the CPU's caches and mm hold; it costs nothing).
+    seen: bool,
 }
 
 /// What the trace showed of one CPU so far.
@@ -252,6 +270,7 @@ impl CpuSeen {
 
 struct Builder2 {
     tasks: Vec<RTask>,
+    switch_ins: Vec<SwitchIn>,
     by_pid: BTreeMap<u32, usize>,
     select: Vec<String>,
     t0: u64,
@@ -314,6 +333,7 @@ impl Builder2 {
             runnable_since: None,
             acc: 0,
             acc_switches: 0,
+            switch_ins: Vec::new(),
             started: false,
             dead: false,
             exiting: false,
@@ -385,6 +405,12 @@ impl Builder2 {
             t.running_since = Some(since);
             t.last_cpu = Some(cpu);
             t.ran_on(cpu);
+            self.switch_ins.push(SwitchIn {
+                cpu,
+                task: i,
+                from: None,
+                seen: true,
+            });
             self.cpus.get_mut(&cpu).expect("seen").current = Some(i);
             return;
         }
@@ -725,6 +751,14 @@ impl Builder2 {
         }
         t.running_since = Some(ts);
         t.acc_switches += 1;
+        t.switch_ins.push(self.switch_ins.len() as u32);
+        self.switch_ins.push(SwitchIn {
+            cpu,
+            task: i,
+            from: t.last_cpu,
+            seen: false,
+        });
+        let t = &mut self.tasks[i];
         t.woke.clear();
         t.preempted_by = None;
         if t.last_cpu.is_some_and(|c| c != cpu) {
@@ -950,6 +984,7 @@ impl Replay {
             .any(|r| matches!(r.ev, Event::Waking { wakeup: false, .. }));
         let mut b = Builder2 {
             tasks: Vec::new(),
+            switch_ins: Vec::new(),
             by_pid: BTreeMap::new(),
             select: select.to_vec(),
             t0: first.ts,
@@ -1027,6 +1062,7 @@ impl Replay {
             opts,
             queues: b.queues.len(),
             autogroups,
+            switch_ins: b.switch_ins,
         })
     }
 
@@ -1043,8 +1079,9 @@ impl Replay {
             k.futex_new(0);
         }
         let base = k.tasks.len();
+        let switch_ns = self.switch_costs(k);
         for t in &self.tasks {
-            let mut ops = self.program(k, t, &words, queue0, base);
+            let mut ops = self.program(k, t, &words, queue0, base, &switch_ns);
             ops.push(Op::Mark(Mark::Stop));
             // A causal replay leaves the exit's work in the recorded
             // bursts, where it was: do_exit traces sched_process_exit
@@ -1152,10 +1189,12 @@ impl Replay {
         words: &[(usize, u32)],
         queue0: usize,
         base: Pid,
+        switch_ns: &[u64],
     ) -> Vec<Op> {
         let slack = k.cfg.timer_slack_ns;
         let mut ops = Vec::new();
         let mut debt = 0;
+        let mut switch_ins = t.switch_ins.iter().map(|&s| switch_ns[s as usize]);
         for a in &t.atoms {
             let cost = self.model_cost(k, t, a);
             match a {
@@ -1194,11 +1233,11 @@ impl Replay {
             }
             ops.push(match *a {
                 Atom::Run(ns, n) => {
-                    let sw = k.machine.cost.context_switch_ns * n as u64;
+                    let sw: u64 = switch_ins.by_ref().take(n as usize).sum();
                     let ns = ns.saturating_sub(sw).max(1);
                     let paid = debt.min(ns - 1);
                     debt -= paid;
-                    Op::Run(Dist::Fixed(ns - paid))
+                    Op::RunBurst(ns - paid)
                 }
                 Atom::Timer(ns) => Op::Sleep(Dist::Fixed(ns.saturating_sub(slack))),
                 Atom::Await(e) => Op::AwaitWake {
@@ -1233,6 +1272,49 @@ impl Replay {
             });
         }
         ops
+    }
+
+    /// The model's cost of each recorded switch-in, as `switch_cost`
+    /// (kernel/core.rs) prices it on the recorded schedule: the register
+    /// switch; a switch_mm where the CPU last switched to another process,
+    /// with a TLB flush where that process lost its ASID (footprint.rs);
+    /// the cache refill after a migration, or as the tasks run there
+    /// since evicted it. The recorded burst after a switch-in holds the
+    /// real one, and the model charges its own again, so the burst gives
+    /// back this much. Noise aside, the closed loop (a simulated trace
+    /// replayed on its machine) gets back exactly what it was charged.
+    /// Tasks not replayed (`--select`, idle) leave no footprint here.
+    fn switch_costs(&self, k: &Kernel) -> Vec<u64> {
+        let (m, c) = (&k.machine, &k.machine.cost);
+        let mut cpus: BTreeMap<usize, (Footprint, Option<u32>)> = BTreeMap::new();
+        let refill = |from: usize, to: usize| match from.max(to) < m.nr_cpus() {
+            true => m.cache_refill_ns(from, to),
+            // A recorded CPU the machine has not: priced as within an LLC.
+            false => c.cache_refill_llc_ns,
+        };
+        let cost = |s: &SwitchIn, cpus: &mut BTreeMap<usize, (Footprint, Option<u32>)>| {
+            let (fp, loaded) = cpus.entry(s.cpu).or_default();
+            let mm = self.tasks[s.task].process();
+            let mut ns = c.context_switch_ns;
+            if *loaded != Some(mm) {
+                ns += c.mm_switch_ns;
+                if !fp.switch_mm(mm, c.tlb_dyn_asids as usize) {
+                    ns += c.tlb_asid_miss_ns;
+                }
+                *loaded = Some(mm);
+            }
+            let warmth = fp.switch_in(s.task);
+            if s.seen {
+                return 0;
+            }
+            ns + match s.from {
+                Some(from) if from != s.cpu => refill(from, s.cpu),
+                Some(_) if warmth == Warmth::Warm => c.switch_cache_warm_ns,
+                Some(_) if warmth == Warmth::Cold => c.switch_cache_cold_ns,
+                _ => 0,
+            }
+        };
+        self.switch_ins.iter().map(|s| cost(s, &mut cpus)).collect()
     }
 
     /// The cost the model charges for an atom's kernel work: for a wakeup
@@ -1325,7 +1407,7 @@ fn resolve(a: Atom, queues: &[Queue]) -> Atom {
 fn take_from_bursts(ops: &mut [Op], mut cost: u64) {
     for op in ops.iter_mut().rev() {
         match op {
-            Op::Run(Dist::Fixed(ns)) => {
+            Op::RunBurst(ns) => {
                 let paid = cost.min(*ns - 1);
                 *ns -= paid;
                 cost -= paid;
@@ -1591,6 +1673,96 @@ mod tests {
         };
         assert_eq!(q("socket:[1]").wake_level(27_800), 6_950);
         assert_eq!(q("pipe:[1]").wake_level(64_000), 60_000);
+    }
+
+    /// A recorded burst gives back the select_idle_cpu scan time the model
+    /// charged its task as a waker since its last burst, and no more: the
+    /// task runs the rest of its recorded time.
+    #[test]
+    fn a_burst_gives_back_the_scan_its_wakeups_cost() {
+        let m = crate::machine::from_spec("smp:cpus=1").unwrap();
+        let mut k = Kernel::new(m, Default::default());
+        let mut b = Builder::new(0, 1);
+        let ops = [Op::RunBurst(10_000), Op::RunBurst(10_000), Op::Exit];
+        let p = b.task(
+            &mut k,
+            TaskSpec {
+                comm: "w",
+                group_of: None,
+                nice: 0,
+                allowed: None,
+                ops: Rc::from(ops),
+            },
+        );
+        k.tasks[p].prog.scan_ns = 4_000;
+        b.launch(&mut k, p);
+        k.run(None).unwrap();
+        assert_eq!(k.tasks[p].prog.user_ns, 6_000 + 10_000);
+    }
+
+    /// A replayed burst holds the traced machine's interrupts: the model's
+    /// ticks that land in it come out of it, so that its task is on the CPU
+    /// for the recorded time, where the same time run as a workload's
+    /// computation is stretched by every tick.
+    #[test]
+    fn ticks_in_a_burst_come_out_of_it() {
+        let on_cpu = |op: Op| {
+            let m = crate::machine::from_spec("vm-2").unwrap();
+            let mut k = Kernel::new(m, Default::default());
+            let mut b = Builder::new(0, 1);
+            let ops = [op, Op::Mark(Mark::Stop)];
+            let p = b.task(
+                &mut k,
+                TaskSpec {
+                    comm: "w",
+                    group_of: None,
+                    nice: 0,
+                    allowed: None,
+                    ops: Rc::from(ops),
+                },
+            );
+            b.launch(&mut k, p);
+            k.run(None).unwrap();
+            k.tasks[p].se.sum_exec_runtime
+        };
+        // 100 ms hold 25 ticks at vm-2's HZ=250.
+        let ms = 100_000_000;
+        let burst = on_cpu(Op::RunBurst(ms));
+        let run = on_cpu(Op::Run(Dist::Fixed(ms)));
+        let c = crate::machine::from_spec("vm-2").unwrap().cost;
+        // Both then exit (exit_ns, and what interrupts the exit's own work).
+        assert!(burst < ms + c.exit_ns + 2 * c.tick_ns, "{burst} {run}");
+        assert!(run > burst + 20 * c.tick_ns, "{burst} {run}");
+    }
+
+    /// A recorded switch-in's burst gives back what the model charges for
+    /// that switch: a thread of the process the CPU last ran costs the
+    /// register switch alone, another process a switch_mm too, and a task
+    /// that last ran on another CPU the cache refill from there.
+    #[test]
+    fn each_switch_in_gives_back_the_models_cost_of_that_switch() {
+        let t = "\
+            a 10/10 [000] 1.000000: sched:sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=a next_pid=11 next_prio=120\n\
+            a 10/11 [000] 1.000010: sched:sched_switch: prev_comm=a prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=b next_pid=12 next_prio=120\n\
+            b 12 [000] 1.000020: sched:sched_switch: prev_comm=b prev_pid=12 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n\
+            swapper 0 [001] 1.000030: sched:sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=b next_pid=12 next_prio=120\n";
+        let parsed = parse::parse_all("t", t).unwrap();
+        let r = Replay::from_records("t", &parsed, &[], Options::default()).unwrap();
+        let m = crate::machine::from_spec("vm-2").unwrap();
+        let c = m.cost.clone();
+        let k = Kernel::new(m, Default::default());
+        let refill = k.machine.cache_refill_ns(0, 1);
+        assert!(refill > 0);
+        let (sw, mm) = (c.context_switch_ns, c.mm_switch_ns);
+        // 10 first seen running (no switch-in: the CPU has its mm); 11
+        // its thread; 12 another process; 12 again, now on CPU 1.
+        let costs: Vec<u64> = r
+            .tasks
+            .iter()
+            .flat_map(|t| t.switch_ins.iter())
+            .map(|&i| r.switch_costs(&k)[i as usize])
+            .collect();
+        assert_eq!(costs, [sw, sw + mm, sw + mm + refill]);
     }
 
     /// Threads of one process (perf's `pid/tid`) replay in its address
