@@ -158,7 +158,9 @@ fn simulate(row: &Row, loops: u64, side: Side, seed: Option<u64>) -> Result<Meas
     let num = |key: &str| fields.get(key).and_then(Value::as_f64).unwrap_or(0.0);
     let pelt = k.pelt_counters();
     let time_s = num("time_s");
-    let tasks = pids.len() as f64;
+    // LKP's stats/hackbench: hackbench's "(== N tasks)", its children
+    // (groups × 2 × fds), not the parent.
+    let tasks = num("groups") * 2.0 * num("fds");
     Ok(Measured {
         throughput: tasks * loops as f64 * 100.0 / 1024.0 / time_s.max(1e-9),
         time_s,
@@ -544,6 +546,18 @@ mod tests {
         // The floor never exceeds LKP's own 1875, nor a run 1 loop.
         assert_eq!(loops("1600%-threads-pipe", 30), 1875);
         assert_eq!(loops("1600%-threads-pipe", 100_000), 1);
+    }
+
+    /// hackbench.throughput counts hackbench's "(== 640 tasks)" at 50 %,
+    /// its children, as LKP's stats/hackbench does, not the parent too.
+    #[test]
+    fn throughput_counts_the_children_only() {
+        let row = &super::ROWS[4];
+        assert!(row.name.starts_with("50%"));
+        let side = super::side(false, false, true);
+        let m = super::simulate(row, 1, side, None).unwrap();
+        let tasks = m.throughput * m.time_s * 1024.0 / 100.0;
+        assert!((tasks - 640.0).abs() < 1e-6, "{tasks}");
     }
 
     /// Each row's numbers are seed 004's LKP line of the same name.
