@@ -91,7 +91,7 @@ fn lkp_loops(name: &str) -> u64 {
 /// 1875 ÷ 1000 would be 2 loops, 40 messages a receiver, far below a
 /// pipe's 640, and Time would be mostly the start (one poll wakeup for
 /// each of 20480 tasks) and the end (20480 exits reaped by one parent),
-/// which LKP's 1875 loops amortise (docs/repro/pelt.txt, "Loops"). With
+/// which LKP's 1875 loops amortise (docs/repro/pelt-loops.md). With
 /// this floor every task does the same work at both load factors.
 fn loops(name: &str, scale: u64) -> u64 {
     let scaled = |l: u64| (l + scale / 2) / scale;
@@ -388,7 +388,8 @@ The second experiment keeps today's PELT and turns the rewrite's filter on tg->l
 (every change written) against on (1/64 and once per ms), 3 deep only: at the top level there
 is no group and it changes nothing.
 Loops are LKP's divided by --scale, the 1600 % rows' raised to the 50 % rows' (at most LKP's own):
-at ÷ 1000 LKP's 1875 would be 2, and 20480 tasks' start and end would make most of Time.
+at ÷ 1000 LKP's 1875 would be 2, and 20480 tasks' start and end would make most of Time
+(docs/repro/pelt-loops.md).
 hackbench's Time excludes the fork of its tasks.";
 
 /// v3.16's writes to root_task_group's line at the top level, per message.
