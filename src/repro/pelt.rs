@@ -17,7 +17,8 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct PeltArgs {
-    /// Divide LKP's loop counts (30000 × nr_cpu / nr_threads) by this
+    /// Divide LKP's loop counts (30000 × nr_cpu / nr_threads) by this; the
+    /// 1600 % rows keep at least the 50 % rows' loops (at most LKP's own)
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     scale: u64,
     /// Only the configurations whose name contains this (e.g. `50%` or `socket`)
@@ -76,10 +77,36 @@ const ROWS: [Row; 8] = [
     row!("50%-threads-socket", "50pct-threads-socket.toml"),
 ];
 
-/// LKP's loops for a load factor on 32 CPUs, scaled down (at least 1).
-fn loops(name: &str, scale: u64) -> u64 {
+/// LKP's loops for a load factor on lkp-snb01's 32 CPUs: tests/hackbench's
+/// `30000 × nr_cpu / nr_threads`, nr_threads (hackbench's groups) being
+/// 16 at 50 % and 512 at 1600 % (lkp-tests 8b9d2e6, Aug 2014).
+fn lkp_loops(name: &str) -> u64 {
     let groups = if name.starts_with("1600%") { 512 } else { 16 };
-    (30_000 * 32 / groups + scale / 2) / scale
+    30_000 * 32 / groups
+}
+
+/// The loops of one run: LKP's ÷ `scale`, but no fewer than the 50 % rows'
+/// ÷ `scale` (and never more than LKP's own). LKP gives every row the same
+/// number of messages, so at 1600 % each of 32× the tasks sends 32× fewer:
+/// 1875 ÷ 1000 would be 2 loops, 40 messages a receiver, far below a
+/// pipe's 640, and Time would be mostly the start (one poll wakeup for
+/// each of 20480 tasks) and the end (20480 exits reaped by one parent),
+/// which LKP's 1875 loops amortise (docs/repro/pelt-loops.md). With
+/// this floor every task does the same work at both load factors.
+fn loops(name: &str, scale: u64) -> u64 {
+    let scaled = |l: u64| (l + scale / 2) / scale;
+    let own = lkp_loops(name);
+    let floor = scaled(lkp_loops("50%")).min(own);
+    scaled(own).max(floor).max(1)
+}
+
+/// The loops a `scale` gives each load factor, for the tables' titles.
+pub(super) fn loops_label(scale: u64) -> String {
+    format!(
+        "LKP's loops ÷ {scale}, 1600 % raised to 50 %'s: {} and {} loops",
+        loops("50%", scale),
+        loops("1600%", scale)
+    )
 }
 
 /// What one simulated run measured.
@@ -131,7 +158,9 @@ fn simulate(row: &Row, loops: u64, side: Side, seed: Option<u64>) -> Result<Meas
     let num = |key: &str| fields.get(key).and_then(Value::as_f64).unwrap_or(0.0);
     let pelt = k.pelt_counters();
     let time_s = num("time_s");
-    let tasks = pids.len() as f64;
+    // LKP's stats/hackbench: hackbench's "(== N tasks)", its children
+    // (groups × 2 × fds), not the parent.
+    let tasks = num("groups") * 2.0 * num("fds");
     Ok(Measured {
         throughput: tasks * loops as f64 * 100.0 / 1024.0 / time_s.max(1e-9),
         time_s,
@@ -358,7 +387,10 @@ wait behind writers still holding it), charged to whatever runs on the writing C
 The second experiment keeps today's PELT and turns the rewrite's filter on tg->load_avg off
 (every change written) against on (1/64 and once per ms), 3 deep only: at the top level there
 is no group and it changes nothing.
-Loops are LKP's divided by --scale; hackbench's Time excludes the fork of its tasks.";
+Loops are LKP's divided by --scale, the 1600 % rows' raised to the 50 % rows' (at most LKP's own):
+at ÷ 1000 LKP's 1875 would be 2, and 20480 tasks' start and end would make most of Time
+(docs/repro/pelt-loops.md).
+hackbench's Time excludes the fork of its tasks.";
 
 /// v3.16's writes to root_task_group's line at the top level, per message.
 fn root_line(rows: &[&Row], runs: &[Runs]) -> String {
@@ -438,8 +470,8 @@ pub fn repro(args: &PeltArgs, quiet: bool) -> Result<(), String> {
         .collect();
     let seeds = super::seeds_label(args.runs, args.seed);
     println!(
-        "Seed 004: PELT rewrite, LKP hackbench on lkp-snb01 → snb-32 (KB/s, higher is better; loops ÷ {}; sim.seed {seeds})\n",
-        args.scale,
+        "Seed 004: PELT rewrite, LKP hackbench on lkp-snb01 → snb-32 (KB/s, higher is better; {}; sim.seed {seeds})\n",
+        loops_label(args.scale),
     );
     let both = [
         ["v3.16", "rewrite", ""],
@@ -483,12 +515,7 @@ pub fn summary_cells(runs: u64, scale: u64) -> Result<Vec<super::summary::Cell>,
     let n = seeds.len();
     let flat = crate::util::parallel::par_map(ROWS.len() * 2 * n, |i| {
         let row = &ROWS[i / (2 * n)];
-        simulate(
-            row,
-            loops(row.name, scale).max(1),
-            SIDES[i / n % 2],
-            seeds[i % n],
-        )
+        simulate(row, loops(row.name, scale), SIDES[i / n % 2], seeds[i % n])
     })?;
     Ok(ROWS
         .iter()
@@ -499,6 +526,41 @@ pub fn summary_cells(runs: u64, scale: u64) -> Result<Vec<super::summary::Cell>,
 
 #[cfg(test)]
 mod tests {
+    use super::loops;
+    use crate::kernel::pipe::PIPE_DEF_BUFFERS;
+
+    /// At the default ÷ 1000 every row's receivers get more messages
+    /// than their pipe holds (senders block, as in LKP's runs), the
+    /// 1600 % rows as many as the 50 % ones; at ÷ 1 the loops are LKP's.
+    #[test]
+    fn scaled_runs_fill_every_pipe_and_scale_1_is_lkp() {
+        // 100-byte writes merge 40 to a 4 KiB page, 16 pages a pipe.
+        let full = PIPE_DEF_BUFFERS as u64 * (4096 / 100);
+        for r in &super::ROWS {
+            let l = loops(r.name, 1000);
+            assert!(20 * l > full, "{}: {l} loops, pipe holds {full}", r.name);
+            assert_eq!(l, loops("50%-process-pipe", 1000), "{}", r.name);
+        }
+        assert_eq!(loops("1600%-process-pipe", 1), 1875);
+        assert_eq!(loops("50%-threads-socket", 1), 60_000);
+        assert_eq!(loops("1600%-threads-pipe", 100), 600);
+        // The floor never exceeds LKP's own 1875, nor a run 1 loop.
+        assert_eq!(loops("1600%-threads-pipe", 30), 1875);
+        assert_eq!(loops("1600%-threads-pipe", 100_000), 1);
+    }
+
+    /// hackbench.throughput counts hackbench's "(== 640 tasks)" at 50 %,
+    /// its children, as LKP's stats/hackbench does, not the parent too.
+    #[test]
+    fn throughput_counts_the_children_only() {
+        let row = &super::ROWS[4];
+        assert!(row.name.starts_with("50%"));
+        let side = super::side(false, false, true);
+        let m = super::simulate(row, 1, side, None).unwrap();
+        let tasks = m.throughput * m.time_s * 1024.0 / 100.0;
+        assert!((tasks - 640.0).abs() < 1e-6, "{tasks}");
+    }
+
     /// Each row's numbers are seed 004's LKP line of the same name.
     #[test]
     fn every_row_finds_its_lkp_line() {

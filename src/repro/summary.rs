@@ -77,7 +77,7 @@ impl Series {
             Series::Swb => format!("SWB_SMT_SKIP off → on on power10-96, scenarios/seed-001-swb (hackbench 200 loops, stress-ng {} cpu-ops, schbench(old) -t N for {} s)", swb_ops(scale), (super::swb::SCHBENCH_RUNTIME_NS / scale) as f64 / 1e9),
             Series::Preempt => format!("hackbench -pipe 60 process, preempt=none → PREEMPT_AUTO's none, scenarios/seed-002-preempt ({} loops; counts per run, the seed's POWER ones sums of 20 runs)", preempt_loops(scale)),
             Series::Completion => "kernel.completion waitqueue → swait-defer on xeon-8269cy, scenarios/seed-003-completion".into(),
-            Series::Pelt => format!("the repro's before → after at the top level, scenarios/seed-004-pelt (LKP's loops ÷ {})", pelt_scale(scale)),
+            Series::Pelt => format!("the repro's before → after at the top level, scenarios/seed-004-pelt ({})", super::pelt::loops_label(pelt_scale(scale))),
         }
     }
 
