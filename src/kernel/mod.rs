@@ -332,7 +332,9 @@ impl Kernel {
             has_idle_cores: vec![false; machine.nr_llcs],
             idle_mask: crate::util::cpumask::CpuMask::new(n, true),
             busy_in_core: vec![0; machine.cpus.iter().map(|c| c.core + 1).max().unwrap_or(0)],
-            idle_in_llc: (0..machine.nr_llcs).map(|l| machine.llc_cpus(l).len() as u32).collect(),
+            idle_in_llc: (0..machine.nr_llcs)
+                .map(|l| machine.llc_cpus(l).len() as u32)
+                .collect(),
             cpuidle: vec![Default::default(); n],
             cpu_timers: vec![Default::default(); n],
             noise: noise::Noise::new(&cfg.noise, 1, cfg.tick_ns(), n),
