@@ -1496,11 +1496,11 @@ impl Kernel {
     /// that one of them may run on, idle since before the task started
     /// waiting, for longer than the bound, is one wasted-core episode.
     fn count_wasted_cores(&mut self, cpu: usize) {
-        if self.rqs[cpu].cfs.h_nr_runnable < 2 {
+        let llc = self.machine.cpus[cpu].llc;
+        if self.rqs[cpu].cfs.h_nr_runnable < 2 || self.idle_in_llc[llc] == 0 {
             return;
         }
         let bound = self.wasted_core_bound(cpu);
-        let llc = self.machine.cpus[cpu].llc;
         let span = self.machine.llc_cpus(llc);
         let (lo, hi) = (span[0], span[span.len() - 1]);
         // The LLC's idle CPUs, ascending, from the idle mask (llc_cpus is

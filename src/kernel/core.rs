@@ -368,6 +368,7 @@ impl Kernel {
         rq.stats.sched_goidle += 1;
         self.idle_mask.set(cpu);
         self.busy_in_core[self.machine.cpus[cpu].core] -= 1;
+        self.idle_in_llc[self.machine.cpus[cpu].llc] += 1;
         self.cpuidle_enter(cpu);
         self.smt_changed(cpu);
         // __update_idle_core: the last sibling to idle sets the LLC's hint.
@@ -403,6 +404,7 @@ impl Kernel {
         rq.act = Activity::Kernel;
         self.idle_mask.clear(cpu);
         self.busy_in_core[self.machine.cpus[cpu].core] += 1;
+        self.idle_in_llc[self.machine.cpus[cpu].llc] -= 1;
         self.start_tick(cpu);
         self.smt_changed(cpu);
     }

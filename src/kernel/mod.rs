@@ -263,6 +263,10 @@ pub struct Kernel {
     /// complement of `idle_mask` counted per core): the run-speed check
     /// reads one number instead of walking the siblings.
     pub busy_in_core: Vec<u8>,
+    /// Per LLC, how many of its CPUs are in `idle_mask`: the tick's
+    /// wasted-core check skips the walk of the LLC's idle mask (64 words on
+    /// a flat 4096-CPU LLC) when none is.
+    pub idle_in_llc: Vec<u32>,
     /// Each CPU's cpuidle governor state (idle.rs).
     pub cpuidle: Vec<idle::GovCpu>,
     /// Task timers armed per CPU, earliest first (stale entries are dropped
@@ -328,6 +332,9 @@ impl Kernel {
             has_idle_cores: vec![false; machine.nr_llcs],
             idle_mask: crate::util::cpumask::CpuMask::new(n, true),
             busy_in_core: vec![0; machine.cpus.iter().map(|c| c.core + 1).max().unwrap_or(0)],
+            idle_in_llc: (0..machine.nr_llcs)
+                .map(|l| machine.llc_cpus(l).len() as u32)
+                .collect(),
             cpuidle: vec![Default::default(); n],
             cpu_timers: vec![Default::default(); n],
             noise: noise::Noise::new(&cfg.noise, 1, cfg.tick_ns(), n),

@@ -163,6 +163,14 @@ impl Kernel {
         if busy != self.busy_in_core[core] as usize {
             return Err(format!("cpu{cpu}: core {core}'s busy count is stale"));
         }
+        let llc = self.machine.cpus[cpu].llc;
+        let span = self.machine.llc_cpus(llc);
+        if span[0] == cpu {
+            let idle = span.iter().filter(|&&c| self.idle_mask.test(c)).count();
+            if idle != self.idle_in_llc[llc] as usize {
+                return Err(format!("llc {llc}: its idle count is stale"));
+            }
+        }
         let (queued, _) = self.check_cfs_rq(cpu, 0, stamp, gen)?;
         // Throttled groups hang off the hierarchy: check them apart.
         for (g, q) in rq.gcfs.iter().enumerate().skip(1) {
