@@ -53,12 +53,34 @@ impl CpuMask {
         }
     }
 
+    /// The first set CPU from `from` to `hi` inclusive, if any: the scan
+    /// stops at `hi`'s word, not at the end of the mask.
+    fn next_set_upto(&self, from: usize, hi: usize) -> Option<usize> {
+        let last = (hi / 64).min(self.words.len().checked_sub(1)?);
+        let mut w = from / 64;
+        if from > hi || w > last {
+            return None;
+        }
+        let mut bits = self.words[w] & (u64::MAX << (from % 64));
+        loop {
+            if bits != 0 {
+                let c = w * 64 + bits.trailing_zeros() as usize;
+                return (c <= hi).then_some(c);
+            }
+            if w == last {
+                return None;
+            }
+            w += 1;
+            bits = self.words[w];
+        }
+    }
+
     /// The set CPUs from `lo` to `hi` inclusive, ascending.
     pub fn iter_range(&self, lo: usize, hi: usize) -> impl Iterator<Item = usize> + '_ {
-        let mut next = self.next_set(lo);
+        let mut next = self.next_set_upto(lo, hi);
         std::iter::from_fn(move || {
-            let c = next.filter(|&c| c <= hi)?;
-            next = self.next_set(c + 1);
+            let c = next?;
+            next = self.next_set_upto(c + 1, hi);
             Some(c)
         })
     }
@@ -84,6 +106,12 @@ mod tests {
         assert_eq!(m.iter_range(65, 129).count(), 0);
         assert_eq!(m.next_set(200), None);
         assert_eq!(CpuMask::new(70, true).iter_range(0, 69).count(), 70);
+        assert_eq!(
+            m.iter_range(0, 4000).collect::<Vec<_>>(),
+            [0, 63, 64, 130, 199]
+        );
+        assert_eq!(m.iter_range(199, 199).collect::<Vec<_>>(), [199]);
+        assert_eq!(m.iter_range(200, 100).count(), 0);
     }
 
     #[test]
