@@ -379,7 +379,8 @@ v3.16's shares from the queued weight) and \"after\" is today's PELT, which desc
 rewrite (and, unlike v4.3, has skipped root_task_group's load_avg since v4.5). What changes
 between the two is what the seed's kernels decided with: the group entities' weights, the load
 the balancer and wake_affine read (v3.16: the runnable load only) and task_h_load; utilisation
-is today's on both sides. Both run on today's EEVDF fair class and balancer, not v3.16's CFS.
+is today's on both sides. Both run kernel.fair = \"cfs\" (the seed's kernels were CFS; the model's
+is v6.5's) and today's balancer.
 v3.16 also writes root_task_group's load_avg and runnable_avg from every CPU (one shared cache
 line), so its overhead shows at the top level too (root line table). Three levels deep every
 tg->load_avg write moves the group's line between CPUs (the machine's line transfer plus the

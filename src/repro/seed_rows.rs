@@ -301,8 +301,8 @@ fn seed000() -> Vec<SeedRow> {
             let sim = context1.then(|| (Wakelist, format!("{prefix}-context1.toml benchmark.lps")));
             let cause = match (context1, prefix) {
                 (false, _) => "no workload for this UnixBench test in the model (it is not a wakeup test)",
-                (true, "xeon") => "104 pairs on 104 CPUs leave no CPU idle, so wake_affine stacks each pair on one CPU, as v5.19 would (~6 us per round trip, local wakeups); the seed's 32 us and +11 % need cross-CPU wakeups (docs/repro/wakelist-context1.md)",
-                _ => "80 pairs on 80 CPUs: with no sd_llc a wakee stays on its waker's busy CPU, so each pair runs on one CPU (~3.6 us per round trip), where the wakelist does not apply; split pairs would not move either, as no two CPUs share a cache (docs/repro/wakelist-context1.md)",
+                (true, "xeon") => "104 pairs on 104 CPUs leave no CPU idle, so wake_affine stacks each pair on one CPU, as v5.19 would (~8 us per round trip, local wakeups); the seed's 32 us and +11 % need cross-CPU wakeups (docs/repro/wakelist-context1.md)",
+                _ => "80 pairs on 80 CPUs: with no sd_llc a wakee stays on its waker's busy CPU, so each pair runs on one CPU (~3.2 us per round trip), where the wakelist does not apply; split pairs would not move either, as no two CPUs share a cache (docs/repro/wakelist-context1.md)",
             };
             // lps over the same copies: a rate.
             v.push(row("000", label, unit, seed, sim, cause).with_absolute(Absolute::AsIs));
@@ -877,9 +877,9 @@ fn seed004() -> Vec<SeedRow> {
                     test.rsplit('/').next().map(|c| (Pelt, c.to_string())),
                     "KB/s",
                     if test.contains("/1600%") {
-                        "v3.16's load tracking is modelled for shares, load and wake_affine only (today's balancer, EEVDF and utilisation around it): in runs whose pipes and sockets fill (60 loops, docs/repro/pelt-loops.md) v3.16 and the rewrite differ by a few per cent, and what made v3.16 slower on the seed's 1600 % pipe rows is not among the modelled differences"
+                        "v3.16's load tracking is modelled for shares, load and wake_affine only (today's balancer, v6.5's CFS and utilisation around it): in runs whose pipes and sockets fill (60 loops, docs/repro/pelt-loops.md) the rewrite is 3-9 % slower than v3.16, and what made v3.16 slower on the seed's 1600 % pipe rows is not among the modelled differences"
                     } else {
-                        "v3.16's load tracking is modelled for shares, load and wake_affine only (today's balancer, EEVDF and utilisation around it), and a 60-loop run spends about half its Time starting and reaping its 640 tasks, spread over one node or both by chance (sd 35-45 % over 5 seeds): the seed's socket gains do not appear (docs/repro/pelt.txt)"
+                        "v3.16's load tracking is modelled for shares, load and wake_affine only (today's balancer, v6.5's CFS and utilisation around it), and a 60-loop run spends about half its Time starting and reaping its 640 tasks, spread over one node or both by chance (sd 29-37 % over 5 seeds): the seed's socket gains do not appear (docs/repro/pelt.txt)"
                     },
                 ),
                 Some("pigz") => (None, "LKP", "no pigz workload in the model (compression on every CPU, no wakeups to speak of)"),
