@@ -111,11 +111,12 @@ fn deep_idle_machine() -> std::path::PathBuf {
 }
 
 /// Issue 32, part 6: a task woken by its own timer on an idle CPU is
-/// charged, beyond its time on the CPU, what rq_clock_skip_update charges
-/// it from the enqueue in the timer interrupt: the rest of that interrupt,
-/// the tick restart and the switch. The idle state's exit latency comes
-/// before the handler runs: it delays the wakee but is idle time, in no
-/// task's sum_exec_runtime.
+/// charged, beyond its time on the CPU as a trace shows it (from the
+/// sched_switch to it, which comes after the interrupts and before the
+/// switch), what rq_clock_skip_update charges it from the enqueue in the
+/// timer interrupt: the rest of that interrupt and the tick restart. The
+/// idle state's exit latency comes before the handler runs: it delays the
+/// wakee but is idle time, in no task's sum_exec_runtime.
 #[test]
 fn a_timer_wakeup_from_idle_charges_the_wakee_no_exit_latency() {
     let m = deep_idle_machine().display().to_string();
@@ -137,7 +138,7 @@ fn a_timer_wakeup_from_idle_charges_the_wakee_no_exit_latency() {
     let field = |k: &str| t[k].as_u64().unwrap_or_else(|| panic!("tasks[0].{k}"));
     let (exec, oncpu, wakeups) = (field("sum_exec_ns"), field("oncpu_ns"), field("nr_wakeups"));
     assert!(wakeups > 150, "{wakeups} wakeups in 2 s");
-    let charged = HRTIMER_IRQ_NS + NOHZ_IDLE_EXIT_NS + CONTEXT_SWITCH_NS;
+    let charged = HRTIMER_IRQ_NS + NOHZ_IDLE_EXIT_NS;
     let per_wakeup = (exec - oncpu) / wakeups;
     assert!(
         (charged..=charged + MM_SWITCH_NS).contains(&per_wakeup),
@@ -146,7 +147,7 @@ fn a_timer_wakeup_from_idle_charges_the_wakee_no_exit_latency() {
     // The exit still delays the wakee: it runs after it, and after the rest.
     let p50_ns = t["wakeup_latency_us"]["p50"].as_f64().unwrap() * 1000.0;
     assert!(
-        p50_ns >= (EXIT_NS + charged) as f64,
+        p50_ns >= (EXIT_NS + charged + CONTEXT_SWITCH_NS) as f64,
         "wakeup latency p50 {p50_ns} ns, exit latency {EXIT_NS}"
     );
 }

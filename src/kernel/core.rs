@@ -586,16 +586,11 @@ impl Kernel {
             }
         }
         let rq = &mut self.rqs[cpu];
-        let switched = match rq.act {
-            Activity::Switching {
-                prev, prev_state, ..
-            } => Some((prev, prev_state)),
-            _ => None,
-        };
+        let switched = matches!(rq.act, Activity::Switching { .. });
         rq.act = Activity::Kernel;
-        rq.pre.switched_in = switched.is_some();
-        if let Some((prev, prev_state)) = switched {
-            self.finish_task_switch(cpu, prev, prev_state);
+        rq.pre.switched_in = switched;
+        if switched {
+            self.finish_task_switch(cpu);
             if self.rqs[cpu].ttwu_pending {
                 self.sched_ttwu_pending(cpu);
             }
@@ -740,7 +735,8 @@ impl Kernel {
         // kernel's trace takes it (workload/replay.rs, switch_costs).
         if next.is_none() {
             self.trace_switch(cpu, prev, prev_state, next, preempt);
-            self.finish_task_switch(cpu, prev, prev_state);
+            self.account_switch_stamp(prev, prev_state, next, now);
+            self.finish_task_switch(cpu);
         }
         if let Some(p) = prev {
             let t = &mut self.tasks[p];
@@ -765,6 +761,7 @@ impl Kernel {
         let cost = switch + irq;
         // A CPU runs the interrupts pending on it (an idle exit's) before
         // it calls __schedule: a tracer sees the switch after them.
+        self.account_switch_stamp(prev, prev_state, next, now + irq);
         let stamp = (irq > 0 && self.tracer.is_some()).then_some(preempt);
         if stamp.is_none() {
             self.trace_switch(cpu, prev, prev_state, next, preempt);
@@ -805,27 +802,42 @@ impl Kernel {
         true
     }
 
-    /// The switch to rq.curr (a task, or idle at once) is done and it starts
-    /// running (the end of context_switch): prev's time on the CPU ends,
-    /// and a task woken since its last run has its wakeup → running
-    /// latency taken.
-    fn finish_task_switch(&mut self, cpu: usize, prev: Option<Pid>, prev_state: TaskState) {
-        let next = self.rqs[cpu].curr;
+    /// The time on a CPU and the time ready that a trace shows change hands
+    /// at sched_switch's stamp `at` (the switch's start, after the
+    /// interrupts pending then), as the kernel's own accounting does at the
+    /// pick, before context_switch().
+    fn account_switch_stamp(
+        &mut self,
+        prev: Option<Pid>,
+        prev_state: TaskState,
+        next: Option<Pid>,
+        at: Time,
+    ) {
         if let Some(p) = prev {
             let t = &mut self.tasks[p].stats;
             if let Some(since) = t.oncpu_since.take() {
-                t.oncpu_ns += self.now - since;
+                t.oncpu_ns += at.saturating_sub(since);
             }
             if prev_state == TaskState::Running {
-                t.ready_since = Some(self.now);
+                t.ready_since = Some(at);
             }
         }
         if let Some(n) = next {
-            let t = &mut self.tasks[n];
-            t.stats.oncpu_since = Some(self.now);
-            if let Some(s) = t.stats.ready_since.take() {
-                t.stats.ready_ns += self.now - s;
+            let t = &mut self.tasks[n].stats;
+            t.oncpu_since = Some(at);
+            if let Some(s) = t.ready_since.take() {
+                t.ready_ns += at.saturating_sub(s);
             }
+        }
+    }
+
+    /// The switch to rq.curr (a task, or idle at once) is done and it starts
+    /// running (the end of context_switch): a task woken since its last run
+    /// has its wakeup → running latency taken.
+    fn finish_task_switch(&mut self, cpu: usize) {
+        let next = self.rqs[cpu].curr;
+        if let Some(n) = next {
+            let t = &mut self.tasks[n];
             if let Some(at) = t.stats.waking_at.take() {
                 let lat = self.now - at;
                 t.stats.wakeup_latency.add(lat);

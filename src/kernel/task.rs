@@ -96,7 +96,8 @@ pub struct TaskStats {
     /// Time on a CPU as a trace shows it (sched_switch in → out), unlike
     /// sum_exec_runtime (which a skipped rq clock update stretches).
     pub oncpu_ns: u64,
-    /// When the task last started running (the end of the switch to it).
+    /// When the task last started running (sched_switch to it: the
+    /// switch's start, after the interrupts pending then).
     pub oncpu_since: Option<u64>,
     /// Time runnable but not running as a trace shows it: from
     /// sched_waking, or a switch-out in state R, to the switch to it
@@ -108,7 +109,7 @@ pub struct TaskStats {
 impl TaskStats {
     /// Time on a CPU up to `now`, the stint in progress included.
     pub fn oncpu_at(&self, now: u64) -> u64 {
-        self.oncpu_ns + self.oncpu_since.map_or(0, |s| now - s)
+        self.oncpu_ns + self.oncpu_since.map_or(0, |s| now.saturating_sub(s))
     }
 }
 
