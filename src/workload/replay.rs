@@ -1675,6 +1675,20 @@ mod tests {
         assert_eq!(q("pipe:[1]").wake_level(64_000), 60_000);
     }
 
+    /// A task "w" that runs `ops`, built and not launched.
+    fn task_of(k: &mut Kernel, b: &mut Builder, ops: &[Op]) -> Pid {
+        b.task(
+            k,
+            TaskSpec {
+                comm: "w",
+                group_of: None,
+                nice: 0,
+                allowed: None,
+                ops: Rc::from(ops),
+            },
+        )
+    }
+
     /// A recorded burst gives back the select_idle_cpu scan time the model
     /// charged its task as a waker since its last burst, and no more: the
     /// task runs the rest of its recorded time.
@@ -1683,16 +1697,10 @@ mod tests {
         let m = crate::machine::from_spec("smp:cpus=1").unwrap();
         let mut k = Kernel::new(m, Default::default());
         let mut b = Builder::new(0, 1);
-        let ops = [Op::RunBurst(10_000), Op::RunBurst(10_000), Op::Exit];
-        let p = b.task(
+        let p = task_of(
             &mut k,
-            TaskSpec {
-                comm: "w",
-                group_of: None,
-                nice: 0,
-                allowed: None,
-                ops: Rc::from(ops),
-            },
+            &mut b,
+            &[Op::RunBurst(10_000), Op::RunBurst(10_000), Op::Exit],
         );
         k.tasks[p].prog.scan_ns = 4_000;
         b.launch(&mut k, p);
@@ -1710,17 +1718,7 @@ mod tests {
             let m = crate::machine::from_spec("vm-2").unwrap();
             let mut k = Kernel::new(m, Default::default());
             let mut b = Builder::new(0, 1);
-            let ops = [op, Op::Mark(Mark::Stop)];
-            let p = b.task(
-                &mut k,
-                TaskSpec {
-                    comm: "w",
-                    group_of: None,
-                    nice: 0,
-                    allowed: None,
-                    ops: Rc::from(ops),
-                },
-            );
+            let p = task_of(&mut k, &mut b, &[op, Op::Mark(Mark::Stop)]);
             b.launch(&mut k, p);
             k.run(None).unwrap();
             k.tasks[p].se.sum_exec_runtime
