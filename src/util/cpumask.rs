@@ -40,22 +40,10 @@ impl CpuMask {
             .is_some_and(|w| (w >> (cpu % 64)) & 1 != 0)
     }
 
-    /// The first set CPU at or after `from`, if any (`cpumask_next`).
-    pub fn next_set(&self, from: usize) -> Option<usize> {
-        let mut w = from / 64;
-        let mut bits = self.words.get(w)? & (u64::MAX << (from % 64));
-        loop {
-            if bits != 0 {
-                return Some(w * 64 + bits.trailing_zeros() as usize);
-            }
-            w += 1;
-            bits = *self.words.get(w)?;
-        }
-    }
-
-    /// The first set CPU from `from` to `hi` inclusive, if any: the scan
-    /// stops at `hi`'s word, not at the end of the mask.
-    fn next_set_upto(&self, from: usize, hi: usize) -> Option<usize> {
+    /// The first set CPU from `from` to `hi` inclusive, if any
+    /// (`cpumask_next` within a range): the scan stops at `hi`'s word, not
+    /// at the end of the mask.
+    fn next_set(&self, from: usize, hi: usize) -> Option<usize> {
         let last = (hi / 64).min(self.words.len().checked_sub(1)?);
         let mut w = from / 64;
         if from > hi || w > last {
@@ -77,10 +65,10 @@ impl CpuMask {
 
     /// The set CPUs from `lo` to `hi` inclusive, ascending.
     pub fn iter_range(&self, lo: usize, hi: usize) -> impl Iterator<Item = usize> + '_ {
-        let mut next = self.next_set_upto(lo, hi);
+        let mut next = self.next_set(lo, hi);
         std::iter::from_fn(move || {
             let c = next?;
-            next = self.next_set_upto(c + 1, hi);
+            next = self.next_set(c + 1, hi);
             Some(c)
         })
     }
@@ -104,7 +92,7 @@ mod tests {
         );
         assert_eq!(m.iter_range(1, 130).collect::<Vec<_>>(), [63, 64, 130]);
         assert_eq!(m.iter_range(65, 129).count(), 0);
-        assert_eq!(m.next_set(200), None);
+        assert_eq!(m.next_set(200, usize::MAX), None);
         assert_eq!(CpuMask::new(70, true).iter_range(0, 69).count(), 70);
         assert_eq!(
             m.iter_range(0, 4000).collect::<Vec<_>>(),
