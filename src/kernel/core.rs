@@ -618,13 +618,11 @@ impl Kernel {
             return false;
         }
         let rq = &mut self.rqs[cpu];
-        rq.irq_ns = 0;
         rq.pre.switched_in = false;
+        let irq = std::mem::take(&mut rq.irq_ns);
         let prog = &mut self.tasks[p].prog;
-        prog.work_left = owed;
-        prog.overhead = 0;
-        prog.mode.kern_tail = u64::MAX;
-        prog.mode.atomic = false;
+        prog.overhead += irq;
+        prog.run_overhead();
         self.start_segment(cpu, p);
         true
     }

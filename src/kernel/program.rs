@@ -444,6 +444,14 @@ pub struct Duty {
 }
 
 impl ProgState {
+    /// The kernel work the task owes (interrupts taken, wakeups it made)
+    /// becomes its next segment, all of it in kernel mode.
+    pub fn run_overhead(&mut self) {
+        self.work_left = std::mem::take(&mut self.overhead);
+        self.mode.kern_tail = u64::MAX;
+        self.mode.atomic = false;
+    }
+
     pub fn new(ops: Rc<[Op]>) -> Self {
         ProgState {
             ops,

@@ -73,9 +73,7 @@ impl Kernel {
             }
             if t.prog.overhead > 0 {
                 // Kernel work (wakeups done, interrupts) before the point.
-                t.prog.work_left = std::mem::take(&mut t.prog.overhead);
-                t.prog.mode.kern_tail = u64::MAX;
-                t.prog.mode.atomic = false;
+                t.prog.run_overhead();
                 return Action::Run;
             }
             if self.preempt_point(cpu, p) {
@@ -91,20 +89,14 @@ impl Kernel {
 
     /// do_exit: the task exits, and what its exit_notify wakeups cost (an
     /// IPI to a parent on another CPU) it pays before do_task_dead's
-    /// __schedule, with preemption off; the op is met again when that is
-    /// done, and the dead task then leaves the CPU.
+    /// __schedule: `step` runs that owed work (a dead task is at no
+    /// preemption point, `preempt_point_pending`) and meets the op again,
+    /// and the dead task then leaves the CPU.
     fn exit(&mut self, p: Pid) -> Option<Action> {
         if self.tasks[p].state != TaskState::Dead {
             self.exit_task(p);
         }
-        let t = &mut self.tasks[p];
-        if t.prog.overhead == 0 {
-            return Some(Action::Block);
-        }
-        t.prog.work_left = std::mem::take(&mut t.prog.overhead);
-        t.prog.mode.kern_tail = u64::MAX;
-        t.prog.mode.atomic = true;
-        Some(Action::Run)
+        (self.tasks[p].prog.overhead == 0).then_some(Action::Block)
     }
 
     /// The kernel time an op costs before it takes effect (syscall entry
