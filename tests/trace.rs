@@ -1240,6 +1240,11 @@ fn switches(text: &str) -> Vec<(u64, String, String, String, String)> {
         .collect()
 }
 
+/// The vm-2 preset, for its costs.
+fn vm2() -> schedlab::machine::Machine {
+    schedlab::machine::from_spec("vm-2").unwrap()
+}
+
 /// A simulated run traced to ftrace text, noise off, on vm-2.
 fn traced_vm2(workload: &str, duration: &str, name: &str) -> String {
     let t = tmp(name);
@@ -1269,10 +1274,7 @@ fn traced_vm2(workload: &str, duration: &str, name: &str) -> String {
 #[test]
 fn sched_switch_is_stamped_after_the_idle_exit_and_before_the_switch() {
     let text = traced_vm2("periodic:tasks=1,run=1ms,sleep=3ms", "30ms", "stamp.txt");
-    let cs = schedlab::machine::from_spec("vm-2")
-        .unwrap()
-        .cost
-        .context_switch_ns;
+    let cs = vm2().cost.context_switch_ns;
     let sw = switches(&text);
     let mut n = 0;
     for w in sw.windows(2) {
@@ -1293,10 +1295,7 @@ fn sched_switch_is_stamped_after_the_idle_exit_and_before_the_switch() {
 fn an_exiting_task_pays_for_waking_its_parent_before_it_leaves() {
     use common::{line_field, line_ts};
     let text = traced_vm2("hackbench:groups=1,loops=20", "1s", "exit.txt");
-    let ipi = schedlab::machine::from_spec("vm-2")
-        .unwrap()
-        .cost
-        .ipi_send_ns;
+    let ipi = vm2().cost.ipi_send_ns;
     let ns = |l: &str| -> u64 { line_ts(l).replace('.', "").parse().unwrap() };
     let lines: Vec<&str> = text.lines().collect();
     let mut paid = 0;
