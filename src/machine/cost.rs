@@ -560,12 +560,18 @@ pub fn cascade_lake() -> CostModel {
         remote_rq_lock_ns: 100,
         // estimate: qspinlock hand-off = 1–2 cache-line transfers (~50 ns) plus MCS node, per waiter
         rq_lock_contention_ns: 150,
-        // estimate: x2APIC ICR write (serializing WRMSR) ~100–200 ns
+        // estimate: x2APIC ICR write (serializing WRMSR) ~100–200 ns. No bare-metal Skylake/Cascade
+        // Lake-SP measurement of the send or of send → handler was found (searched 2026-11-28:
+        // docs/machines.md, "Searched and not found"); the Skylake ipi_benchmark figures on LKML
+        // are from an 80-vCPU guest (VM exits), not bare metal
         ipi_send_ns: 150,
         // estimate: bare-metal x2APIC IPI send → handler ≈ 1 µs; ipi_benchmark-style
         // smp_call_function_single round trips are 2–3 µs on servers of this class
         ipi_latency_ns: 1200,
-        // intel_idle skx_cstates (Cascade Lake is INTEL_FAM6_SKYLAKE_X), plus cpuidle POLL
+        // intel_idle skx_cstates (Cascade Lake is INTEL_FAM6_SKYLAKE_X), plus cpuidle POLL. The
+        // kernel idles in these with MWAIT on the thread flags and TIF_POLLING_NRFLAG set, so a
+        // wakeup needs no IPI; the model sends one (docs/machines.md, "x86 MWAIT idle wakes
+        // without an IPI")
         idle_states: vec![
             IdleState::poll(),
             IdleState::hw("C1", 2, 2),
@@ -663,7 +669,10 @@ pub fn sandy_bridge_ep() -> CostModel {
         remote_rq_lock_ns: 80,
         // estimate: 1–2 ring transfers + MCS node per waiter
         rq_lock_contention_ns: 120,
-        // estimate: xAPIC/x2APIC ICR write ~150 ns
+        // estimate: xAPIC/x2APIC ICR write ~150 ns. Nearest published: Westmere (one generation
+        // older), the sender's whole async smp_call_function_single to an idle CPU ~1600 cycles
+        // in the socket, ~2000 across (Venkatesh Pallipadi, "[RFC] Extend mwait idle to optimize
+        // away IPIs when possible", LKML 2012-02-06); not this core, and more than the ICR write
         ipi_send_ns: 150,
         // estimate: bare-metal IPI ~1.5 µs on Sandy Bridge-era servers
         ipi_latency_ns: 1500,
@@ -941,10 +950,23 @@ pub fn altra() -> CostModel {
         rq_lock_contention_ns: 250,
         // estimate: ICC_SGI1R_EL1 system-register write + barrier ~100 ns
         ipi_send_ns: 100,
-        // estimate: GICv3 SGI through the redistributor ~1.5 µs
+        // estimate: GICv3 SGI through the redistributor ~1.5 µs. No measurement of the primitive
+        // on N1 was found. A composite on the same core, mesh and GIC architecture bounds the
+        // whole idle-wakeup path from above: Graviton2 bare metal (c6g.metal) runs perf bench
+        // sched pipe at 7.04 µs a round trip with WFI idle and 6.07 µs when idle CPUs poll
+        // (Haris Okanovic, <20240402014706.3969151-3-harisokn@amazon.com>, 2024-04-02), so IPI +
+        // WFI exit + irq entry cost 0.49 µs per wakeup more than a polled wakeup; this model
+        // charges 2.90 µs (100 + 1500 + WFI 1000 + 300). Not applied: a composite, not the
+        // primitive (docs/machines.md, "A check from Graviton2")
         ipi_latency_ns: 1500,
-        // estimate: Altra's ACPI LPI table exposes WFI; arm64 had no polling idle state (no
-        // TIF_POLLING_NRFLAG) then, so every wakeup of an idle CPU needs an IPI
+        // Ampere's ACPI tables for Mt. Jade (tianocore/edk2-platforms, Platform/Ampere/JadePkg/
+        // AcpiTables/CPU.asi, ff3c2bda71 of 2021-05-04): the processor _LPI's first state is
+        // WFI (FFH 0xFFFFFFFF) with min residency 1 µs and wake latency 1 µs, as declared (not
+        // measured). The same _LPI has deeper states (PSCI standby 2/2 µs, and with the system
+        // level 102/100 µs) that Linux uses only where _OSC grants LPI; whether the seed's
+        // firmware did is not known (docs/machines.md, altra-80). Without them arm64 idles in
+        // WFI (no cpuidle driver), and arm64 had no polling idle state (no TIF_POLLING_NRFLAG)
+        // then, so every wakeup of an idle CPU needs an IPI
         idle_states: vec![IdleState::hw("WFI", 1, 1)],
         // estimate: arm64 distros build menu (rating 20, the default); one idle state, so the
         // idle loop skips the governor (kernel/idle.rs)
@@ -1034,7 +1056,11 @@ pub fn power10() -> CostModel {
         remote_rq_lock_ns: 250,
         // estimate: one transfer + MCS node per waiter
         rq_lock_contention_ns: 300,
-        // estimate: XIVE IPI trigger is one MMIO store (msgsndp doorbell within a core)
+        // estimate: XIVE IPI trigger is one MMIO store (msgsndp doorbell within a core). No
+        // POWER10 measurement found; the nearest published ones are older chips: POWER8
+        // bare metal, best-case IPI between two threads 894 ns by XICS, 512 ns by doorbell
+        // (Michael Neuling, "powerpc/powernv: Enable POWER8 doorbell IPIs"), and a POWER9
+        // average of 3.1 µs to a busy CPU (Pratik Sampat's cpuidle latency selftest, RFC v2)
         ipi_send_ns: 300,
         // estimate: XIVE interrupt presentation in an LPAR ~2 µs (sibling doorbells are faster;
         // not modelled separately)
