@@ -1037,8 +1037,8 @@ pub fn altra() -> CostModel {
 ///
 /// Round-trip check: on a 10-core POWER10 LPAR `perf bench sched pipe`
 /// took 24 µs/op with the SMT4 LLC (cross-LLC wakeups to CEDE'd CPUs):
-/// 2 directions × (2×100 + 2×250 + 450 + 800 + 200 + 2000 + 10000 CEDE
-/// exit) ≈ 28 µs, a little more because some wakeups catch `snooze`.
+/// 2 directions × (2×100 + 2×250 + 450 + 800 + 200 + 2000 + 12000 CEDE
+/// exit) ≈ 32 µs, more because some wakeups catch `snooze`.
 pub fn power10() -> CostModel {
     CostModel {
         // estimate: more architected state (VSX, AMR/IAMR, PPR) than x86; ~1.8× Cascade Lake
@@ -1063,14 +1063,22 @@ pub fn power10() -> CostModel {
         // average of 3.1 µs to a busy CPU (Pratik Sampat's cpuidle latency selftest, RFC v2)
         ipi_send_ns: 300,
         // estimate: XIVE interrupt presentation in an LPAR ~2 µs (sibling doorbells are faster;
-        // not modelled separately)
+        // not modelled separately). Nearest measurement, POWER9 PowerVM dedicated LPAR: IPI to
+        // a CEDE'd CPU, send → handler, median 7564 ns, and a timer wakeup from CEDE 5677 ns
+        // over its expiry (Gautham R. Shenoy, "cpuidle/pseries: Fixup CEDE0 latency only for
+        // POWER10 onwards", v2, linuxppc-dev 2021): ≈ 1.9 µs between the two. Not POWER10
         ipi_latency_ns: 2000,
-        // cpuidle-pseries dedicated_states: snooze (polling, 0/0) and CEDE (10 µs / 100 µs);
-        // on POWER10 firmware xCEDE records may lower CEDE's latency (fixup_cede0_latency) —
-        // the seed LPARs' values are not known, so the driver defaults are kept
+        // cpuidle-pseries dedicated_states: snooze (polling, 0/0) and CEDE. On POWER10 the
+        // driver replaces CEDE's default 10 µs / 100 µs with the smallest non-zero latency of
+        // the firmware's extended-CEDE records and 10× that as residency (fixup_cede0_latency,
+        // since 7cbd631d4ded and 4bceb03859c1, 2021). A POWER10 dedicated LPAR's firmware
+        // advertises 12 µs (hint 1) and 30 µs (hint 2): its dmesg says "cpuidle: Fixed up CEDE
+        // exit latency to 12 us" (Sachin Sant, kernel 5.19.0-rc3-next-20220624, 2022-06-27,
+        // <B2AA3091-796D-475E-9A11-0021996E1C00@linux.ibm.com>). The seeds' LPARs' firmware
+        // is not known; this is the only POWER10 record found (docs/machines.md, power10-96)
         idle_states: vec![
             IdleState::polling_state("snooze"),
-            IdleState::hw("CEDE", 10, 100),
+            IdleState::hw("CEDE", 12, 120),
         ],
         // estimate: menu is the default governor where it is built (rating 20 vs teo's 19) and
         // the distros these machines ran build it; the seeds do not say otherwise
@@ -1184,7 +1192,7 @@ mod tests {
     #[test]
     fn poll_limit_is_first_real_state_residency() {
         assert_eq!(cascade_lake().poll_limit_ns(4_000_000), 2_000);
-        assert_eq!(power10().poll_limit_ns(10_000_000), 100_000);
+        assert_eq!(power10().poll_limit_ns(10_000_000), 120_000);
         let only_poll = CostModel {
             idle_states: vec![IdleState::poll()],
             ..cascade_lake()
