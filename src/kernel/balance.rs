@@ -186,6 +186,12 @@ pub struct LbRq {
     /// When the CPU went newly idle (0 = not idle).
     pub idle_stamp: u64,
     pub max_idle_balance_cost: u64,
+    /// rq->wake_avg_idle (SIS_PROP): half of avg_idle when a wakeup ends
+    /// an idle period, halved per jiffy the CPU stays busy, less the time
+    /// its wakeups spend scanning.
+    pub wake_avg_idle: u64,
+    /// rq->wake_stamp: jiffies of wake_avg_idle's last reset or halving.
+    pub wake_stamp: u64,
     /// An active balance (stopper work) is queued on this CPU, pushing to push_cpu.
     pub active_balance: bool,
     pub push_cpu: usize,
@@ -262,6 +268,9 @@ impl LoadBalance {
                     avg_idle: 2 * mc,
                     idle_stamp: 0,
                     max_idle_balance_cost: mc,
+                    // sched_init: wake_avg_idle = avg_idle, stamped now.
+                    wake_avg_idle: 2 * mc,
+                    wake_stamp: JIFFIES_AT_START,
                     active_balance: false,
                     push_cpu: 0,
                     wasted_counted: None,
@@ -325,6 +334,12 @@ pub fn log2_bucket(v: u64) -> usize {
     }
 }
 
+/// update_avg (sched.h): avg += (sample - avg) / 8, the difference signed
+/// (C's division truncates towards zero, as Rust's does).
+pub(super) fn update_avg(avg: u64, sample: u64) -> u64 {
+    (avg as i64 + (sample as i64 - avg as i64) / 8) as u64
+}
+
 /// jiffies at simulated time 0: the machine has been up (and idle) long
 /// enough that every domain's last balance, stamped 0 when the domains
 /// were built, lies more than any balance interval back, as on a machine
@@ -332,7 +347,7 @@ pub fn log2_bucket(v: u64) -> usize {
 const JIFFIES_AT_START: u64 = 1 << 32;
 
 impl Kernel {
-    fn jiffies(&self) -> u64 {
+    pub(super) fn jiffies(&self) -> u64 {
         JIFFIES_AT_START + self.now / self.tick_ns
     }
 
@@ -1328,15 +1343,18 @@ impl Kernel {
         Some((1024 + weight / 2) / weight)
     }
 
-    /// ttwu_do_activate's avg_idle update when a wakeup ends an idle period.
+    /// ttwu_do_activate's avg_idle update when a wakeup ends an idle
+    /// period, and (v5.14-v6.6) SIS_PROP's wake_avg_idle reset to half of
+    /// it.
     pub fn update_avg_idle(&mut self, cpu: usize) {
-        let now = self.now;
+        let (now, jiffies) = (self.now, self.jiffies());
         let rq = &mut self.lb.rq[cpu];
         if rq.idle_stamp != 0 {
-            let delta = now.saturating_sub(rq.idle_stamp) as i64;
+            let delta = now.saturating_sub(rq.idle_stamp);
             let max = 2 * rq.max_idle_balance_cost;
-            let avg = rq.avg_idle as i64;
-            rq.avg_idle = ((avg + (delta - avg) / 8).max(0) as u64).min(max);
+            rq.avg_idle = update_avg(rq.avg_idle, delta).min(max);
+            rq.wake_stamp = jiffies;
+            rq.wake_avg_idle = rq.avg_idle / 2;
             rq.idle_stamp = 0;
         }
     }

@@ -20,6 +20,7 @@ pub enum Feature {
     WaBias,
     UtilEst,
     TtwuQueue,
+    SisProp,
     SisUtil,
     SwbSmtSkip,
     TgLoadAvgFilter,
@@ -105,6 +106,15 @@ pub const FEATURES: &[(Feature, &str, bool, &str)] = &[
         "TTWU_QUEUE",
         true,
         "remote wakeups may go through the target CPU's wakelist (see kernel.wakelist)",
+    ),
+    // 1ad3aaf3fcd2 (v4.13); wake_avg_idle since 94aafc3ee31d (v5.14); off
+    // by default since SIS_UTIL, 70fb5ccf2ebb (v6.0); removed by
+    // 984ffb6a4366 (v6.7).
+    (
+        Feature::SisProp,
+        "SIS_PROP",
+        false,
+        "limit select_idle_cpu's scan by the waking CPU's predicted idle time over the scan's average cost (v4.13-v6.6, on by default until v6.0; the v5.14+ form, seed 000's kernel)",
     ),
     (
         Feature::SisUtil,

@@ -221,6 +221,9 @@ pub struct SchedDomain {
     pub max_newidle_lb_cost: u64,
     /// jiffies of the last decay.
     pub last_decay_max_lb_cost: u64,
+    /// avg_scan_cost (SIS_PROP, select_idle_cpu): the scans' time started
+    /// from this CPU while this is its sd_llc, ns, averaged 1/8 per scan.
+    pub avg_scan_cost: u64,
     pub stats: SdStats,
 }
 
@@ -412,6 +415,7 @@ fn sd_init(name: &'static str, topo_flags: u32, distance: u32, weight: u64) -> S
         newidle_ratio: 512,
         max_newidle_lb_cost: 0,
         last_decay_max_lb_cost: 0,
+        avg_scan_cost: 0,
         stats: SdStats::default(),
     }
 }

@@ -2,8 +2,10 @@
 //! (wake_wide, wake_affine, select_idle_sibling) and a fork placement that
 //! looks for the idlest CPU (the slow path, sched_balance_find_dst_cpu).
 
+use super::balance::update_avg;
 use super::core::WF_SYNC;
 use super::features::{Feature, PeltModel};
+use super::sched_domain::SD_SHARE_LLC;
 use super::task::{Pid, TaskState};
 use super::tracepoint::{Affine, PlaceWhy};
 use super::Kernel;
@@ -80,7 +82,7 @@ impl Kernel {
                 Affine::Prev
             };
         }
-        let (target, why, scanned) = self.select_idle_sibling(p, prev, new_cpu, waker);
+        let (target, why, scanned) = self.select_idle_sibling(p, prev, new_cpu, this, waker);
         let (cpu, why) = match self.tasks[p].is_allowed(target) {
             true => (target, why),
             false => (self.first_allowed(p), PlaceWhy::Fallback),
@@ -230,8 +232,8 @@ impl Kernel {
 
     /// select_idle_sibling: target if idle, else prev, else the task's
     /// recent CPU, else an idle SMT sibling of prev (when no core is known
-    /// idle), else a scan of the target's LLC. The waker pays for the CPUs
-    /// the scan visits. Returns the CPU, the rule that chose it and the
+    /// idle), else a scan of the target's LLC (by the waking CPU `this`).
+    /// The waker pays for the CPUs the scan visits. Returns the CPU, the rule that chose it and the
     /// CPUs the scan visited. A CPU that shares its cache with no other has
     /// no sd_llc (the only domain with SD_SHARE_LLC would span one CPU and
     /// degenerates), and the kernel returns the busy target unscanned
@@ -241,6 +243,7 @@ impl Kernel {
         p: Pid,
         prev: usize,
         target: usize,
+        this: usize,
         waker: Option<Pid>,
     ) -> (usize, PlaceWhy, u32) {
         if self.idle_cpu(target) {
@@ -270,7 +273,7 @@ impl Kernel {
                 return (c, PlaceWhy::IdleSmt, 0);
             }
         }
-        let (found, scanned) = self.select_idle_cpu(p, target, has_idle_core);
+        let (found, scanned) = self.select_idle_cpu(p, target, this, has_idle_core);
         self.stats.sis_scanned += scanned;
         if let Some(w) = waker {
             let ns = scanned * self.machine.cost.sis_scan_per_cpu_ns;
@@ -295,27 +298,63 @@ impl Kernel {
 
     /// select_idle_cpu: scan the LLC from target + 1, wrapping. With the
     /// idle-core hint, look for a whole idle core (select_idle_core) and
-    /// remember the first idle thread; otherwise take the first idle CPU,
-    /// visiting at most nr_idle_scan CPUs under SIS_UTIL (none when the LLC
-    /// is overloaded). Returns the CPU found and the number visited.
+    /// remember the first idle thread; otherwise take the first idle CPU
+    /// within the scan's budget: SIS_PROP's (v5.19), then SIS_UTIL's
+    /// nr_idle_scan in its place (none when the LLC is overloaded). With
+    /// both on, as in v6.0-v6.6, SIS_UTIL's budget is used and SIS_PROP
+    /// still ages and charges `this` CPU's state. Returns the CPU found and
+    /// the number visited.
     fn select_idle_cpu(
         &mut self,
         p: Pid,
         target: usize,
+        this: usize,
         has_idle_core: bool,
     ) -> (Option<usize>, u64) {
+        let llc = self.machine.cpus[target].llc;
+        // SIS_PROP's sd_llc of the waking CPU; without one, no scan (v6.6;
+        // v5.19 tested it first, whatever the features and the hint).
+        let this_sd = match self.cfg.features.enabled(Feature::SisProp) && !has_idle_core {
+            true => match self.sd_llc_level(this) {
+                Some(lvl) => Some(lvl),
+                None => return (None, 0),
+            },
+            false => None,
+        };
+        let mut budget = match this_sd {
+            Some(lvl) => self.sis_prop_budget(this, lvl, self.machine.llc_cpus(llc).len() as u64),
+            None => u64::MAX,
+        };
+        if self.cfg.features.enabled(Feature::SisUtil) {
+            budget = self.nr_idle_scan[llc] as u64;
+            if budget == 0 {
+                return (None, 0);
+            }
+        }
+        let (found, scanned, ran_out) = self.scan_llc(p, target, has_idle_core, budget);
+        // A scan stopped by its budget returns before SIS_PROP's accounting.
+        if let (Some(lvl), false) = (this_sd, ran_out) {
+            let time = scanned * self.machine.cost.sis_scan_per_cpu_ns;
+            self.sis_prop_account(this, lvl, time);
+        }
+        (found, scanned)
+    }
+
+    /// select_idle_cpu's loop over the LLC, visiting at most `budget` CPUs
+    /// when not looking for an idle core. Returns the CPU found, the
+    /// number visited and whether the budget ran out.
+    fn scan_llc(
+        &mut self,
+        p: Pid,
+        target: usize,
+        has_idle_core: bool,
+        mut budget: u64,
+    ) -> (Option<usize>, u64, bool) {
         // CPUs whose core was already examined carry this scan's stamp
         // (the kernel clears them from its scan mask).
         self.scan_gen += 1;
         let stamp = self.scan_gen;
         let llc = self.machine.llc_cpus(self.machine.cpus[target].llc);
-        let mut budget = match self.cfg.features.enabled(Feature::SisUtil) {
-            true => self.nr_idle_scan[self.machine.cpus[target].llc],
-            false => u32::MAX,
-        };
-        if budget == 0 {
-            return (None, 0);
-        }
         // llc_cpus is ascending and holds target: a search, not a walk of
         // a 4096-CPU LLC per wakeup.
         let pos = llc.binary_search(&target).unwrap_or(0);
@@ -329,12 +368,12 @@ impl Kernel {
             }
             if !has_idle_core {
                 if budget == 0 {
-                    break;
+                    return (None, scanned, true);
                 }
                 budget -= 1;
                 scanned += 1;
                 if self.idle_cpu(cpu) {
-                    return (Some(cpu), scanned);
+                    return (Some(cpu), scanned, false);
                 }
                 continue;
             }
@@ -355,14 +394,48 @@ impl Kernel {
                 }
             }
             if idle {
-                return (Some(cpu), scanned);
+                return (Some(cpu), scanned, false);
             }
         }
         // No wholly idle core: drop the LLC's hint (set_idle_cores false).
         if has_idle_core {
             self.has_idle_cores[self.machine.cpus[target].llc] = false;
         }
-        (idle_cpu, scanned)
+        (idle_cpu, scanned, false)
+    }
+
+    /// The level of `cpu`'s sd_llc: highest_flag_domain(cpu,
+    /// SD_SHARE_LLC), the last of the lowest levels that share a cache.
+    fn sd_llc_level(&self, cpu: usize) -> Option<usize> {
+        let shared = self.sd.cpu[cpu]
+            .iter()
+            .take_while(|d| d.flags & SD_SHARE_LLC != 0)
+            .count();
+        shared.checked_sub(1)
+    }
+
+    /// select_idle_cpu's SIS_PROP budget (v5.14-v6.6): `this` CPU's
+    /// wake_avg_idle, aged to now, spread over its sd_llc's average scan
+    /// cost. The kernel stops at `!--nr`: nr - 1 CPUs are visited.
+    fn sis_prop_budget(&mut self, this: usize, lvl: usize, span_weight: u64) -> u64 {
+        let jiffies = self.jiffies();
+        let rq = &mut self.lb.rq[this];
+        (rq.wake_avg_idle, rq.wake_stamp) =
+            wake_avg_idle_aged(rq.wake_avg_idle, rq.wake_stamp, jiffies);
+        let avg_scan_cost = self.sd.cpu[this][lvl].avg_scan_cost;
+        sis_prop_nr(span_weight, self.lb.rq[this].wake_avg_idle, avg_scan_cost) - 1
+    }
+
+    /// The end of select_idle_cpu under SIS_PROP: the scan's `time` (ns) is
+    /// taken from `this` CPU's predicted idle time and averaged into its
+    /// sd_llc's avg_scan_cost. The time is the scan's modelled cost, the
+    /// CPUs visited times sis_scan_per_cpu_ns, where the kernel reads
+    /// cpu_clock around the loop.
+    fn sis_prop_account(&mut self, this: usize, lvl: usize, time: u64) {
+        let rq = &mut self.lb.rq[this];
+        rq.wake_avg_idle -= rq.wake_avg_idle.min(time);
+        let sd = &mut self.sd.cpu[this][lvl];
+        sd.avg_scan_cost = update_avg(sd.avg_scan_cost, time);
     }
 
     /// update_idle_cpu_scan: the SIS_UTIL budget of `cpu`'s LLC, from the
@@ -522,6 +595,31 @@ impl Kernel {
     }
 }
 
+/// SIS_PROP's nr (select_idle_cpu, v4.13-v6.6): the LLC's weight times
+/// the predicted idle time over the average scan cost (+1: never 0), at
+/// least 4.
+fn sis_prop_nr(span_weight: u64, avg_idle: u64, avg_scan_cost: u64) -> u64 {
+    let avg_cost = avg_scan_cost + 1;
+    let span_avg = span_weight * avg_idle;
+    if span_avg > 4 * avg_cost {
+        span_avg / avg_cost
+    } else {
+        4
+    }
+}
+
+/// wake_avg_idle and wake_stamp aged to jiffies `now` (select_idle_cpu,
+/// v5.14-v6.6): "If we're busy, the assumption that the last idle period
+/// predicts the future is flawed": halved per jiffy since the stamp, which
+/// stops advancing once nothing is left.
+fn wake_avg_idle_aged(mut avg: u64, mut stamp: u64, now: u64) -> (u64, u64) {
+    while stamp < now && avg != 0 {
+        stamp += 1;
+        avg >>= 1;
+    }
+    (avg, stamp)
+}
+
 /// The SIS_UTIL scan budget of an LLC of `weight` CPUs whose cfs
 /// utilizations sum to `sum_util` (update_idle_cpu_scan's arithmetic).
 fn nr_idle_scan(sum_util: u64, weight: u64, pct: u64) -> u32 {
@@ -532,7 +630,42 @@ fn nr_idle_scan(sum_util: u64, weight: u64, pct: u64) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::nr_idle_scan;
+    use super::{nr_idle_scan, sis_prop_nr, update_avg, wake_avg_idle_aged};
+
+    #[test]
+    fn sis_prop_budget_is_the_span_times_idle_over_cost_at_least_4() {
+        // 52 CPUs, 250 µs predicted idle, scans of 999 ns (+1): 13,000.
+        assert_eq!(sis_prop_nr(52, 250_000, 999), 13_000);
+        // A cost of 0 divides by 1.
+        assert_eq!(sis_prop_nr(8, 3, 0), 24);
+        // Integer division: 16 × 438 / 1000 = 7.008.
+        assert_eq!(sis_prop_nr(16, 438, 999), 7);
+        // Only above 4 × avg_cost does the quotient count: 41 > 40 gives
+        // 41 / 10 = 4, 50 gives 5; 40 and below, and no idle time, 4.
+        assert_eq!(sis_prop_nr(1, 50, 9), 5);
+        assert_eq!(sis_prop_nr(1, 41, 9), 4);
+        assert_eq!(sis_prop_nr(1, 40, 9), 4);
+        assert_eq!(sis_prop_nr(52, 0, 0), 4);
+    }
+
+    #[test]
+    fn wake_avg_idle_halves_per_jiffy_until_nothing_is_left() {
+        assert_eq!(wake_avg_idle_aged(1000, 10, 10), (1000, 10));
+        assert_eq!(wake_avg_idle_aged(1000, 10, 13), (125, 13));
+        // A shift: 1001 / 2 rounds down.
+        assert_eq!(wake_avg_idle_aged(1001, 10, 11), (500, 11));
+        // 1000 >> 10 = 0: the stamp stops 10 jiffies on, not at now.
+        assert_eq!(wake_avg_idle_aged(1000, 10, 100), (0, 20));
+    }
+
+    #[test]
+    fn update_avg_moves_an_eighth_truncating_towards_zero() {
+        assert_eq!(update_avg(800, 0), 700);
+        assert_eq!(update_avg(0, 800), 100);
+        // (3 - 10) / 8 is 0 in C, not -1: the average stays.
+        assert_eq!(update_avg(10, 3), 10);
+        assert_eq!(update_avg(10, 1), 9);
+    }
 
     #[test]
     fn sis_util_budget_shrinks_with_utilization() {

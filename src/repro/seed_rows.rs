@@ -301,7 +301,7 @@ fn seed000() -> Vec<SeedRow> {
             let sim = context1.then(|| (Wakelist, format!("{prefix}-context1.toml benchmark.lps")));
             let cause = match (context1, prefix) {
                 (false, _) => "no workload for this UnixBench test in the model (it is not a wakeup test)",
-                (true, "xeon") => "104 pairs on 104 CPUs leave no CPU idle, so wake_affine stacks each pair on one CPU, as v5.19 would (~8 us per round trip, local wakeups); the seed's 32 us and +11 % need cross-CPU wakeups (docs/repro/wakelist-context1.md)",
+                (true, "xeon") => "104 pairs on 104 CPUs leave no CPU idle, so wake_affine stacks each pair on one CPU, as v5.19 would (~7 us per round trip, local wakeups); the seed's 32 us and +11 % need cross-CPU wakeups (docs/repro/wakelist-context1.md)",
                 _ => "80 pairs on 80 CPUs: with no sd_llc a wakee stays on its waker's busy CPU, so each pair runs on one CPU (~3.2 us per round trip), where the wakelist does not apply; split pairs would not move either, as no two CPUs share a cache (docs/repro/wakelist-context1.md)",
             };
             // lps over the same copies: a rate.

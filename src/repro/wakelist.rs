@@ -289,7 +289,7 @@ from the cost model; nothing is fitted to the seed.
   sooner. The seed's low latencies after 30 ms idle periods imply shallow idle
   states, so these scenarios set machine.max_cstate = 1.
 - context1 (xeon): no change beyond the spread (seed +11 %), and absolute
-  lps is ~4.1x the seed's: 104 pairs on 104 CPUs leave no CPU idle, so each
+  lps is ~4.5x the seed's: 104 pairs on 104 CPUs leave no CPU idle, so each
   wakee goes to its waker's CPU and every pair ends up on one CPU (local
   wakeups, where no variant queues), as v5.19's rules would do; the seed's
   ~32 us per round trip and +11 % need cross-CPU wakeups, and even pinned
