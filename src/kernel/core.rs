@@ -104,59 +104,66 @@ pub struct BlockedCalls {
     pub entities: u64,
 }
 
-/// struct rq
+/// struct rq. In `repr(C)` order, 64-byte aligned, hot fields first:
+/// with thousands of CPUs each event finds its run queue cold in the
+/// caches and pays a miss per line it touches, so what every event touches
+/// (the first two lines: curr, activity, clock and preemption state), what
+/// a switch or wakeup touches (statistics, the fair server, footprint),
+/// and the PELT clock with the root cfs_rq's hot fields are packed
+/// together; the wakelist and the group cfs_rqs come last.
+#[repr(C, align(64))]
 pub struct Rq {
-    pub cpu: usize,
     /// The epoch of its last mutable borrow (`Rqs`).
     stamp: u64,
     pub curr: Option<Pid>,
     /// rq->nr_running: queued tasks, delayed ones included.
     pub nr_running: usize,
-    /// The root cfs_rq.
-    pub cfs: CfsRq,
-    /// Each task group's cfs_rq and group entity on this CPU, by group id
-    /// (index 0, the root group, is unused).
-    pub gcfs: Vec<CfsRq>,
-    pub gse: Vec<Entity>,
-    /// TIF_NEED_RESCHED of curr (or of the idle task).
-    pub need_resched: bool,
+    pub act: Activity,
+    pub cpu: usize,
     /// RQCF_REQ_SKIP: the next __schedule keeps the rq clock as of this
     /// time (the last update since the request).
     pub clock_skip: Option<Time>,
+    /// Interrupt work done on this CPU (IPI handlers, wakelist
+    /// activations) not yet charged: it delays whatever runs next.
+    pub irq_ns: u64,
+    /// When the CPU last stopped being idle (for busy time).
+    pub busy_since: Time,
+    /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
+    pub pre: RqPreempt,
+    /// The address space currently loaded (switch_mm is skipped when equal).
+    pub loaded_mm: u32,
+    /// TIF_NEED_RESCHED of curr (or of the idle task).
+    pub need_resched: bool,
     /// This CPU's own code asked it to reschedule while it was idle (its
     /// timer's wakeup, say, modelled at the interrupt's arrival):
     /// that code really runs once the CPU is out of its idle state, so the
     /// rq clock it read dates from the exit (leave_idle).
     pub woke_itself: bool,
-    /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
-    pub pre: RqPreempt,
-    pub rt: RtRq,
-    pub dl: super::deadline::DlRq,
-    pub act: Activity,
     pub tick_on: bool,
-    /// rq->__lock, as remote wakers contend for it.
-    pub lock: super::lock::ContendedLock,
-    /// The address space currently loaded (switch_mm is skipped when equal).
-    pub loaded_mm: u32,
-    /// What this CPU's caches and TLB hold of recently run tasks.
-    pub footprint: super::footprint::Footprint,
-    /// When the CPU last stopped being idle (for busy time).
-    pub busy_since: Time,
-    /// The call-single wakelist: tasks woken onto this CPU that it has
-    /// not activated yet (rq->ttwu_pending is `!wake_list.is_empty()`
-    /// until sched_ttwu_pending runs).
-    pub wake_list: Vec<Pid>,
     pub ttwu_pending: bool,
-    /// Interrupt work done on this CPU (IPI handlers, wakelist
-    /// activations) not yet charged: it delays whatever runs next.
-    pub irq_ns: u64,
-    /// rq_clock_pelt and the rt/dl/irq signals (pelt_rq.rs).
-    pub pelt: super::pelt_rq::RqPelt,
+    pub stats: RqStats,
+    pub dl: super::deadline::DlRq,
     /// Set by update_blocked_averages, cleared by anything that changes
     /// this CPU's PELT signals after it: when it ran, and whether it found
     /// them all at zero (rq->has_blocked_load false).
     pub blocked_clean: Option<BlockedClean>,
-    pub stats: RqStats,
+    /// rq->__lock, as remote wakers contend for it.
+    pub lock: super::lock::ContendedLock,
+    pub rt: RtRq,
+    /// What this CPU's caches and TLB hold of recently run tasks.
+    pub footprint: super::footprint::Footprint,
+    /// rq_clock_pelt and the rt/dl/irq signals (pelt_rq.rs).
+    pub pelt: super::pelt_rq::RqPelt,
+    /// The root cfs_rq.
+    pub cfs: CfsRq,
+    /// The call-single wakelist: tasks woken onto this CPU that it has
+    /// not activated yet (rq->ttwu_pending is `!wake_list.is_empty()`
+    /// until sched_ttwu_pending runs).
+    pub wake_list: Vec<Pid>,
+    /// Each task group's cfs_rq and group entity on this CPU, by group id
+    /// (index 0, the root group, is unused).
+    pub gcfs: Vec<CfsRq>,
+    pub gse: Vec<Entity>,
 }
 
 /// The run queues, one per CPU, each stamped with the epoch in which it
