@@ -108,9 +108,10 @@ pub struct BlockedCalls {
 /// with thousands of CPUs each event finds its run queue cold in the
 /// caches and pays a miss per line it touches, so what every event touches
 /// (the first two lines: curr, activity, clock and preemption state), what
-/// a switch or wakeup touches (statistics, the fair server, footprint),
-/// and the PELT clock with the root cfs_rq's hot fields are packed
-/// together; the wakelist and the group cfs_rqs come last.
+/// a switch or wakeup touches (statistics, blocked_clean, footprint, the
+/// fair server), and the PELT clock with the root cfs_rq's hot fields
+/// (five lines from offset 768) are packed together; the wakelist and the
+/// group cfs_rqs come last.
 #[repr(C, align(64))]
 pub struct Rq {
     /// The epoch of its last mutable borrow (`Rqs`).
@@ -142,16 +143,16 @@ pub struct Rq {
     pub tick_on: bool,
     pub ttwu_pending: bool,
     pub stats: RqStats,
-    pub dl: super::deadline::DlRq,
     /// Set by update_blocked_averages, cleared by anything that changes
     /// this CPU's PELT signals after it: when it ran, and whether it found
     /// them all at zero (rq->has_blocked_load false).
     pub blocked_clean: Option<BlockedClean>,
     /// rq->__lock, as remote wakers contend for it.
     pub lock: super::lock::ContendedLock,
-    pub rt: RtRq,
     /// What this CPU's caches and TLB hold of recently run tasks.
     pub footprint: super::footprint::Footprint,
+    pub rt: RtRq,
+    pub dl: super::deadline::DlRq,
     /// rq_clock_pelt and the rt/dl/irq signals (pelt_rq.rs).
     pub pelt: super::pelt_rq::RqPelt,
     /// The root cfs_rq.

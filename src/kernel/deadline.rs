@@ -188,12 +188,14 @@ impl DlEntity {
 /// rb-tree; curr stays in it while it runs, as in the kernel), and the
 /// throttled ones (still on the run queue, out of the tree, and not in
 /// nr_running, until their dl_timer replenishes them); the CPU's fair
-/// server (rq->fair_server, in the tree when `server.queued`).
+/// server (rq->fair_server, in the tree when `server.queued`), first
+/// (`repr(C)`): every update_curr of a fair task charges it.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct DlRq {
+    pub server: FairServer,
     pub queue: Vec<Pid>,
     pub throttled: Vec<Pid>,
-    pub server: FairServer,
 }
 
 /// The root domain's struct dl_bw: the limit (sched_rt_runtime_us /

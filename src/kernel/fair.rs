@@ -171,7 +171,6 @@ pub struct CfsRq {
     /// the hot lines.
     pub running_avg: Option<Box<SchedAvg>>,
     pub throttled_clock_pelt_time: u64,
-    pub prop_runnable_sum: i64,
     /// The task group this cfs_rq belongs to (0 = the root group).
     pub tg: usize,
     /// This cfs_rq or an ancestor is throttled (its PELT clock stops).
@@ -189,6 +188,7 @@ pub struct CfsRq {
     /// or throttles (account_cfs_rq_runtime runs only from update_curr).
     pub runtime_spent: bool,
     pub throttled: bool,
+    pub prop_runnable_sum: i64,
     pub runtime_remaining: i64,
     pub throttled_clock_pelt: u64,
     /// When the throttle_count last fell to 0 (the wasted-core check does
