@@ -1423,3 +1423,26 @@ impl Kernel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// The layout Rq's doc comment describes: a field added in a hot part,
+    /// or a hot part moved off its lines, costs big machines a cache miss
+    /// per touch.
+    #[test]
+    fn hot_fields_stay_on_their_lines() {
+        assert_eq!(offset_of!(Rq, stats), 128);
+        assert_eq!(offset_of!(Rq, blocked_clean), 192);
+        assert_eq!(offset_of!(Rq, footprint), 256);
+        // The PELT clock (RqPelt's last three words) and the root
+        // cfs_rq's hot part: five lines from offset 768.
+        let cfs = offset_of!(Rq, cfs);
+        let pelt_end = offset_of!(Rq, pelt) + size_of::<crate::kernel::pelt_rq::RqPelt>();
+        assert_eq!(pelt_end, cfs);
+        assert_eq!(cfs - 3 * 8, 768);
+        assert!(cfs + offset_of!(CfsRq, prop_runnable_sum) <= 768 + 5 * 64);
+    }
+}

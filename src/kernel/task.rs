@@ -222,3 +222,34 @@ pub fn comm_of(name: &str) -> (String, Option<Box<str>>) {
     }
     (name[..end].to_string(), Some(name.into()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// The layout the doc comments of Task, TaskStats and Entity describe:
+    /// a field added in the hot part, or a hot part moved off its line
+    /// boundary, costs big machines a cache miss per touch.
+    #[test]
+    fn hot_fields_stay_on_their_lines() {
+        assert_eq!(size_of::<Task>(), 1024);
+        // The program state's first two lines, then one line from `state`
+        // up to the statistics.
+        assert_eq!(offset_of!(Task, prog), 0);
+        assert_eq!(offset_of!(ProgState, marks), 128);
+        assert_eq!(offset_of!(Task, state), 256);
+        assert_eq!(offset_of!(Task, stats), 320);
+        // A wakeup's line, a switch's line, then the histogram's.
+        assert_eq!(offset_of!(TaskStats, oncpu_since), 64);
+        assert_eq!(offset_of!(TaskStats, wakeup_latency), 128);
+        assert_eq!(
+            offset_of!(Task, stats) + size_of::<TaskStats>(),
+            offset_of!(Task, wakee_flips)
+        );
+        // The entity's hot 160 bytes on three lines.
+        assert_eq!(offset_of!(Task, se) % 64, 0);
+        assert_eq!(offset_of!(Entity, runnable_weight), 160);
+        assert!(offset_of!(Task, allowed) + size_of::<Option<Vec<usize>>>() <= 13 * 64);
+    }
+}

@@ -390,7 +390,10 @@ impl Kernel {
                 let q = self.cfs_rq(cpu, c);
                 let (util, n) = sum[cpu * ng + c];
                 let (rm, rn) = (q.removed.util_avg, q.removed.nr as u64);
-                let ran = q.running_avg.as_ref().map_or(SCHED_CAPACITY, |r| r.util_avg);
+                let ran = q
+                    .running_avg
+                    .as_ref()
+                    .map_or(SCHED_CAPACITY, |r| r.util_avg);
                 let bound = ran + util + rm + (util + rm) / 16 + 2 * (n + rn + 1);
                 if q.avg.util_avg > bound {
                     return Err(format!(
