@@ -1437,6 +1437,12 @@ mod tests {
         assert_eq!(offset_of!(Rq, stats), 128);
         assert_eq!(offset_of!(Rq, blocked_clean), 192);
         assert_eq!(offset_of!(Rq, footprint), 256);
+        // The deadline queue and the fair server's hot part on two lines.
+        use crate::kernel::{deadline::DlEntity, deadline::DlRq, dl_server::FairServer};
+        let dl = offset_of!(Rq, dl);
+        let server = offset_of!(DlRq, server) + offset_of!(FairServer, dl);
+        assert_eq!(dl, 384);
+        assert!(dl + server + offset_of!(DlEntity, dl_deadline) <= 512);
         // The PELT clock (RqPelt's last three words) and the root
         // cfs_rq's hot part: five lines from offset 768.
         let cfs = offset_of!(Rq, cfs);

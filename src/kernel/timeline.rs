@@ -151,7 +151,7 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let r = (x >> 33) as usize;
-            if r % 3 == 0 && !queued.is_empty() {
+            if r.is_multiple_of(3) && !queued.is_empty() {
                 let (q, d, v) = queued.swap_remove(r % queued.len());
                 t.remove(q, d, v);
             } else {
