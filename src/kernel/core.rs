@@ -1434,6 +1434,7 @@ mod tests {
     /// per touch.
     #[test]
     fn hot_fields_stay_on_their_lines() {
+        assert_eq!(size_of::<Rq>(), 21 * 64);
         assert_eq!(offset_of!(Rq, stats), 128);
         assert_eq!(offset_of!(Rq, blocked_clean), 192);
         assert_eq!(offset_of!(Rq, footprint), 256);
