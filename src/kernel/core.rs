@@ -109,9 +109,10 @@ pub struct BlockedCalls {
 /// caches and pays a miss per line it touches, so what every event touches
 /// (the first two lines: curr, activity, clock and preemption state), what
 /// a switch or wakeup touches (statistics, blocked_clean, footprint, the
-/// fair server), and the PELT clock with the root cfs_rq's hot fields
-/// (five lines from offset 768) are packed together; the wakelist and the
-/// group cfs_rqs come last.
+/// rt and deadline queues, the fair server), and the PELT clock with the
+/// root cfs_rq's hot fields (five lines from offset 768) are packed
+/// together; the wakelist and the group cfs_rqs come last. The test
+/// `hot_fields_stay_on_their_lines` pins these offsets.
 #[repr(C, align(64))]
 pub struct Rq {
     /// The epoch of its last mutable borrow (`Rqs`).

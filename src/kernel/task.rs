@@ -130,7 +130,8 @@ pub const COMM_LEN: usize = 15;
 /// paths touch shares as few 64-byte lines as it fits in (the program
 /// state's first two, then 64 bytes of state and CPUs, the statistics, the
 /// wakee fields, the entity, the random stream); names, the deadline
-/// entity and the family fields come last.
+/// entity and the family fields come last. The test
+/// `hot_fields_stay_on_their_lines` pins these offsets.
 #[repr(C)]
 pub struct Task {
     pub prog: ProgState,
