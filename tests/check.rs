@@ -87,6 +87,7 @@ fn the_sweep_bounds_a_cfs_rq_util_by_running_and_its_tasks() {
     let ran = k.rqs[cpu]
         .cfs
         .running_avg
+        .as_ref()
         .expect("tracked with --check")
         .util_avg;
     assert!(ran <= 1024, "{ran}");

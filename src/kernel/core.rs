@@ -104,59 +104,68 @@ pub struct BlockedCalls {
     pub entities: u64,
 }
 
-/// struct rq
+/// struct rq. In `repr(C)` order, 64-byte aligned, hot fields first:
+/// with thousands of CPUs each event finds its run queue cold in the
+/// caches and pays a miss per line it touches, so what every event touches
+/// (the first two lines: curr, activity, clock and preemption state), what
+/// a switch or wakeup touches (statistics, blocked_clean, footprint, the
+/// rt and deadline queues, the fair server), and the PELT clock with the
+/// root cfs_rq's hot fields (five lines from offset 768) are packed
+/// together; the wakelist and the group cfs_rqs come last. The test
+/// `hot_fields_stay_on_their_lines` pins these offsets.
+#[repr(C, align(64))]
 pub struct Rq {
-    pub cpu: usize,
     /// The epoch of its last mutable borrow (`Rqs`).
     stamp: u64,
     pub curr: Option<Pid>,
     /// rq->nr_running: queued tasks, delayed ones included.
     pub nr_running: usize,
-    /// The root cfs_rq.
-    pub cfs: CfsRq,
-    /// Each task group's cfs_rq and group entity on this CPU, by group id
-    /// (index 0, the root group, is unused).
-    pub gcfs: Vec<CfsRq>,
-    pub gse: Vec<Entity>,
-    /// TIF_NEED_RESCHED of curr (or of the idle task).
-    pub need_resched: bool,
+    pub act: Activity,
+    pub cpu: usize,
     /// RQCF_REQ_SKIP: the next __schedule keeps the rq clock as of this
     /// time (the last update since the request).
     pub clock_skip: Option<Time>,
+    /// Interrupt work done on this CPU (IPI handlers, wakelist
+    /// activations) not yet charged: it delays whatever runs next.
+    pub irq_ns: u64,
+    /// When the CPU last stopped being idle (for busy time).
+    pub busy_since: Time,
+    /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
+    pub pre: RqPreempt,
+    /// The address space currently loaded (switch_mm is skipped when equal).
+    pub loaded_mm: u32,
+    /// TIF_NEED_RESCHED of curr (or of the idle task).
+    pub need_resched: bool,
     /// This CPU's own code asked it to reschedule while it was idle (its
     /// timer's wakeup, say, modelled at the interrupt's arrival):
     /// that code really runs once the CPU is out of its idle state, so the
     /// rq clock it read dates from the exit (leave_idle).
     pub woke_itself: bool,
-    /// TIF_NEED_RESCHED_LAZY and the preemption counters' state.
-    pub pre: RqPreempt,
-    pub rt: RtRq,
-    pub dl: super::deadline::DlRq,
-    pub act: Activity,
     pub tick_on: bool,
-    /// rq->__lock, as remote wakers contend for it.
-    pub lock: super::lock::ContendedLock,
-    /// The address space currently loaded (switch_mm is skipped when equal).
-    pub loaded_mm: u32,
-    /// What this CPU's caches and TLB hold of recently run tasks.
-    pub footprint: super::footprint::Footprint,
-    /// When the CPU last stopped being idle (for busy time).
-    pub busy_since: Time,
-    /// The call-single wakelist: tasks woken onto this CPU that it has
-    /// not activated yet (rq->ttwu_pending is `!wake_list.is_empty()`
-    /// until sched_ttwu_pending runs).
-    pub wake_list: Vec<Pid>,
     pub ttwu_pending: bool,
-    /// Interrupt work done on this CPU (IPI handlers, wakelist
-    /// activations) not yet charged: it delays whatever runs next.
-    pub irq_ns: u64,
-    /// rq_clock_pelt and the rt/dl/irq signals (pelt_rq.rs).
-    pub pelt: super::pelt_rq::RqPelt,
+    pub stats: RqStats,
     /// Set by update_blocked_averages, cleared by anything that changes
     /// this CPU's PELT signals after it: when it ran, and whether it found
     /// them all at zero (rq->has_blocked_load false).
     pub blocked_clean: Option<BlockedClean>,
-    pub stats: RqStats,
+    /// rq->__lock, as remote wakers contend for it.
+    pub lock: super::lock::ContendedLock,
+    /// What this CPU's caches and TLB hold of recently run tasks.
+    pub footprint: super::footprint::Footprint,
+    pub rt: RtRq,
+    pub dl: super::deadline::DlRq,
+    /// rq_clock_pelt and the rt/dl/irq signals (pelt_rq.rs).
+    pub pelt: super::pelt_rq::RqPelt,
+    /// The root cfs_rq.
+    pub cfs: CfsRq,
+    /// The call-single wakelist: tasks woken onto this CPU that it has
+    /// not activated yet (rq->ttwu_pending is `!wake_list.is_empty()`
+    /// until sched_ttwu_pending runs).
+    pub wake_list: Vec<Pid>,
+    /// Each task group's cfs_rq and group entity on this CPU, by group id
+    /// (index 0, the root group, is unused).
+    pub gcfs: Vec<CfsRq>,
+    pub gse: Vec<Entity>,
 }
 
 /// The run queues, one per CPU, each stamped with the epoch in which it
@@ -1413,5 +1422,35 @@ impl Kernel {
             self.tasks[parent].zombies += 1;
             self.child_exited(parent, cpu, p);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// The layout Rq's doc comment describes: a field added in a hot part,
+    /// or a hot part moved off its lines, costs big machines a cache miss
+    /// per touch.
+    #[test]
+    fn hot_fields_stay_on_their_lines() {
+        assert_eq!(size_of::<Rq>(), 21 * 64);
+        assert_eq!(offset_of!(Rq, stats), 128);
+        assert_eq!(offset_of!(Rq, blocked_clean), 192);
+        assert_eq!(offset_of!(Rq, footprint), 256);
+        // The deadline queue and the fair server's hot part on two lines.
+        use crate::kernel::{deadline::DlEntity, deadline::DlRq, dl_server::FairServer};
+        let dl = offset_of!(Rq, dl);
+        let server = offset_of!(DlRq, server) + offset_of!(FairServer, dl);
+        assert_eq!(dl, 384);
+        assert!(dl + server + offset_of!(DlEntity, dl_deadline) <= 512);
+        // The PELT clock (RqPelt's last three words) and the root
+        // cfs_rq's hot part: five lines from offset 768.
+        let cfs = offset_of!(Rq, cfs);
+        let pelt_end = offset_of!(Rq, pelt) + size_of::<crate::kernel::pelt_rq::RqPelt>();
+        assert_eq!(pelt_end, cfs);
+        assert_eq!(cfs - 3 * 8, 768);
+        assert!(cfs + offset_of!(CfsRq, prop_runnable_sum) <= 768 + 5 * 64);
     }
 }

@@ -95,18 +95,21 @@ impl DlParams {
 }
 
 /// struct sched_dl_entity, reduced: the parameters, the current instance's
-/// runtime left and absolute deadline, and the throttle and yield flags.
+/// runtime left and absolute deadline, and the throttle and yield flags,
+/// those first (`repr(C)`: the fair server's charge reads them, the
+/// parameters seldom).
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct DlEntity {
+    pub runtime: i64,
     pub dl_runtime: u64,
+    pub deadline: Time,
+    pub dl_throttled: bool,
+    pub(super) dl_yielded: bool,
     pub dl_deadline: u64,
     pub dl_period: u64,
     pub dl_bw: u64,
     dl_density: u64,
-    pub runtime: i64,
-    pub deadline: Time,
-    pub dl_throttled: bool,
-    pub(super) dl_yielded: bool,
 }
 
 impl DlEntity {
@@ -188,8 +191,12 @@ impl DlEntity {
 /// rb-tree; curr stays in it while it runs, as in the kernel), and the
 /// throttled ones (still on the run queue, out of the tree, and not in
 /// nr_running, until their dl_timer replenishes them); the CPU's fair
-/// server (rq->fair_server, in the tree when `server.queued`).
+/// server (rq->fair_server, in the tree when `server.queued`). In
+/// `repr(C)` order: the server's hot fields, which every update_curr of a
+/// fair task reads, come right after the queue, which every pick reads,
+/// on the same two lines of `Rq`.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct DlRq {
     pub queue: Vec<Pid>,
     pub throttled: Vec<Pid>,

@@ -30,12 +30,14 @@ const DL_SERVER_MIN_RES_NS: u64 = 1_000_000;
 pub const SERVER_TIMER_BASE: usize = super::bandwidth::BW_SLACK_BASE + (1 << 17);
 
 /// rq->fair_server: the entity and the dl_server flags of struct
-/// sched_dl_entity, with the model's bookkeeping of what was charged.
+/// sched_dl_entity, with the model's bookkeeping of what was charged. In
+/// `repr(C)` order: what a charge reads (the task seen, the flags, the
+/// entity's runtime) shares one line.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct FairServer {
-    /// The entity (dl_runtime 0 until sched_init_dl_servers' parameters
-    /// are applied at the first start: 0 runtime = no server).
-    pub dl: DlEntity,
+    /// The fair task on the CPU and its sum_exec_runtime as last charged.
+    seen: Option<(Pid, u64)>,
     /// dl_server_active
     pub active: bool,
     /// On the dl_rq's tree (on_dl_rq).
@@ -46,10 +48,11 @@ pub struct FairServer {
     pub defer_running: bool,
     /// dl_server_idle: picked once with no fair task to run.
     idle: bool,
+    /// The entity (dl_runtime 0 until sched_init_dl_servers' parameters
+    /// are applied at the first start: 0 runtime = no server).
+    pub dl: DlEntity,
     /// The dl_timer's expiry, when armed (hrtimer_is_queued).
     pub timer_at: Option<Time>,
-    /// The fair task on the CPU and its sum_exec_runtime as last charged.
-    seen: Option<(Pid, u64)>,
     /// Idle time before this is charged already.
     idle_from: Time,
 }

@@ -140,19 +140,16 @@ pub struct PeltCounters {
 }
 
 /// struct cfs_rq: the root one of a CPU or a task group's on one CPU.
+/// In `repr(C)` order: what enqueue, dequeue, pick, update_curr and PELT
+/// touch on every switch comes first (about 300 bytes), the bandwidth,
+/// group and v3.16 fields last.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct CfsRq {
-    /// The task group this cfs_rq belongs to (0 = the root group).
-    pub tg: usize,
-    /// Queued entities other than curr (tasks_timeline).
-    pub tree: Timeline,
     pub curr: Option<SeId>,
     /// Σ scaled weights of queued entities, curr included.
     pub load: u64,
     pub nr_queued: usize,
-    /// An entity with a custom slice was queued here (cfs_rq_min_slice then
-    /// looks at every queued entity; otherwise all have the base slice).
-    pub has_custom: bool,
     /// Tasks queued below this cfs_rq (h_nr_queued), and those of them not
     /// delayed (h_nr_runnable).
     pub h_nr_queued: usize,
@@ -162,44 +159,53 @@ pub struct CfsRq {
     pub avg_vruntime: i64,
     /// Σ w_i over the tree.
     pub avg_load: i64,
+    /// Queued entities other than curr (tasks_timeline).
+    pub tree: Timeline,
     pub avg: SchedAvg,
     pub removed: RemovedLoad,
+    pub pelt_stats: PeltCounters,
     /// `--check` only, not a kernel field: what this cfs_rq earned running,
     /// aged with `avg` but never attached to, plus what the entities that
     /// left may have left behind (`allow_rounding`) (observe/check.rs's check_cfs_util).
-    pub running_avg: Option<SchedAvg>,
+    /// Boxed: every PELT update tests it, and a pointer keeps that test on
+    /// the hot lines.
+    pub running_avg: Option<Box<SchedAvg>>,
+    pub throttled_clock_pelt_time: u64,
+    /// The task group this cfs_rq belongs to (0 = the root group).
+    pub tg: usize,
+    /// This cfs_rq or an ancestor is throttled (its PELT clock stops).
+    pub throttle_count: u32,
+    /// An entity with a custom slice was queued here (cfs_rq_min_slice then
+    /// looks at every queued entity; otherwise all have the base slice).
+    pub has_custom: bool,
     /// resched_curr_lazy was requested by update_curr; the core drains it.
     pub resched_req: bool,
-    /// This cfs_rq's share of tg->load_avg, when it last changed, and the
-    /// change not yet applied to the task group (the caller adds it).
-    pub tg_load_avg_contrib: u64,
-    pub last_update_tg_load_avg: u64,
-    pub tg_load_delta: i64,
-    /// v3.16: the load tracking of that kernel, and the change to
-    /// tg->runnable_avg not yet applied (the caller adds it).
-    pub v316: super::pelt316::CfsAvg,
-    pub tg_runnable_delta: i64,
     /// Load changes to pass up to the parent's group entity.
     pub propagate: bool,
-    pub prop_runnable_sum: i64,
-    pub pelt_stats: PeltCounters,
     /// CFS bandwidth: runtime left in this CPU's slice of the quota.
     pub runtime_enabled: bool,
-    pub runtime_remaining: i64,
     /// update_curr spent runtime since the last settle: the caller refills
     /// or throttles (account_cfs_rq_runtime runs only from update_curr).
     pub runtime_spent: bool,
     pub throttled: bool,
-    /// This cfs_rq or an ancestor is throttled (its PELT clock stops).
-    pub throttle_count: u32,
+    pub prop_runnable_sum: i64,
+    pub runtime_remaining: i64,
     pub throttled_clock_pelt: u64,
-    pub throttled_clock_pelt_time: u64,
     /// When the throttle_count last fell to 0 (the wasted-core check does
     /// not count throttled time as waiting).
     pub unthrottled_at: u64,
     /// task_h_load's cached hierarchical load and when it was computed.
     pub h_load: u64,
     pub last_h_load_update: u64,
+    /// This cfs_rq's share of tg->load_avg, when it last changed, and the
+    /// change not yet applied to the task group (the caller adds it).
+    pub tg_load_avg_contrib: u64,
+    pub last_update_tg_load_avg: u64,
+    pub tg_load_delta: i64,
+    /// v3.16: the change to tg->runnable_avg not yet applied (the caller
+    /// adds it), and the load tracking of that kernel.
+    pub tg_runnable_delta: i64,
+    pub v316: super::pelt316::CfsAvg,
 }
 
 fn weight(se: &Entity) -> i64 {

@@ -15,18 +15,21 @@ use super::pelt::{
 };
 use super::Kernel;
 
-/// Per-CPU PELT state beyond the cfs_rqs.
+/// Per-CPU PELT state beyond the cfs_rqs. In `repr(C)` order: the clock,
+/// which every PELT update reads, last, beside the root cfs_rq's hot
+/// fields that follow it in `Rq`.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct RqPelt {
+    pub avg_rt: SchedAvg,
+    pub avg_dl: SchedAvg,
+    pub avg_irq: SchedAvg,
     /// rq->clock_pelt as of `at` (the last busy↔idle transition).
     clock_pelt: u64,
     at: u64,
     /// rq->lost_idle_time: the clock_pelt deficit of a CPU that was always
     /// running when it went idle.
     lost_idle_time: u64,
-    pub avg_rt: SchedAvg,
-    pub avg_dl: SchedAvg,
-    pub avg_irq: SchedAvg,
 }
 
 impl Kernel {

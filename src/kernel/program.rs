@@ -387,8 +387,9 @@ pub enum Blocked {
 
 /// The interpreter state of one task. The fields every event reads and
 /// writes come first and share one cache line (`repr(C)`, 64-byte
-/// aligned): with hundreds of tasks, a cache miss per touched line is
-/// most of what interpreting an op costs.
+/// aligned), those of loops, sleeps and runs the second: with hundreds of
+/// tasks, a cache miss per touched line is most of what interpreting an op
+/// costs.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub struct ProgState {
@@ -414,14 +415,14 @@ pub struct ProgState {
     /// (index of the Loop op, iterations left; u64::MAX = forever)
     pub loops: Vec<(usize, u64)>,
     pub blocked: Blocked,
-    /// Timestamps recorded by Mark ops.
-    pub marks: Vec<(Mark, u64)>,
-    /// Iterations counted by Count ops.
-    pub count: u64,
-    /// Kernel-mode work left in the current KernelRun op.
-    pub kernel_left: u64,
     /// User-mode work asked for by Run ops so far (ns at full speed).
     pub user_ns: u64,
+    /// Kernel-mode work left in the current KernelRun op.
+    pub kernel_left: u64,
+    /// Iterations counted by Count ops.
+    pub count: u64,
+    /// Timestamps recorded by Mark ops.
+    pub marks: Vec<(Mark, u64)>,
     pub duty: Duty,
     /// select_idle_cpu scan time charged to the task as a waker since its
     /// last `RunBurst` or replayed wait (read by replay only).

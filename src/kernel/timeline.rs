@@ -4,12 +4,16 @@
 //! min_vruntime). Equal deadlines keep the order they were queued in, as
 //! rb_add puts an equal key to the right of those already there.
 //!
-//! Two sorted vectors instead of an augmented rbtree: lookups are binary
+//! A sorted vector instead of an augmented rbtree: lookups are binary
 //! searches and the scans __pick_eevdf does stop at the first eligible
 //! entity, which is almost always near the front. A queue holds a few
 //! entities most of the time, where moving a few elements costs less than
 //! a B-tree's node walk (issue 33: a B-tree of the vruntimes cost
-//! periodic-64 1.7 % more instructions); both vectors cost O(n) per change.
+//! periodic-64 1.7 % more instructions); a change costs O(n). The smallest
+//! vruntime is kept beside the vector, found again by a scan only when the
+//! entity holding it leaves: update_curr reads it on every event, and on a
+//! machine of thousands of CPUs a second vector sorted by vruntime cost a
+//! cache miss per read (issue 33, BENCHMARKS.md).
 
 use super::fair::SeId;
 
@@ -26,9 +30,8 @@ struct Node {
 pub struct Timeline {
     /// Sorted by (deadline, seq).
     nodes: Vec<Node>,
-    /// (vruntime, seq) of every node, sorted: the first is the smallest
-    /// vruntime.
-    vruntimes: Vec<(i64, u64)>,
+    /// The smallest vruntime of the nodes (meaningless when there are none).
+    min_vruntime: i64,
     /// Queue order: bumped by each insertion.
     seq: u64,
 }
@@ -39,6 +42,9 @@ impl Timeline {
     pub fn insert(&mut self, id: SeId, deadline: i64, vruntime: i64) {
         self.seq += 1;
         let seq = self.seq;
+        if self.nodes.is_empty() || vruntime < self.min_vruntime {
+            self.min_vruntime = vruntime;
+        }
         let i = self.nodes.partition_point(|n| n.deadline <= deadline);
         self.nodes.insert(
             i,
@@ -49,9 +55,6 @@ impl Timeline {
                 vruntime,
             },
         );
-        let key = (vruntime, seq);
-        let j = self.vruntimes.partition_point(|&k| k < key);
-        self.vruntimes.insert(j, key);
     }
 
     /// __dequeue_entity, given the entity's keys (unchanged since insert).
@@ -74,15 +77,14 @@ impl Timeline {
             n.vruntime, vruntime,
             "entity {id} changed its vruntime while queued"
         );
-        let key = (n.vruntime, n.seq);
-        if let Ok(j) = self.vruntimes.binary_search(&key) {
-            self.vruntimes.remove(j);
+        if n.vruntime == self.min_vruntime {
+            self.min_vruntime = self.nodes.iter().map(|n| n.vruntime).min().unwrap_or(0);
         }
     }
 
     /// The smallest vruntime queued.
     pub fn min_vruntime(&self) -> Option<i64> {
-        self.vruntimes.first().map(|&(v, _)| v)
+        (!self.nodes.is_empty()).then_some(self.min_vruntime)
     }
 
     /// __pick_first_entity: the earliest deadline.
@@ -134,5 +136,30 @@ mod tests {
         t.remove(2, 40, 9);
         assert_eq!(t.first(), Some(4));
         assert_eq!(t.len(), 2);
+    }
+
+    /// The kept minimum against the queued vruntimes' own, through random
+    /// inserts and removals with ties (a removed minimum with a twin left
+    /// must stay).
+    #[test]
+    fn min_vruntime_is_the_smallest_queued() {
+        let mut t = Timeline::default();
+        let mut queued: Vec<(SeId, i64, i64)> = Vec::new();
+        let mut x = 12345u64;
+        for id in 0..2000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let r = (x >> 33) as usize;
+            if r.is_multiple_of(3) && !queued.is_empty() {
+                let (q, d, v) = queued.swap_remove(r % queued.len());
+                t.remove(q, d, v);
+            } else {
+                let (d, v) = ((r % 17) as i64, (r % 7) as i64 - 3);
+                t.insert(id, d, v);
+                queued.push((id, d, v));
+            }
+            assert_eq!(t.min_vruntime(), queued.iter().map(|q| q.2).min());
+        }
     }
 }

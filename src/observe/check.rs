@@ -390,7 +390,10 @@ impl Kernel {
                 let q = self.cfs_rq(cpu, c);
                 let (util, n) = sum[cpu * ng + c];
                 let (rm, rn) = (q.removed.util_avg, q.removed.nr as u64);
-                let ran = q.running_avg.map_or(SCHED_CAPACITY, |r| r.util_avg);
+                let ran = q
+                    .running_avg
+                    .as_ref()
+                    .map_or(SCHED_CAPACITY, |r| r.util_avg);
                 let bound = ran + util + rm + (util + rm) / 16 + 2 * (n + rn + 1);
                 if q.avg.util_avg > bound {
                     return Err(format!(
@@ -409,7 +412,7 @@ impl Kernel {
             for q in std::iter::once(&mut rq.cfs).chain(rq.gcfs.iter_mut()) {
                 let mut r = q.avg;
                 (r.util_sum, r.util_avg) = (0, 0);
-                q.running_avg = Some(r);
+                q.running_avg = Some(Box::new(r));
             }
         }
     }
