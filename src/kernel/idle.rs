@@ -339,7 +339,9 @@ mod tests {
         cfg.noise.enabled = false;
         let mut k = Kernel::new(m, cfg);
         k.now = NOW;
-        k.rqs[1].act = Activity::Idle { since: NOW - idle_ns };
+        k.rqs[1].act = Activity::Idle {
+            since: NOW - idle_ns,
+        };
         k.kick_cpu(1, Some(0), 0);
         let at = k.events.pending_time(EventKind::Resched, 1).unwrap();
         (k, at - NOW)
@@ -358,7 +360,10 @@ mod tests {
         // residency), short of C1E's 20 µs: intel_idle's C1, an MWAIT state.
         let (k, delay) = kick_idle("xeon-8269cy", 5_000);
         let c1 = k.idle_state_at(5_000).clone();
-        assert_eq!((c1.name.as_str(), c1.polling, c1.mwait), ("C1", false, true));
+        assert_eq!(
+            (c1.name.as_str(), c1.polling, c1.mwait),
+            ("C1", false, true)
+        );
         assert_eq!(ipi_counts(&k), (0, 1, 0, 0));
         assert!(k.rqs[1].need_resched);
         // Only C1's exit latency: no send, no flight, no irq entry/exit.
