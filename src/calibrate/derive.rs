@@ -36,6 +36,11 @@
 //! - the deepest idle state's `exit_latency_ns` = m(wake_idle_target) −
 //!   m(wake_busy_target) − activate (an idle target also runs the queued
 //!   activation itself), with a 50 µs idle gap; the 1 ms gap is reported.
+//!   These idle-target rules (and `ipi_send_ns`'s waker_idle) assume an idle
+//!   target that takes an IPI, as the guests calibrated so far do (HLT). On
+//!   bare-metal x86 its states are MWAIT (`IdleState::mwait`, which `host`
+//!   reads from sysfs) and no IPI is sent: the rules would need the IPI
+//!   terms taken out there, which is not done.
 //! - `pipe_op_ns` = c/2 − syscall, `pipe_copy_ps_per_byte` = 1000·s/2 for a
 //!   write+read pair that never sleeps costing c + s·bytes: s from the 4 KiB
 //!   and 32 KiB medians, c = m(1 byte) − s. Sockets: `socket_skb_ns` = c −

@@ -459,8 +459,8 @@ impl Kernel {
     /// on `cpu`, the lazy bit if `lazy` (the idle task always gets the full
     /// one). The running CPU notices it
     /// at its next preemption point; for the full bit a remote CPU gets a
-    /// reschedule IPI unless it is polling in idle, and an idle CPU pays its
-    /// idle-state exit latency. A lazy request never sends an IPI.
+    /// reschedule IPI unless it is polling in idle (`kick_cpu`), and an idle
+    /// CPU pays its idle-state exit latency. A lazy request never sends an IPI.
     pub fn set_need_resched(&mut self, cpu: usize, from: Option<usize>, lazy: bool, cause: Cause) {
         self.fold_touch_cpu(cpu);
         let rq = &mut self.rqs[cpu];
@@ -498,16 +498,18 @@ impl Kernel {
         self.kick_cpu(cpu, from, self.resched_after);
     }
 
-    /// Tell another CPU to look at its flags (smp_send_reschedule, and
-    /// send_call_function_single_ipi for the wakelist): an idle CPU that
-    /// polls only needs NEED_RESCHED set (set_nr_if_polling) and leaves its
-    /// idle state; anyone else gets an IPI, sent `after` ns from now (once
-    /// the sender's work before it is done).
+    /// Tell another CPU to look at its flags (resched_curr's
+    /// set_nr_and_not_polling, and send_call_function_single_ipi's
+    /// set_nr_if_polling for the wakelist): an idle CPU whose current state
+    /// holds TIF_POLLING_NRFLAG (POLL, or an x86 MWAIT state) only needs
+    /// NEED_RESCHED set and leaves its idle state, paying that state's exit
+    /// latency; anyone else gets an IPI, sent `after` ns from now (once the
+    /// sender's work before it is done).
     pub(super) fn kick_cpu(&mut self, cpu: usize, from: Option<usize>, after: u64) {
         let delay = match self.rqs[cpu].act {
             Activity::Idle { since } => {
                 let st = self.idle_state_at(self.now - since);
-                let (polling, exit) = (st.polling, st.exit_latency_ns);
+                let (polling, exit) = (st.tif_polling(), st.exit_latency_ns);
                 if polling {
                     self.rqs[cpu].need_resched = true;
                     self.stats.ipis_avoided_polling += 1;

@@ -8,6 +8,9 @@
 //! and moves to each deeper state once it has been idle for that state's
 //! target residency. The menu/teo governors predict the idle length instead;
 //! the ladder is their behaviour when the prediction is "as long as so far".
+//! On x86 bare metal the deeper states keep TIF_POLLING_NRFLAG as well
+//! (MWAIT on the thread flags, `IdleState::mwait`), so a wakeup needs no
+//! IPI there either, only the state's exit latency.
 //!
 //! **The tick** follows each governor's `stop_tick` as the kernel computes
 //! it. It is decided when the CPU goes idle and again at every tick that
@@ -323,6 +326,71 @@ fn typical_interval(intervals: &[u64; INTERVALS], predicted: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::core::Activity;
+
+    const NOW: u64 = 1_000_000;
+
+    /// CPU 0 kicks CPU 1 (a wakelist wakeup or resched_curr) after CPU 1
+    /// has been idle `idle_ns`: the kernel, and how long until CPU 1 acts.
+    fn kick_idle(spec: &str, idle_ns: u64) -> (Kernel, u64) {
+        let m = crate::machine::from_spec(spec).unwrap();
+        // Noise off: costs exactly as the machine gives them.
+        let mut cfg = crate::kernel::features::KernelConfig::default();
+        cfg.noise.enabled = false;
+        let mut k = Kernel::new(m, cfg);
+        k.now = NOW;
+        k.rqs[1].act = Activity::Idle {
+            since: NOW - idle_ns,
+        };
+        k.kick_cpu(1, Some(0), 0);
+        let at = k.events.pending_time(EventKind::Resched, 1).unwrap();
+        (k, at - NOW)
+    }
+
+    /// (IPIs sent, IPIs avoided, CPU 1's IPIs received, CPU 1's irq time)
+    fn ipi_counts(k: &Kernel) -> (u64, u64, u64, u64) {
+        let (st, rq) = (&k.stats, &k.rqs[1]);
+        let received = rq.stats.ipis_received;
+        (st.ipis_sent, st.ipis_avoided_polling, received, rq.irq_ns)
+    }
+
+    #[test]
+    fn a_cpu_in_an_mwait_state_wakes_on_the_flag_write_without_an_ipi() {
+        // 5 µs idle on xeon-8269cy: past POLL's window (C1's 2 µs
+        // residency), short of C1E's 20 µs: intel_idle's C1, an MWAIT state.
+        let (k, delay) = kick_idle("xeon-8269cy", 5_000);
+        let c1 = k.idle_state_at(5_000).clone();
+        assert_eq!(
+            (c1.name.as_str(), c1.polling, c1.mwait),
+            ("C1", false, true)
+        );
+        assert_eq!(ipi_counts(&k), (0, 1, 0, 0));
+        assert!(k.rqs[1].need_resched);
+        // Only C1's exit latency: no send, no flight, no irq entry/exit.
+        assert_eq!(delay, c1.exit_latency_ns);
+        // Milan's I/O-port C2 (idle 1 ms > its 800 µs residency) needs one.
+        let (k, delay) = kick_idle("milan-256", 1_000_000);
+        let c2 = k.idle_state_at(1_000_000).clone();
+        assert_eq!((c2.name.as_str(), c2.mwait), ("C2", false));
+        let c = &k.machine.cost;
+        assert_eq!(ipi_counts(&k), (1, 0, 1, c.irq_entry_exit_ns));
+        let ipi = c.ipi_send_ns + c.ipi_latency_ns;
+        assert_eq!(delay, ipi + c2.exit_latency_ns);
+        // Its FFH C1 does not.
+        let (k, _) = kick_idle("milan-256", 100_000);
+        assert_eq!(ipi_counts(&k), (0, 1, 0, 0));
+    }
+
+    #[test]
+    fn a_halted_guest_cpu_takes_an_ipi() {
+        let (k, delay) = kick_idle("vm-2", 5_000);
+        let st = k.idle_state_at(5_000).clone();
+        assert!(!st.tif_polling(), "{st:?}");
+        let c = &k.machine.cost;
+        assert_eq!(ipi_counts(&k), (1, 0, 1, c.irq_entry_exit_ns));
+        let ipi = c.ipi_send_ns + c.ipi_latency_ns;
+        assert_eq!(delay, ipi + st.exit_latency_ns);
+    }
 
     #[test]
     fn typical_interval_like_menu() {

@@ -27,6 +27,21 @@
 //! in `HLT` directly; there `idle_states[0].polling` is false. Use
 //! [`CostModel::has_polling_idle`] rather than assuming.
 //!
+//! On x86 bare metal the deeper states hold TIF_POLLING_NRFLAG too
+//! ([`IdleState::mwait`]): call_cpuidle clears it, but
+//! `mwait_idle_with_hints()` (arch/x86/include/asm/mwait.h) sets it again
+//! (`current_set_polling_and_test()`), MONITORs
+//! `current_thread_info()->flags` and MWAITs, and clears it after. Every
+//! intel_idle state enters through it (`__intel_idle`), and so do
+//! acpi_idle's FFH states (`acpi_idle_do_entry` →
+//! `acpi_processor_ffh_cstate_enter`); an I/O-port state (`io_idle`'s
+//! `inb`) and HLT do not. A waker sees the flag and sends no IPI; the CPU
+//! pays the state's exit latency and runs its wakelist from do_idle
+//! (flush_smp_call_function_queue). Checked in v6.6.14 (mwait.h, idle.c,
+//! intel_idle.c, processor_idle.c, arch/x86/kernel/acpi/cstate.c) and in
+//! the v5.10-era idle.c and v4-era mwait.h stored for torvalds/linux,
+//! which bracket the v5.19 the seeds ran: the same logic in each.
+//!
 //! ## Cache refill
 //! `cache_refill_*_ns` is the extra time a task needs, after running on a
 //! CPU at that topology distance from its previous CPU, to pull its hot
@@ -83,9 +98,18 @@ pub struct IdleState {
     /// Minimum idle time for which entering this state pays off; the
     /// governor does not pick it for shorter predicted idle periods.
     pub target_residency_ns: u64,
-    /// The CPU polls `need_resched` (TIF_POLLING_NRFLAG set): a remote
-    /// wakeup sets the flag and needs no IPI.
+    /// The cpuidle `POLL` state (CPUIDLE_FLAG_POLLING): the CPU spins on
+    /// `need_resched` with TIF_POLLING_NRFLAG set, so a remote wakeup sets
+    /// the flag and needs no IPI; the governor keeps the tick for it.
     pub polling: bool,
+    /// The state idles in MWAIT on the thread flags with TIF_POLLING_NRFLAG
+    /// set (x86 `mwait_idle_with_hints()`: every intel_idle state, and
+    /// acpi_idle's FFH states). A remote wakeup writes the flags word,
+    /// which ends the MWAIT: no IPI, only the exit latency. Unlike
+    /// `polling` it is a real hardware state to the governor. Optional in
+    /// machine files (false: HLT, an I/O-port C-state, WFI, CEDE).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mwait: bool,
 }
 
 impl IdleState {
@@ -101,6 +125,7 @@ impl IdleState {
             exit_latency_ns: 0,
             target_residency_ns: 0,
             polling: true,
+            mwait: false,
         }
     }
 
@@ -111,6 +136,7 @@ impl IdleState {
             exit_latency_ns,
             target_residency_ns,
             polling: false,
+            mwait: false,
         }
     }
 
@@ -121,7 +147,24 @@ impl IdleState {
             exit_latency_ns: exit_latency_us * NS_PER_US,
             target_residency_ns: target_residency_us * NS_PER_US,
             polling: false,
+            mwait: false,
         }
+    }
+
+    /// An x86 state entered with MWAIT (see [`IdleState::mwait`]), latencies
+    /// in µs as intel_idle's tables and ACPI `_CST` give them.
+    pub fn mwait(name: &str, exit_latency_us: u64, target_residency_us: u64) -> Self {
+        IdleState {
+            mwait: true,
+            ..Self::hw(name, exit_latency_us, target_residency_us)
+        }
+    }
+
+    /// TIF_POLLING_NRFLAG is set while a CPU is in this state
+    /// (tsk_is_polling on its idle task): a waker's set_nr_and_not_polling /
+    /// set_nr_if_polling sees it and sends no IPI.
+    pub fn tif_polling(&self) -> bool {
+        self.polling || self.mwait
     }
 }
 
@@ -568,15 +611,14 @@ pub fn cascade_lake() -> CostModel {
         // estimate: bare-metal x2APIC IPI send → handler ≈ 1 µs; ipi_benchmark-style
         // smp_call_function_single round trips are 2–3 µs on servers of this class
         ipi_latency_ns: 1200,
-        // intel_idle skx_cstates (Cascade Lake is INTEL_FAM6_SKYLAKE_X), plus cpuidle POLL. The
-        // kernel idles in these with MWAIT on the thread flags and TIF_POLLING_NRFLAG set, so a
-        // wakeup needs no IPI; the model sends one (docs/machines.md, "x86 MWAIT idle wakes
-        // without an IPI")
+        // intel_idle skx_cstates (Cascade Lake is INTEL_FAM6_SKYLAKE_X), plus cpuidle POLL. Every
+        // intel_idle state is entered by mwait_idle_with_hints (desc "MWAIT 0x00", "0x01",
+        // "0x20"), with TIF_POLLING_NRFLAG set: a wakeup needs no IPI (module doc, Idle states)
         idle_states: vec![
             IdleState::poll(),
-            IdleState::hw("C1", 2, 2),
-            IdleState::hw("C1E", 10, 20),
-            IdleState::hw("C6", 133, 600),
+            IdleState::mwait("C1", 2, 2),
+            IdleState::mwait("C1E", 10, 20),
+            IdleState::mwait("C6", 133, 600),
         ],
         // estimate: menu is the default governor where it is built (rating 20 vs teo's 19) and
         // the distros these machines ran build it; the seeds do not say otherwise
@@ -676,13 +718,14 @@ pub fn sandy_bridge_ep() -> CostModel {
         ipi_send_ns: 150,
         // estimate: bare-metal IPI ~1.5 µs on Sandy Bridge-era servers
         ipi_latency_ns: 1500,
-        // intel_idle snb_cstates (SNB-EP has no MWAIT C7 substate), plus POLL
+        // intel_idle snb_cstates (SNB-EP has no MWAIT C7 substate), plus POLL; all MWAIT
+        // (module doc, Idle states: v3.16's intel_idle set TIF_POLLING_NRFLAG before MWAIT too)
         idle_states: vec![
             IdleState::poll(),
-            IdleState::hw("C1", 2, 2),
-            IdleState::hw("C1E", 10, 20),
-            IdleState::hw("C3", 80, 211),
-            IdleState::hw("C6", 104, 345),
+            IdleState::mwait("C1", 2, 2),
+            IdleState::mwait("C1E", 10, 20),
+            IdleState::mwait("C3", 80, 211),
+            IdleState::mwait("C6", 104, 345),
         ],
         // estimate: menu is the default governor where it is built (rating 20 vs teo's 19) and
         // the distros these machines ran build it; the seeds do not say otherwise
@@ -767,13 +810,14 @@ pub fn haswell_ex() -> CostModel {
         ipi_send_ns: 150,
         // estimate: ~1.5 µs; 4-socket systems route IPIs over QPI for remote sockets
         ipi_latency_ns: 1500,
-        // intel_idle hsw_cstates (the server parts expose MWAIT C1/C1E/C3/C6 only), plus POLL
+        // intel_idle hsw_cstates (the server parts expose MWAIT C1/C1E/C3/C6 only), plus POLL;
+        // all MWAIT, as snb-32's
         idle_states: vec![
             IdleState::poll(),
-            IdleState::hw("C1", 2, 2),
-            IdleState::hw("C1E", 10, 20),
-            IdleState::hw("C3", 33, 100),
-            IdleState::hw("C6", 133, 400),
+            IdleState::mwait("C1", 2, 2),
+            IdleState::mwait("C1E", 10, 20),
+            IdleState::mwait("C3", 33, 100),
+            IdleState::mwait("C6", 133, 400),
         ],
         // estimate: menu is the default governor where it is built (rating 20 vs teo's 19) and
         // the distros these machines ran build it; the seeds do not say otherwise
@@ -861,10 +905,12 @@ pub fn milan() -> CostModel {
         ipi_latency_ns: 1500,
         // acpi_idle from AMD _CST (POLL added by cpuidle): C1 = FFH MWAIT, latency 1 µs;
         // C2 = IO-port CC6, _CST latency 400 µs (as reported on EPYC Rome/Milan firmware);
-        // acpi_idle sets target residency = 2 × latency (latency_factor)
+        // acpi_idle sets target residency = 2 × latency (latency_factor). acpi_idle_do_entry
+        // enters C1 by acpi_processor_ffh_cstate_enter → mwait_idle_with_hints (ffh_cstate_init
+        // accepts AMD), TIF_POLLING_NRFLAG set; C2 by io_idle's inb, flag clear (an IPI)
         idle_states: vec![
             IdleState::poll(),
-            IdleState::hw("C1", 1, 2),
+            IdleState::mwait("C1", 1, 2),
             IdleState::hw("C2", 400, 800),
         ],
         // estimate: menu is the default governor where it is built (rating 20 vs teo's 19) and

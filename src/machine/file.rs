@@ -21,7 +21,8 @@
 //! name = "HLT"
 //! exit_latency_ns = 1000
 //! target_residency_ns = 2000
-//! polling = false
+//! polling = false         # the cpuidle POLL state
+//! mwait = false           # optional: x86 MWAIT, TIF_POLLING_NRFLAG held
 //! [measured]              # informational: calibrate's raw results
 //! syscall = { median = 178.0, p10 = 170.0, p90 = 190.0, samples = 600, unit = "ns" }
 //! ```
@@ -414,6 +415,9 @@ impl MachineFile<'_> {
     fn idle_states(&self, v: &Value) -> Result<(), String> {
         const S: &str = "cost";
         const KEYS: [&str; 4] = ["name", "exit_latency_ns", "target_residency_ns", "polling"];
+        // Optional (machine files written before 2026-11-28 lack it): false.
+        const MWAIT: &str = "mwait";
+        const ALL: [&str; 5] = [KEYS[0], KEYS[1], KEYS[2], KEYS[3], MWAIT];
         let Value::Array(list) = v else {
             return Err(self.err(S, "idle_states", "expected a list of tables"));
         };
@@ -436,8 +440,11 @@ impl MachineFile<'_> {
                     return Err(at(k, "wrong type"));
                 }
             }
-            if let Some(k) = s.keys().find(|k| !KEYS.contains(&k.as_str())) {
-                return Err(at(k, &unknown(&KEYS)));
+            if s.get(MWAIT).is_some_and(|v| !v.is_bool()) {
+                return Err(at(MWAIT, "wrong type"));
+            }
+            if let Some(k) = s.keys().find(|k| !ALL.contains(&k.as_str())) {
+                return Err(at(k, &unknown(&ALL)));
             }
         }
         Ok(())
@@ -621,6 +628,24 @@ mod tests {
     }
 
     #[test]
+    fn mwait_key_is_optional_and_round_trips() {
+        let state = |extra: &str| {
+            format!("base = \"vm-2\"\n[[cost.idle_states]]\nname = \"C1\"\nexit_latency_ns = 1000\ntarget_residency_ns = 2000\npolling = false\n{extra}")
+        };
+        // A file written before the key existed parses as before: no MWAIT.
+        let old = load_text(&state("")).unwrap();
+        assert!(!old.cost.idle_states[0].mwait);
+        let m = load_text(&state("mwait = true\n")).unwrap();
+        assert!(m.cost.idle_states[0].mwait && m.cost.idle_states[0].tif_polling());
+        // Written back only where set, and read back the same.
+        let text = full(&m);
+        assert_eq!(text.matches("mwait = true").count(), 1, "{text}");
+        assert!(!full(&old).contains("mwait"));
+        let back = load_text(&text).unwrap();
+        assert_eq!(back.cost.idle_states, m.cost.idle_states);
+    }
+
+    #[test]
     fn huge_machines_fail_on_the_limit_before_allocating() {
         let cost = cost_toml(&super::super::cost::generic_x86(), |_| None);
         let shape = "[topology]\nsockets = 4294967296\ncores_per_socket = 4294967296\nthreads_per_core = 2\n";
@@ -678,6 +703,8 @@ mod tests {
             ("base = \"vm-2\"\n[topology]\nsockets = 1\n", 2, "topology.cores_per_socket: missing"),
             ("base = \"vm-2\"\n[topology]\nsockets = 1\ncores_per_socket = 3\nthreads_per_core = 1\ncores_per_llc = 2\n", 2, "does not split"),
             ("base = \"vm-2\"\n[[cost.idle_states]]\nname = \"C1\"\nexit_latency_ns = -1\ntarget_residency_ns = 0\npolling = false\n", 2, "idle_states: [0].exit_latency_ns: negative"),
+            ("base = \"vm-2\"\n[[cost.idle_states]]\nname = \"C1\"\nexit_latency_ns = 1\ntarget_residency_ns = 2\npolling = false\nmwait = 1\n", 2, "idle_states: [0].mwait: wrong type"),
+            ("base = \"vm-2\"\n[[cost.idle_states]]\nname = \"C1\"\nexit_latency_ns = 1\ntarget_residency_ns = 2\npolling = false\nmwiat = true\n", 2, "idle_states: [0].mwiat: unknown key"),
             ("base = \"vm-2\"\n[measured]\nclock = { median = 1, foo = 2 }\n", 3, "measured.clock: foo: unknown key"),
             ("base = \"vm-2\"\n[measured]\nclock = {}\nbogus = { median = 1 }\n", 4, "measured.bogus: not a primitive calibrate measures"),
             ("base = \"vm-2\"\n# a\u{1}b\n", 2, "control character U+0001 at column 4"),

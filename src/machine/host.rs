@@ -341,7 +341,11 @@ pub fn model_name() -> Option<String> {
     })
 }
 
-/// cpuidle states of one CPU from sysfs (`cpuN/cpuidle/stateK/{name,latency,residency}`).
+/// cpuidle states of one CPU from sysfs (`cpuN/cpuidle/stateK/{name,desc,latency,residency}`).
+/// A state whose desc names MWAIT (intel_idle's "MWAIT 0x20", acpi_idle's
+/// "ACPI FFH MWAIT 0x1") holds TIF_POLLING_NRFLAG ([`IdleState::mwait`]);
+/// HLT ("ACPI HLT", a guest's haltpoll) and I/O-port states ("ACPI IOPORT
+/// 0x414") do not.
 pub fn sysfs_idle_states(cpu_dir: &Path) -> Vec<IdleState> {
     let root = cpu_dir.join("cpuidle");
     numbered_dirs(&root, "state")
@@ -352,6 +356,7 @@ pub fn sysfs_idle_states(cpu_dir: &Path) -> Vec<IdleState> {
             let us = |f: &str| read(&d.join(f)).and_then(|s| s.parse::<u64>().ok());
             let mut s = IdleState::hw(&name, us("latency")?, us("residency")?);
             s.polling = name == "POLL" || name == "snooze";
+            s.mwait = read(&d.join("desc")).is_some_and(|t| t.contains("MWAIT"));
             Some(s)
         })
         .collect()
@@ -785,11 +790,14 @@ mod tests {
     #[test]
     fn idle_states_from_sysfs() {
         let s = FakeSys::new("idle");
-        for (k, (name, lat, res)) in [("POLL", 0, 0), ("C1", 2, 2), ("C6", 133, 600)]
-            .iter()
-            .enumerate()
-        {
+        let states = [
+            ("POLL", "CPUIDLE CORE POLL IDLE", 0, 0),
+            ("C1", "ACPI FFH MWAIT 0x0", 2, 2),
+            ("C6", "ACPI IOPORT 0x415", 133, 600),
+        ];
+        for (k, (name, desc, lat, res)) in states.iter().enumerate() {
             s.write(&format!("cpu/cpu0/cpuidle/state{k}/name"), name);
+            s.write(&format!("cpu/cpu0/cpuidle/state{k}/desc"), desc);
             s.write(
                 &format!("cpu/cpu0/cpuidle/state{k}/latency"),
                 &lat.to_string(),
@@ -805,6 +813,8 @@ mod tests {
         assert_eq!(c.governor, Governor::Teo);
         assert_eq!(c.idle_states.len(), 3);
         assert!(c.idle_states[0].polling && !c.idle_states[1].polling);
+        let mwait: Vec<bool> = c.idle_states.iter().map(|s| s.mwait).collect();
+        assert_eq!(mwait, [false, true, false]);
         assert_eq!(c.idle_states[2].exit_latency_ns, 133_000);
         assert_eq!(c.syscall_ns, cost::kvm_guest().syscall_ns);
         // no cpuidle directory → the model's own states
