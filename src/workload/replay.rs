@@ -11,10 +11,12 @@
 //! queue as the simulation filled it (the kernel's rule and writer
 //! wakeup), and the wakeups those calls made are made by the bytes.
 
+use crate::kernel::features::{Feature, Wakelist};
 use crate::kernel::footprint::{Footprint, Warmth};
 use crate::kernel::pipe::PIPE_DEF_BUFFERS;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
+use crate::machine::cost::{REFILL_LINES, REFILL_MLP};
 use crate::trace::parse::{self, Event, FdUse, Parsed, Record, Task, UNKNOWN_PID};
 use crate::workload::fork::SHARED_MM_EXIT_PCT;
 use crate::workload::params::Params;
@@ -112,8 +114,23 @@ impl Queue {
 enum Reach {
     /// The waker's own CPU.
     Local,
-    /// Another CPU's rq; `ipi`: it sent an IPI (see `ipi_pending`).
-    Remote { ipi: bool },
+    /// Another CPU's rq (`from` the waker's CPU, `to` the wakee's);
+    /// `ipi`: it sent an IPI, `idle`: `to` was idle (see `ipi_pending`).
+    Remote {
+        from: usize,
+        to: usize,
+        ipi: bool,
+        idle: bool,
+    },
+}
+
+impl Reach {
+    /// What the target CPU's next switch said of a remote wakeup.
+    fn settle(&mut self, sent: bool, was_idle: bool) {
+        if let Reach::Remote { ipi, idle, .. } = self {
+            (*ipi, *idle) = (sent, was_idle);
+        }
+    }
 }
 
 /// What the trace recorded for one task, for --fidelity.
@@ -906,20 +923,30 @@ impl Builder2 {
             return Reach::Local;
         }
         self.ipi_pending.entry(target).or_default().push(pending);
-        Reach::Remote { ipi: true }
+        Reach::Remote {
+            from,
+            to: target,
+            ipi: true,
+            idle: true,
+        }
     }
 
     /// The next switch on a remote wakeup's target CPU tells whether the
     /// wakeup sent an IPI (ttwu_queue_cond, resched_curr): the CPU was
     /// idle (the wakelist, or the idle task's reschedule), or the wakee
     /// preempted the task running there. A wakee only queued behind a
-    /// busy CPU's task cost the waker the remote enqueue, no IPI.
+    /// busy CPU's task cost the waker the remote enqueue, no IPI. Of the
+    /// wakeups of an idle CPU only the first sent one: a later one found
+    /// the wakelist not empty (llist_add's return value) or, once the
+    /// IPI was handled, need-resched set (resched_curr returns early).
     fn settle_ipis(&mut self, cpu: usize, prev: u32, prev_state: &str, next: u32) {
-        for (w, at, wakee) in self.ipi_pending.remove(&cpu).unwrap_or_default() {
-            let ipi = prev == 0 || (next == wakee && prev_state.starts_with('R'));
+        let idle = prev == 0;
+        let pending = self.ipi_pending.remove(&cpu).unwrap_or_default();
+        for (n, (w, at, wakee)) in pending.into_iter().enumerate() {
+            let ipi = (idle && n == 0) || (next == wakee && prev_state.starts_with('R'));
             if let Some(Atom::Wake(_, reach) | Atom::Woke(reach)) = self.tasks[w].atoms.get_mut(at)
             {
-                *reach = Reach::Remote { ipi };
+                reach.settle(ipi, idle);
             }
         }
     }
@@ -1327,8 +1354,13 @@ impl Replay {
             Atom::Exit if t.process() != t.pid => c.exit_ns * SHARED_MM_EXIT_PCT / 100,
             Atom::Exit => c.exit_ns,
             Atom::Wake(_, Reach::Local) | Atom::Woke(Reach::Local) => c.wakeup_local_ns,
-            Atom::Wake(_, Reach::Remote { ipi }) | Atom::Woke(Reach::Remote { ipi }) => {
-                c.wakeup_local_ns + c.remote_rq_lock_ns + c.ipi_send_ns * *ipi as u64
+            Atom::Wake(_, r @ Reach::Remote { ipi, .. })
+            | Atom::Woke(r @ Reach::Remote { ipi, .. }) => {
+                let enqueue = match wakelist_ns(k, *r) {
+                    Some(ns) => ns,
+                    None => c.wakeup_local_ns + c.remote_rq_lock_ns,
+                };
+                enqueue + c.ipi_send_ns * *ipi as u64
             }
             _ => 0,
         }
@@ -1398,6 +1430,30 @@ fn resolve(a: Atom, queues: &[Queue]) -> Atom {
         },
         a => a,
     }
+}
+
+/// The waker's share of a remote wakeup that went through the target's
+/// wakelist, as `ttwu_queue_wakelist` charges it (the wakeup less the
+/// activation, which the target does, and the line llist_add brings
+/// over); None for one that took the target's rq lock. The trace says
+/// whether the target was idle; `ttwu_queue_cond` decides as the model
+/// does (a wakee still on its CPU, `Wakelist::OnCpu*`, is not in the
+/// trace: taken as not).
+fn wakelist_ns(k: &Kernel, r: Reach) -> Option<u64> {
+    let Reach::Remote { from, to, idle, .. } = r else {
+        return None;
+    };
+    let (m, cfg) = (&k.machine, &k.cfg);
+    let known = from.max(to) < m.nr_cpus();
+    let cross_llc = known && !m.shares_llc(from, to);
+    let queued = cfg.features.enabled(Feature::TtwuQueue)
+        && ((cfg.wakelist_cross_llc && cross_llc) || (cfg.wakelist == Wakelist::Idle && idle));
+    let c = &m.cost;
+    let line = match known {
+        true => m.line_transfer_ns(from, to),
+        false => c.cache_refill_llc_ns * REFILL_MLP / REFILL_LINES,
+    };
+    queued.then(|| c.wakeup_local_ns - c.activate_ns + line)
 }
 
 /// Take `cost` out of the bursts since the task last blocked, latest
