@@ -1900,6 +1900,38 @@ mod tests {
     /// sched_waking's target_cpu is where the wakee last ran; the
     /// sched_wakeup after it says where it went: a wakee pulled onto the
     /// waker's CPU was a local wakeup, not a remote one with an IPI.
+    /// Two wakees of an idle CPU, both through its wakelist: the waker
+    /// gave back what `ttwu_queue_wakelist` charges (the wakeup less the
+    /// activation, plus the llist line), not the remote rq lock, and the
+    /// IPI for the first only (the second found the list not empty).
+    #[test]
+    fn wakees_of_an_idle_cpu_give_back_the_wakelist_and_one_ipi() {
+        let t = "\
+            <idle>-0 [000] d..2 0.999990: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=1 next_prio=120\n\
+            b-2 [001] d..2 1.000000: sched_switch: prev_comm=b prev_pid=2 prev_prio=120 prev_state=S ==> next_comm=c next_pid=3 next_prio=120\n\
+            c-3 [001] d..2 1.000005: sched_switch: prev_comm=c prev_pid=3 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n\
+            a-1 [000] d..2 1.000010: sched_waking: comm=b pid=2 prio=120 target_cpu=001\n\
+            a-1 [000] d..2 1.000011: sched_waking: comm=c pid=3 prio=120 target_cpu=001\n\
+            <idle>-0 [001] d..3 1.000020: sched_wakeup: comm=b pid=2 prio=120 target_cpu=001\n\
+            <idle>-0 [001] d..3 1.000020: sched_wakeup: comm=c pid=3 prio=120 target_cpu=001\n\
+            <idle>-0 [001] d..2 1.000030: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=b next_pid=2 next_prio=120\n\
+            a-1 [000] d..2 1.000040: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n";
+        let parsed = parse::parse_all("t", t).unwrap();
+        let r = Replay::from_records("t", &parsed, &[], Options::default()).unwrap();
+        let k = Kernel::new(
+            crate::machine::from_spec("vm-2").unwrap(),
+            Default::default(),
+        );
+        let a = r.tasks.iter().find(|t| t.pid == 1).unwrap();
+        let costs: Vec<u64> = (a.atoms.iter())
+            .filter(|x| matches!(x, Atom::Wake(..)))
+            .map(|x| r.model_cost(&k, a, x))
+            .collect();
+        let (c, m) = (&k.machine.cost, &k.machine);
+        let queue = c.wakeup_local_ns - c.activate_ns + m.line_transfer_ns(0, 1);
+        assert_eq!(costs, [queue + c.ipi_send_ns, queue]);
+    }
+
     #[test]
     fn a_wakee_pulled_to_the_wakers_cpu_is_a_local_wakeup() {
         let t = "\
