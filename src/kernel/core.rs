@@ -430,17 +430,23 @@ impl Kernel {
     /// goes on. A replayed burst (`Op::RunBurst`) is a traced task's time on
     /// its CPU, interrupts included: what lands in its user part comes out
     /// of it, so that the burst still ends when traced and the replay does
-    /// not charge the traced machine's interrupts a second time.
+    /// not charge the traced machine's interrupts a second time; what
+    /// lands in the model's own kernel work between bursts (a wakeup's
+    /// IPI, a switch) comes out of the task's next bursts (`debt_ns`).
     pub fn irq_on_task(&mut self, p: Pid, ns: u64) {
         if ns == 0 {
             return;
         }
         let prog = &mut self.tasks[p].prog;
         prog.overhead += ns;
+        let mut owed = ns;
         if prog.pc > 0 && matches!(prog.ops.get(prog.pc - 1), Some(Op::RunBurst(_))) {
             let user_left = prog.work_left.saturating_sub(prog.mode.kern_tail);
-            prog.work_left -= ns.min(user_left.saturating_sub(1));
+            let now = ns.min(user_left.saturating_sub(1));
+            prog.work_left -= now;
+            owed -= now;
         }
+        prog.debt_ns += owed;
     }
 
     /// Arm the tick at the next jiffy boundary (ticks are not skewed; their
@@ -631,9 +637,8 @@ impl Kernel {
         let rq = &mut self.rqs[cpu];
         rq.pre.switched_in = false;
         let irq = std::mem::take(&mut rq.irq_ns);
-        let prog = &mut self.tasks[p].prog;
-        prog.overhead += irq;
-        prog.run_overhead();
+        self.irq_on_task(p, irq);
+        self.tasks[p].prog.run_overhead();
         self.start_segment(cpu, p);
         true
     }

@@ -424,9 +424,11 @@ pub struct ProgState {
     /// Timestamps recorded by Mark ops.
     pub marks: Vec<(Mark, u64)>,
     pub duty: Duty,
-    /// select_idle_cpu scan time charged to the task as a waker since its
-    /// last `RunBurst` or replayed wait (read by replay only).
-    pub scan_ns: u64,
+    /// Kernel time the model charged the task that its recorded bursts
+    /// already hold (the select_idle_cpu scans of its wakeups, and the
+    /// interrupts it took outside a burst's user part), not yet taken out
+    /// of one: its next `RunBurst`s give it back (read by replay only).
+    pub debt_ns: u64,
 }
 
 /// The duty-cycle state of SliceStart/SliceEnd (stress-ng's cpu-load loop).
@@ -471,7 +473,7 @@ impl ProgState {
             mode: ExecMode::default(),
             user_ns: 0,
             duty: Duty::default(),
-            scan_ns: 0,
+            debt_ns: 0,
         }
     }
 

@@ -278,7 +278,7 @@ impl Kernel {
         if let Some(w) = waker {
             let ns = scanned * self.machine.cost.sis_scan_per_cpu_ns;
             self.tasks[w].prog.overhead += ns;
-            self.tasks[w].prog.scan_ns += ns;
+            self.tasks[w].prog.debt_ns += ns;
         }
         match found {
             Some(c) => (c, PlaceWhy::IdleScan, scanned as u32),

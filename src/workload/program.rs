@@ -230,8 +230,10 @@ impl Kernel {
                 self.run_user(p, cpu, ns)
             }
             Op::RunBurst(ns) => {
-                let scan = std::mem::take(&mut self.tasks[p].prog.scan_ns);
-                self.run_user(p, cpu, ns.saturating_sub(scan).max(1))
+                let prog = &mut self.tasks[p].prog;
+                let back = prog.debt_ns.min(ns.saturating_sub(1));
+                prog.debt_ns -= back;
+                self.run_user(p, cpu, ns - back)
             }
             Op::KernelRun {
                 dist,
@@ -447,8 +449,6 @@ impl Kernel {
             Op::Exit | Op::TraceEnd => self.exit(p),
             Op::Kthread(op) => self.exec_kthread_op(p, cpu, op),
             Op::AwaitWake { futex, need } => {
-                // Scans by wakeups just before a wait were in no burst.
-                self.tasks[p].prog.scan_ns = 0;
                 let io = self.futex_wait_count(p, futex, need);
                 self.io_done(p, io, 0)
             }
@@ -458,7 +458,6 @@ impl Kernel {
                 full,
                 ..
             } => {
-                self.tasks[p].prog.scan_ns = 0;
                 let io = self.futex_wait_room(p, written, read, full);
                 self.io_done(p, io, 0)
             }

@@ -11,10 +11,12 @@
 //! queue as the simulation filled it (the kernel's rule and writer
 //! wakeup), and the wakeups those calls made are made by the bytes.
 
+use crate::kernel::features::{Feature, Wakelist};
 use crate::kernel::footprint::{Footprint, Warmth};
 use crate::kernel::pipe::PIPE_DEF_BUFFERS;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
+use crate::machine::cost::{REFILL_LINES, REFILL_MLP};
 use crate::trace::parse::{self, Event, FdUse, Parsed, Record, Task, UNKNOWN_PID};
 use crate::workload::fork::SHARED_MM_EXIT_PCT;
 use crate::workload::params::Params;
@@ -112,8 +114,23 @@ impl Queue {
 enum Reach {
     /// The waker's own CPU.
     Local,
-    /// Another CPU's rq; `ipi`: it sent an IPI (see `ipi_pending`).
-    Remote { ipi: bool },
+    /// Another CPU's rq (`from` the waker's CPU, `to` the wakee's);
+    /// `ipi`: it sent an IPI, `idle`: `to` was idle (see `ipi_pending`).
+    Remote {
+        from: usize,
+        to: usize,
+        ipi: bool,
+        idle: bool,
+    },
+}
+
+impl Reach {
+    /// What the target CPU's next switch said of a remote wakeup.
+    fn settle(&mut self, sent: bool, was_idle: bool) {
+        if let Reach::Remote { ipi, idle, .. } = self {
+            (*ipi, *idle) = (sent, was_idle);
+        }
+    }
 }
 
 /// What the trace recorded for one task, for --fidelity.
@@ -906,20 +923,30 @@ impl Builder2 {
             return Reach::Local;
         }
         self.ipi_pending.entry(target).or_default().push(pending);
-        Reach::Remote { ipi: true }
+        Reach::Remote {
+            from,
+            to: target,
+            ipi: true,
+            idle: true,
+        }
     }
 
     /// The next switch on a remote wakeup's target CPU tells whether the
     /// wakeup sent an IPI (ttwu_queue_cond, resched_curr): the CPU was
     /// idle (the wakelist, or the idle task's reschedule), or the wakee
     /// preempted the task running there. A wakee only queued behind a
-    /// busy CPU's task cost the waker the remote enqueue, no IPI.
+    /// busy CPU's task cost the waker the remote enqueue, no IPI. Of the
+    /// wakeups of an idle CPU only the first sent one: a later one found
+    /// the wakelist not empty (llist_add's return value) or, once the
+    /// IPI was handled, need-resched set (resched_curr returns early).
     fn settle_ipis(&mut self, cpu: usize, prev: u32, prev_state: &str, next: u32) {
-        for (w, at, wakee) in self.ipi_pending.remove(&cpu).unwrap_or_default() {
-            let ipi = prev == 0 || (next == wakee && prev_state.starts_with('R'));
+        let idle = prev == 0;
+        let pending = self.ipi_pending.remove(&cpu).unwrap_or_default();
+        for (n, (w, at, wakee)) in pending.into_iter().enumerate() {
+            let ipi = (idle && n == 0) || (next == wakee && prev_state.starts_with('R'));
             if let Some(Atom::Wake(_, reach) | Atom::Woke(reach)) = self.tasks[w].atoms.get_mut(at)
             {
-                *reach = Reach::Remote { ipi };
+                reach.settle(ipi, idle);
             }
         }
     }
@@ -1178,7 +1205,10 @@ impl Replay {
     /// work of the atom that ends it (fork, exit) or, for a wakeup, of the
     /// atom before it (sched_waking fires as try_to_wake_up begins; the
     /// wakeup's work follows); the model charges that work again, so it
-    /// is taken out of the burst that holds it.
+    /// is taken out of the burst that holds it, and what that burst
+    /// cannot give (the recorded work was shorter than the model's mean
+    /// cost: a noise draw, or a cheaper machine) out of the task's next
+    /// bursts, so that the replay gives back what it charges on average.
     /// Count c of the queues is word `queue0 + c`; a causal replay's
     /// reads and writes are no ops of their own when they moved no bytes,
     /// and a wakeup made by a write only its waker's cost.
@@ -1203,9 +1233,6 @@ impl Replay {
                     debt += cost;
                     continue;
                 }
-                // A read begins after the wakeups before it are done.
-                Atom::Want(..) | Atom::Room(..) => debt = 0,
-                Atom::Await(_) | Atom::Timer(_) => debt = 0,
                 // wake_up_new_task follows the fork's trace line: its IPI
                 // is in the burst after.
                 Atom::Fork(_, remote) => {
@@ -1218,7 +1245,14 @@ impl Replay {
                     take_from_bursts(&mut ops, cost);
                 }
                 Atom::Exit => {}
-                Atom::Run(..) | Atom::Blocked(_) | Atom::Put(..) | Atom::Fit(_) => {}
+                Atom::Run(..)
+                | Atom::Blocked(_)
+                | Atom::Put(..)
+                | Atom::Fit(_)
+                | Atom::Want(..)
+                | Atom::Room(..)
+                | Atom::Await(_)
+                | Atom::Timer(_) => {}
             }
             if let Atom::Want(_, 0) | Atom::Put(_, 0) = a {
                 continue;
@@ -1233,8 +1267,8 @@ impl Replay {
             }
             ops.push(match *a {
                 Atom::Run(ns, n) => {
-                    let sw: u64 = switch_ins.by_ref().take(n as usize).sum();
-                    let ns = ns.saturating_sub(sw).max(1);
+                    debt += switch_ins.by_ref().take(n as usize).sum::<u64>();
+                    let ns = ns.max(1);
                     let paid = debt.min(ns - 1);
                     debt -= paid;
                     Op::RunBurst(ns - paid)
@@ -1327,8 +1361,13 @@ impl Replay {
             Atom::Exit if t.process() != t.pid => c.exit_ns * SHARED_MM_EXIT_PCT / 100,
             Atom::Exit => c.exit_ns,
             Atom::Wake(_, Reach::Local) | Atom::Woke(Reach::Local) => c.wakeup_local_ns,
-            Atom::Wake(_, Reach::Remote { ipi }) | Atom::Woke(Reach::Remote { ipi }) => {
-                c.wakeup_local_ns + c.remote_rq_lock_ns + c.ipi_send_ns * *ipi as u64
+            Atom::Wake(_, r @ Reach::Remote { ipi, .. })
+            | Atom::Woke(r @ Reach::Remote { ipi, .. }) => {
+                let enqueue = match wakelist_ns(k, *r) {
+                    Some(ns) => ns,
+                    None => c.wakeup_local_ns + c.remote_rq_lock_ns,
+                };
+                enqueue + c.ipi_send_ns * *ipi as u64
             }
             _ => 0,
         }
@@ -1398,6 +1437,30 @@ fn resolve(a: Atom, queues: &[Queue]) -> Atom {
         },
         a => a,
     }
+}
+
+/// The waker's share of a remote wakeup that went through the target's
+/// wakelist, as `ttwu_queue_wakelist` charges it (the wakeup less the
+/// activation, which the target does, and the line llist_add brings
+/// over); None for one that took the target's rq lock. The trace says
+/// whether the target was idle; `ttwu_queue_cond` decides as the model
+/// does (a wakee still on its CPU, `Wakelist::OnCpu*`, is not in the
+/// trace: taken as not).
+fn wakelist_ns(k: &Kernel, r: Reach) -> Option<u64> {
+    let Reach::Remote { from, to, idle, .. } = r else {
+        return None;
+    };
+    let (m, cfg) = (&k.machine, &k.cfg);
+    let known = from.max(to) < m.nr_cpus();
+    let cross_llc = known && !m.shares_llc(from, to);
+    let queued = cfg.features.enabled(Feature::TtwuQueue)
+        && ((cfg.wakelist_cross_llc && cross_llc) || (cfg.wakelist == Wakelist::Idle && idle));
+    let c = &m.cost;
+    let line = match known {
+        true => m.line_transfer_ns(from, to),
+        false => c.cache_refill_llc_ns * REFILL_MLP / REFILL_LINES,
+    };
+    queued.then(|| c.wakeup_local_ns - c.activate_ns + line)
 }
 
 /// Take `cost` out of the bursts since the task last blocked, latest
@@ -1689,23 +1752,28 @@ mod tests {
         )
     }
 
-    /// A recorded burst gives back the select_idle_cpu scan time the model
-    /// charged its task as a waker since its last burst, and no more: the
-    /// task runs the rest of its recorded time.
+    /// A recorded burst gives back the kernel time the model charged its
+    /// task on top of the bursts (`debt_ns`: its wakeups' select_idle_cpu
+    /// scans, interrupts), as much as it holds, and the next burst the
+    /// rest: the task runs what is left of its recorded time.
     #[test]
-    fn a_burst_gives_back_the_scan_its_wakeups_cost() {
-        let m = crate::machine::from_spec("smp:cpus=1").unwrap();
-        let mut k = Kernel::new(m, Default::default());
-        let mut b = Builder::new(0, 1);
-        let p = task_of(
-            &mut k,
-            &mut b,
-            &[Op::RunBurst(10_000), Op::RunBurst(10_000), Op::Exit],
-        );
-        k.tasks[p].prog.scan_ns = 4_000;
-        b.launch(&mut k, p);
-        k.run(None).unwrap();
-        assert_eq!(k.tasks[p].prog.user_ns, 6_000 + 10_000);
+    fn bursts_give_back_the_models_extra_kernel_time() {
+        let user_ns = |debt: u64| {
+            let m = crate::machine::from_spec("smp:cpus=1").unwrap();
+            let mut k = Kernel::new(m, Default::default());
+            let mut b = Builder::new(0, 1);
+            let p = task_of(
+                &mut k,
+                &mut b,
+                &[Op::RunBurst(10_000), Op::RunBurst(10_000), Op::Exit],
+            );
+            k.tasks[p].prog.debt_ns = debt;
+            b.launch(&mut k, p);
+            k.run(None).unwrap();
+            k.tasks[p].prog.user_ns
+        };
+        assert_eq!(user_ns(4_000), 6_000 + 10_000);
+        assert_eq!(user_ns(14_000), 1 + 5_999);
     }
 
     /// A replayed burst holds the traced machine's interrupts: the model's
@@ -1832,6 +1900,38 @@ mod tests {
     /// sched_waking's target_cpu is where the wakee last ran; the
     /// sched_wakeup after it says where it went: a wakee pulled onto the
     /// waker's CPU was a local wakeup, not a remote one with an IPI.
+    /// Two wakees of an idle CPU, both through its wakelist: the waker
+    /// gave back what `ttwu_queue_wakelist` charges (the wakeup less the
+    /// activation, plus the llist line), not the remote rq lock, and the
+    /// IPI for the first only (the second found the list not empty).
+    #[test]
+    fn wakees_of_an_idle_cpu_give_back_the_wakelist_and_one_ipi() {
+        let t = "\
+            <idle>-0 [000] d..2 0.999990: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=1 next_prio=120\n\
+            b-2 [001] d..2 1.000000: sched_switch: prev_comm=b prev_pid=2 prev_prio=120 prev_state=S ==> next_comm=c next_pid=3 next_prio=120\n\
+            c-3 [001] d..2 1.000005: sched_switch: prev_comm=c prev_pid=3 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n\
+            a-1 [000] d..2 1.000010: sched_waking: comm=b pid=2 prio=120 target_cpu=001\n\
+            a-1 [000] d..2 1.000011: sched_waking: comm=c pid=3 prio=120 target_cpu=001\n\
+            <idle>-0 [001] d..3 1.000020: sched_wakeup: comm=b pid=2 prio=120 target_cpu=001\n\
+            <idle>-0 [001] d..3 1.000020: sched_wakeup: comm=c pid=3 prio=120 target_cpu=001\n\
+            <idle>-0 [001] d..2 1.000030: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=b next_pid=2 next_prio=120\n\
+            a-1 [000] d..2 1.000040: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n";
+        let parsed = parse::parse_all("t", t).unwrap();
+        let r = Replay::from_records("t", &parsed, &[], Options::default()).unwrap();
+        let k = Kernel::new(
+            crate::machine::from_spec("vm-2").unwrap(),
+            Default::default(),
+        );
+        let a = r.tasks.iter().find(|t| t.pid == 1).unwrap();
+        let costs: Vec<u64> = (a.atoms.iter())
+            .filter(|x| matches!(x, Atom::Wake(..)))
+            .map(|x| r.model_cost(&k, a, x))
+            .collect();
+        let (c, m) = (&k.machine.cost, &k.machine);
+        let queue = c.wakeup_local_ns - c.activate_ns + m.line_transfer_ns(0, 1);
+        assert_eq!(costs, [queue + c.ipi_send_ns, queue]);
+    }
+
     #[test]
     fn a_wakee_pulled_to_the_wakers_cpu_is_a_local_wakeup() {
         let t = "\
