@@ -296,9 +296,10 @@ from the cost model; nothing is fitted to the seed.
   across CPUs the model takes ~9 us (docs/repro/wakelist-context1.md).
 - hackbench (xeon): moves the seed's way by a small fraction of it (-4 % over
   20 seeds, seed -31 %). The wakers save CPU time, but the enqueue only moves
-  to the woken CPU, which does it after the IPI arrives; remote rq-lock waits
-  are ~0 on both sides. The seed's machine evidently paid more per remote
-  activation (cache misses on a busy remote rq). A finding, not a fitted result.
+  to the woken CPU, which does it when it leaves its MWAIT idle state (no
+  IPI: it polls TIF_NEED_RESCHED); remote rq-lock waits are ~0 on both
+  sides. The seed's machine evidently paid more per remote activation
+  (cache misses on a busy remote rq). A finding, not a fitted result.
 - altra-80: the preset is the kernel the arm64 defconfig builds on Altra
   (SCHED_CLUSTER not set): no domain shares a cache, so cpus_share_cache()
   is false for any two CPUs, and ttwu_queue_cond() queues every remote
