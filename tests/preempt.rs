@@ -213,7 +213,7 @@ fn exit_woken_parent(model: PreemptModel) -> (Kernel, Pid, Vec<&'static str>) {
         ops: Rc::from(ops),
     };
     let child = b.task(&mut k, spec(vec![Op::Run(Dist::Fixed(MS)), Op::Exit]));
-    let parent = task(
+    task(
         &mut k,
         &mut b,
         vec![
@@ -227,7 +227,6 @@ fn exit_woken_parent(model: PreemptModel) -> (Kernel, Pid, Vec<&'static str>) {
             Op::Exit,
         ],
     );
-    let _ = parent;
     let seen = Rc::new(std::cell::RefCell::new(Vec::new()));
     k.set_tracer(Some(Box::new(ChildSwitches(child, seen.clone()))));
     k.run(Some(3 * MS)).unwrap();
@@ -247,15 +246,24 @@ fn an_exiting_child_is_preempted_by_the_parent_it_woke_only_where_the_model_allo
         let (mut k, c, sw) = exit_woken_parent(m);
         let t = &k.tasks[c];
         assert_eq!(sw, ["R+"], "{m:?}: the child leaves preempted");
-        assert!(t.exiting && t.state == TaskState::Running && t.on_rq, "{m:?}");
-        assert!(t.se.avg.attached && t.se.avg.load_avg > 0, "{m:?}: load kept");
+        assert!(
+            t.exiting && t.state == TaskState::Running && t.on_rq,
+            "{m:?}"
+        );
+        assert!(
+            t.se.avg.attached && t.se.avg.load_avg > 0,
+            "{m:?}: load kept"
+        );
         assert_eq!(k.alive, 2, "{m:?}");
         assert_eq!((t.stats.nivcsw, t.stats.nvcsw), (1, 0), "{m:?}");
         // The parent exits at about 6 ms; the zombie then runs again and dies.
         k.run(Some(20 * MS)).unwrap();
         let t = &k.tasks[c];
         assert_eq!(t.state, TaskState::Dead, "{m:?}");
-        assert!(!t.se.avg.attached, "{m:?}: load removed at the final switch");
+        assert!(
+            !t.se.avg.attached,
+            "{m:?}: load removed at the final switch"
+        );
         assert_eq!((t.stats.nivcsw, t.stats.nvcsw), (1, 1), "{m:?}");
         assert_eq!(k.alive, 0, "{m:?}");
     }
