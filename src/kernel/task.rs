@@ -142,9 +142,6 @@ pub struct Task {
     pub policy: super::rt::Policy,
     /// p->sched_remote_wakeup: queued on a wakelist after a migration.
     pub remote_wakeup: bool,
-    /// PF_EXITING: in do_exit, past exit_signals (still TASK_RUNNING until
-    /// do_task_dead).
-    pub exiting: bool,
     /// Address space: tasks of one process share it, so switching between
     /// them skips the mm switch.
     pub mm: u32,
@@ -189,6 +186,9 @@ pub struct Task {
     pub tgid: u32,
     /// Exited children not yet reaped by wait().
     pub zombies: u32,
+    /// PF_EXITING: in do_exit, past exit_signals (still TASK_RUNNING until
+    /// do_task_dead).
+    pub exiting: bool,
 }
 
 impl Task {
