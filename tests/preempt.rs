@@ -3,7 +3,7 @@
 
 use schedlab::kernel::features::KernelConfig;
 use schedlab::kernel::preempt::PreemptModel;
-use schedlab::kernel::task::Pid;
+use schedlab::kernel::task::{Pid, TaskState};
 use schedlab::kernel::Kernel;
 use schedlab::machine;
 use schedlab::workload::program::{Dist, Op};
@@ -167,4 +167,112 @@ fn cyclictest_latency_follows_the_preemption_model() {
     assert!(none > 10_000.0, "none p99 {none} µs");
     assert!(auto > 1_000.0 && auto <= 4_100.0, "auto-none p99 {auto} µs");
     assert!(full < 50.0, "full p99 {full} µs");
+}
+
+/// The child's sched_switch records, as prev_state strings.
+struct ChildSwitches(Pid, Rc<std::cell::RefCell<Vec<&'static str>>>);
+
+impl schedlab::kernel::tracepoint::Tracer for ChildSwitches {
+    fn event(&mut self, k: &Kernel, ev: &schedlab::kernel::tracepoint::TraceEvent) {
+        use schedlab::kernel::tracepoint::TraceEvent;
+        if let TraceEvent::Switch {
+            prev: Some(p),
+            prev_state,
+            preempt,
+            ..
+        } = *ev
+        {
+            if p == self.0 {
+                let s = schedlab::trace::prev_state(k, p, prev_state, preempt);
+                self.1.borrow_mut().push(s);
+            }
+        }
+    }
+    fn finish(self: Box<Self>, _: &Kernel) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A SCHED_FIFO parent forks a fair child on one CPU and waits for it;
+/// the child runs 1 ms and exits, waking the parent, which then runs
+/// 5 ms. Stopped at 3 ms: the kernel, the child, its switches so far.
+fn exit_woken_parent(model: PreemptModel) -> (Kernel, Pid, Vec<&'static str>) {
+    use schedlab::kernel::rt::Policy;
+    let cfg = KernelConfig {
+        preempt: model,
+        ..KernelConfig::default()
+    };
+    let mut k = Kernel::new(machine::from_spec("smp:cpus=1").unwrap(), cfg);
+    k.check = true;
+    let mut b = Builder::new(0, 1);
+    let spec = |ops: Vec<Op>| TaskSpec {
+        comm: "t",
+        group_of: None,
+        nice: 0,
+        allowed: Some(vec![0]),
+        ops: Rc::from(ops),
+    };
+    let child = b.task(&mut k, spec(vec![Op::Run(Dist::Fixed(MS)), Op::Exit]));
+    task(
+        &mut k,
+        &mut b,
+        vec![
+            Op::SetScheduler {
+                policy: Some(Policy::Fifo),
+                prio: 10,
+            },
+            Op::Fork { child },
+            Op::WaitChild,
+            Op::Run(Dist::Fixed(5 * MS)),
+            Op::Exit,
+        ],
+    );
+    let seen = Rc::new(std::cell::RefCell::new(Vec::new()));
+    k.set_tracer(Some(Box::new(ChildSwitches(child, seen.clone()))));
+    k.run(Some(3 * MS)).unwrap();
+    let switches = seen.borrow().clone();
+    (k, child, switches)
+}
+
+/// do_exit → exit_notify wakes the parent under write_lock_irq; the
+/// write_unlock_irq's preempt_enable is a preemption point under full
+/// preemption (and for a full bit under lazy), none under none/voluntary:
+/// there the child dies first. A preempted zombie keeps its load and its
+/// place in the alive count until do_task_dead's final switch.
+#[test]
+fn an_exiting_child_is_preempted_by_the_parent_it_woke_only_where_the_model_allows() {
+    use PreemptModel::*;
+    for m in [Full, Lazy] {
+        let (mut k, c, sw) = exit_woken_parent(m);
+        let t = &k.tasks[c];
+        assert_eq!(sw, ["R+"], "{m:?}: the child leaves preempted");
+        assert!(
+            t.exiting && t.state == TaskState::Running && t.on_rq,
+            "{m:?}"
+        );
+        assert!(
+            t.se.avg.attached && t.se.avg.load_avg > 0,
+            "{m:?}: load kept"
+        );
+        assert_eq!(k.alive, 2, "{m:?}");
+        assert_eq!((t.stats.nivcsw, t.stats.nvcsw), (1, 0), "{m:?}");
+        // The parent exits at about 6 ms; the zombie then runs again and dies.
+        k.run(Some(20 * MS)).unwrap();
+        let t = &k.tasks[c];
+        assert_eq!(t.state, TaskState::Dead, "{m:?}");
+        assert!(
+            !t.se.avg.attached,
+            "{m:?}: load removed at the final switch"
+        );
+        assert_eq!((t.stats.nivcsw, t.stats.nvcsw), (1, 1), "{m:?}");
+        assert_eq!(k.alive, 0, "{m:?}");
+    }
+    for m in [None, Voluntary] {
+        let (k, c, sw) = exit_woken_parent(m);
+        let t = &k.tasks[c];
+        assert_eq!(sw, ["Z"], "{m:?}: the child dies before the parent runs");
+        assert!(!t.se.avg.attached, "{m:?}");
+        assert_eq!((t.stats.nivcsw, t.stats.nvcsw), (0, 1), "{m:?}");
+        assert_eq!(k.alive, 1, "{m:?}");
+    }
 }

@@ -603,11 +603,16 @@ impl Kernel {
             }
         }
         let rq = &mut self.rqs[cpu];
-        let switched = matches!(rq.act, Activity::Switching { .. });
+        let (switched, dead) = match rq.act {
+            Activity::Switching {
+                prev, prev_state, ..
+            } => (true, prev.filter(|_| prev_state == TaskState::Dead)),
+            _ => (false, None),
+        };
         rq.act = Activity::Kernel;
         rq.pre.switched_in = switched;
         if switched {
-            self.finish_task_switch(cpu);
+            self.finish_task_switch(cpu, dead);
             if self.rqs[cpu].ttwu_pending {
                 self.sched_ttwu_pending(cpu);
             }
@@ -750,7 +755,7 @@ impl Kernel {
         if next.is_none() {
             self.trace_switch(cpu, prev, prev_state, next, preempt);
             self.account_switch_stamp(prev, prev_state, next, now);
-            self.finish_task_switch(cpu);
+            self.finish_task_switch(cpu, prev.filter(|_| prev_state == TaskState::Dead));
         }
         if let Some(p) = prev {
             let t = &mut self.tasks[p];
@@ -846,9 +851,13 @@ impl Kernel {
     }
 
     /// The switch to rq.curr (a task, or idle at once) is done and it starts
-    /// running (the end of context_switch): a task woken since its last run
-    /// has its wakeup → running latency taken.
-    fn finish_task_switch(&mut self, cpu: usize) {
+    /// running (the end of context_switch): a `dead` prev (TASK_DEAD) is
+    /// put away, and a task woken since its last run has its wakeup →
+    /// running latency taken.
+    fn finish_task_switch(&mut self, cpu: usize, dead: Option<Pid>) {
+        if let Some(p) = dead {
+            self.task_dead(p, cpu);
+        }
         let next = self.rqs[cpu].curr;
         if let Some(n) = next {
             let t = &mut self.tasks[n];
@@ -1411,17 +1420,20 @@ impl Kernel {
         }
     }
 
-    /// do_exit: the task is gone; its parent is told.
-    pub fn exit_task(&mut self, p: Pid) {
+    /// do_exit up to the end of exit_notify: PF_EXITING (exit_signals),
+    /// mm_release (a vfork parent's completion, clear_child_tid's futex
+    /// wake) and exit_notify → do_notify_parent (the parent's wakeup, under
+    /// write_lock_irq(&tasklist_lock)). The task is then a zombie still
+    /// running (TASK_RUNNING, EXIT_ZOMBIE); write_unlock_irq's
+    /// preempt_enable is a preemption point (the caller's `step`), and
+    /// do_task_dead comes after it.
+    pub fn exit_notify(&mut self, p: Pid) {
         let cpu = self.tasks[p].cpu;
         self.touch_cpu(cpu);
         self.touch_task(p);
+        self.tasks[p].exiting = true;
         self.mm_release(p, cpu);
         self.trace_exit(p);
-        self.tasks[p].state = TaskState::Dead;
-        self.alive -= 1;
-        self.remove_entity_load_avg(p, cpu);
-        self.task_dead_dl(p);
         if let Some(f) = self.tasks[p].clear_child_tid {
             self.futex_store_wake(f, 0, 1, cpu, p);
         }
@@ -1429,6 +1441,24 @@ impl Kernel {
             self.tasks[parent].zombies += 1;
             self.child_exited(parent, cpu, p);
         }
+    }
+
+    /// do_task_dead: set_special_state(TASK_DEAD); the caller's __schedule
+    /// takes the task off its CPU for good.
+    pub fn do_task_dead(&mut self, p: Pid) {
+        self.touch_task(p);
+        self.tasks[p].state = TaskState::Dead;
+    }
+
+    /// finish_task_switch for a prev in TASK_DEAD, on the CPU it died on:
+    /// its class's task_dead (task_dead_fair's remove_entity_load_avg,
+    /// task_dead_dl) and put_task_struct_rcu_user (the task is gone).
+    fn task_dead(&mut self, p: Pid, cpu: usize) {
+        self.touch_cpu(cpu);
+        self.touch_task(p);
+        self.alive -= 1;
+        self.remove_entity_load_avg(p, cpu);
+        self.task_dead_dl(p);
     }
 }
 

@@ -6,7 +6,7 @@
 //! counters that tell voluntary from involuntary switches and why.
 
 use super::core::SchedMode;
-use super::task::{Pid, TaskState};
+use super::task::Pid;
 use super::tracepoint::WakeupRule;
 use super::Kernel;
 use crate::engine::Time;
@@ -259,10 +259,6 @@ impl Kernel {
     #[inline(never)]
     fn preempt_point_pending(&mut self, cpu: usize, p: Pid, switched_in: bool) -> bool {
         let t = &self.tasks[p];
-        if t.state == TaskState::Dead {
-            // Between do_exit's wakeups and do_task_dead: preemption off.
-            return false;
-        }
         let m = t.prog.mode;
         let point = if switched_in {
             Point::Schedule

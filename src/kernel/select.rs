@@ -6,7 +6,7 @@ use super::balance::update_avg;
 use super::core::WF_SYNC;
 use super::features::{Feature, PeltModel};
 use super::sched_domain::SD_SHARE_LLC;
-use super::task::{Pid, TaskState};
+use super::task::Pid;
 use super::tracepoint::{Affine, PlaceWhy};
 use super::Kernel;
 
@@ -62,8 +62,9 @@ impl Kernel {
         if self.is_rt(p) {
             return Placed::at(self.select_task_rq_rt(p, prev), PlaceWhy::Rt);
         }
-        // A dying waker's CPU is about to free up: no sync bias.
-        let exiting = waker.is_some_and(|w| self.tasks[w].state == TaskState::Dead);
+        // A dying waker's CPU is about to free up: no sync bias
+        // (`!(current->flags & PF_EXITING)`).
+        let exiting = waker.is_some_and(|w| self.tasks[w].exiting);
         let sync = wake_flags & WF_SYNC != 0 && !exiting;
         if let Some(w) = waker {
             self.record_wakee(w, p);

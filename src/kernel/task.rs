@@ -186,6 +186,9 @@ pub struct Task {
     pub tgid: u32,
     /// Exited children not yet reaped by wait().
     pub zombies: u32,
+    /// PF_EXITING: in do_exit, past exit_signals (still TASK_RUNNING until
+    /// do_task_dead).
+    pub exiting: bool,
 }
 
 impl Task {

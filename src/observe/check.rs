@@ -370,7 +370,7 @@ impl Kernel {
         let ng = self.groups.count();
         let mut sum = vec![(0u64, 0u64); self.rqs.len() * ng];
         for t in &self.tasks {
-            if t.se.avg.attached && t.state != TaskState::Dead {
+            if t.se.avg.attached {
                 let s = &mut sum[t.cpu * ng + t.tg];
                 *s = (s.0 + t.se.avg.util_avg, s.1 + 1);
             }

@@ -306,6 +306,7 @@ impl Builder {
             last_wakee: None,
             recent_used_cpu: 0,
             remote_wakeup: false,
+            exiting: false,
             timer_cpu: 0,
             cfs_list_seq: 0,
             prog: ProgState::new(spec.ops),

@@ -87,16 +87,22 @@ impl Kernel {
         }
     }
 
-    /// do_exit: the task exits, and what its exit_notify wakeups cost (an
-    /// IPI to a parent on another CPU) it pays before do_task_dead's
-    /// __schedule: `step` runs that owed work (a dead task is at no
-    /// preemption point, `preempt_point_pending`) and meets the op again,
-    /// and the dead task then leaves the CPU.
+    /// do_exit, met twice. First exit_notify: the wakeups are made, and
+    /// `step` runs what they cost (an IPI to a parent on another CPU) and
+    /// meets write_unlock_irq's preempt_enable (`Point::Kernel`: honoured
+    /// under full preemption, or a full bit under lazy; never under
+    /// none/voluntary), where a woken parent may preempt the zombie (it
+    /// leaves as R+ and meets the op again when next picked). Then
+    /// do_task_dead: the task blocks for good. The kernel's earlier points
+    /// in do_exit (mm_release's wakeups) are taken as this one.
     fn exit(&mut self, p: Pid) -> Option<Action> {
-        if self.tasks[p].state != TaskState::Dead {
-            self.exit_task(p);
+        if self.tasks[p].exiting {
+            self.do_task_dead(p);
+            return Some(Action::Block);
         }
-        (self.tasks[p].prog.overhead == 0).then_some(Action::Block)
+        self.exit_notify(p);
+        self.tasks[p].prog.mode.at = Point::Kernel;
+        None
     }
 
     /// The kernel time an op costs before it takes effect (syscall entry
