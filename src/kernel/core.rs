@@ -7,7 +7,6 @@ use super::fair::{
 };
 use super::fair_class::Dequeued;
 use super::features::Feature;
-use super::footprint::Warmth;
 use super::noise::By;
 use super::pelt;
 use super::preempt::{Cause, Req, RqPreempt};
@@ -892,30 +891,20 @@ impl Kernel {
     /// CPU's dynamic ASIDs), and refilling caches: after a migration from
     /// the other CPU's, else as far as other tasks evicted them here.
     fn switch_cost(&mut self, cpu: usize, next: Pid) -> u64 {
-        let c = &self.machine.cost;
+        let m = &self.machine;
         let rq = &mut self.rqs[cpu];
         let t = &mut self.tasks[next];
-        let mut cost = c.context_switch_ns;
-        if rq.loaded_mm != t.mm {
-            cost += c.mm_switch_ns;
-            if !rq.footprint.switch_mm(t.mm, c.tlb_dyn_asids as usize) {
-                cost += c.tlb_asid_miss_ns;
-            }
-            rq.loaded_mm = t.mm;
-        }
-        let warmth = rq.footprint.switch_in(next);
-        match t.last_ran_cpu {
-            Some(from) if from != cpu => cost += self.machine.cache_refill_ns(from, cpu),
-            Some(_) => {
-                cost += match warmth {
-                    Warmth::Hot => 0,
-                    Warmth::Warm => c.switch_cache_warm_ns,
-                    Warmth::Cold => c.switch_cache_cold_ns,
-                }
-            }
-            None => {}
-        }
+        let refill = |from| m.cache_refill_ns(from, cpu);
+        let cache = rq.footprint.switch_in_ns(
+            &m.cost,
+            &mut rq.loaded_mm,
+            (next, t.mm),
+            t.last_ran_cpu,
+            cpu,
+            refill,
+        );
         t.last_ran_cpu = Some(cpu);
+        let cost = m.cost.context_switch_ns + cache;
         self.vary(cost, By::Cpu(cpu))
     }
 

@@ -11,6 +11,7 @@
 //! context1 with 1–8 pairs on one CPU (tests/timing.rs, docs/model.md).
 
 use super::task::Pid;
+use crate::machine::cost::CostModel;
 
 /// Distinct tasks remembered per CPU: from the third one on nothing of
 /// the incoming task's footprint is left.
@@ -71,6 +72,44 @@ impl Footprint {
         self.asids[self.next_asid] = Some(mm);
         self.next_asid = (self.next_asid + 1) % nr;
         false
+    }
+
+    /// What a switch-in costs on this CPU beyond the register switch, as
+    /// context_switch prices it (`Kernel::switch_cost` for the model's own
+    /// switches, the replay's `switch_costs` for a trace's): switch_mm
+    /// where the CPU has another address space loaded (`loaded`, u32::MAX:
+    /// none), with a TLB flush where `mm` lost its ASID; then task `p`'s
+    /// footprint: pulled over from `last` after a migration to `cpu`
+    /// (`refill(last)`), or what the tasks run here since evicted. Updates
+    /// `loaded` and the footprint.
+    #[inline]
+    pub fn switch_in_ns(
+        &mut self,
+        c: &CostModel,
+        loaded: &mut u32,
+        (p, mm): (Pid, u32),
+        last: Option<usize>,
+        cpu: usize,
+        refill: impl FnOnce(usize) -> u64,
+    ) -> u64 {
+        let mut ns = 0;
+        if *loaded != mm {
+            ns += c.mm_switch_ns;
+            if !self.switch_mm(mm, c.tlb_dyn_asids as usize) {
+                ns += c.tlb_asid_miss_ns;
+            }
+            *loaded = mm;
+        }
+        let warmth = self.switch_in(p);
+        ns + match last {
+            Some(from) if from != cpu => refill(from),
+            Some(_) => match warmth {
+                Warmth::Hot => 0,
+                Warmth::Warm => c.switch_cache_warm_ns,
+                Warmth::Cold => c.switch_cache_cold_ns,
+            },
+            None => 0,
+        }
     }
 }
 

@@ -12,7 +12,7 @@
 //! wakeup), and the wakeups those calls made are made by the bytes.
 
 use crate::kernel::features::{Feature, Wakelist};
-use crate::kernel::footprint::{Footprint, Warmth};
+use crate::kernel::footprint::Footprint;
 use crate::kernel::pipe::PIPE_DEF_BUFFERS;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
@@ -1320,32 +1320,22 @@ impl Replay {
     /// Tasks not replayed (`--select`, idle) leave no footprint here.
     fn switch_costs(&self, k: &Kernel) -> Vec<u64> {
         let (m, c) = (&k.machine, &k.machine.cost);
-        let mut cpus: BTreeMap<usize, (Footprint, Option<u32>)> = BTreeMap::new();
+        // Each CPU's footprint and loaded mm (u32::MAX: none, as at boot).
+        let mut cpus: BTreeMap<usize, (Footprint, u32)> = BTreeMap::new();
         let refill = |from: usize, to: usize| match from.max(to) < m.nr_cpus() {
             true => m.cache_refill_ns(from, to),
             // A recorded CPU the machine has not: priced as within an LLC.
             false => c.cache_refill_llc_ns,
         };
-        let cost = |s: &SwitchIn, cpus: &mut BTreeMap<usize, (Footprint, Option<u32>)>| {
-            let (fp, loaded) = cpus.entry(s.cpu).or_default();
-            let mm = self.tasks[s.task].process();
-            let mut ns = c.context_switch_ns;
-            if *loaded != Some(mm) {
-                ns += c.mm_switch_ns;
-                if !fp.switch_mm(mm, c.tlb_dyn_asids as usize) {
-                    ns += c.tlb_asid_miss_ns;
-                }
-                *loaded = Some(mm);
-            }
-            let warmth = fp.switch_in(s.task);
-            if s.seen {
-                return 0;
-            }
-            ns + match s.from {
-                Some(from) if from != s.cpu => refill(from, s.cpu),
-                Some(_) if warmth == Warmth::Warm => c.switch_cache_warm_ns,
-                Some(_) if warmth == Warmth::Cold => c.switch_cache_cold_ns,
-                _ => 0,
+        let cost = |s: &SwitchIn, cpus: &mut BTreeMap<usize, (Footprint, u32)>| {
+            let (fp, loaded) = cpus
+                .entry(s.cpu)
+                .or_insert_with(|| (Footprint::default(), u32::MAX));
+            let task = (s.task, self.tasks[s.task].process());
+            let cache = fp.switch_in_ns(c, loaded, task, s.from, s.cpu, |f| refill(f, s.cpu));
+            match s.seen {
+                true => 0,
+                false => c.context_switch_ns + cache,
             }
         };
         self.switch_ins.iter().map(|s| cost(s, &mut cpus)).collect()
