@@ -74,11 +74,12 @@ pub enum Mark {
 pub enum Op {
     /// Compute in user mode.
     Run(Dist),
-    /// Trace replay: a recorded burst of `ns` on the CPU, less the
-    /// select_idle_cpu scan time the model charged the task, as a waker,
-    /// since it last ran such a burst or waited (at least 1 ns): the
-    /// recorded burst after a wakeup holds the recording kernel's own
-    /// select_task_rq work for it, which the model charges again.
+    /// Trace replay: a recorded burst of `ns` on the CPU, less what the
+    /// task owes back (`ProgState::debt_ns`: the select_idle_cpu scans the
+    /// model charged it as a waker, interrupts it took outside a burst's
+    /// user part), at least 1 ns; what the burst cannot give back waits
+    /// for the next. The recorded burst already holds the recording
+    /// kernel's own work, which the model charges again.
     RunBurst(u64),
     /// Work in kernel mode (a syscall's long loop): a cond_resched() call
     /// every `cond_resched` ns of it (0 = none), or the whole section with

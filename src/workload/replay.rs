@@ -1728,18 +1728,28 @@ mod tests {
         assert_eq!(q("pipe:[1]").wake_level(64_000), 60_000);
     }
 
-    /// A task "w" that runs `ops`, built and not launched.
-    fn task_of(k: &mut Kernel, b: &mut Builder, ops: &[Op]) -> Pid {
-        b.task(
-            k,
-            TaskSpec {
-                comm: "w",
-                group_of: None,
-                nice: 0,
-                allowed: None,
-                ops: Rc::from(ops),
-            },
-        )
+    /// Task "w" running `ops` alone on `machine` to its end, `prepare`d
+    /// before its launch: the kernel it ran on and its pid.
+    fn run_alone(
+        machine: &str,
+        ops: &[Op],
+        prepare: impl FnOnce(&mut Kernel, Pid),
+    ) -> (Kernel, Pid) {
+        let m = crate::machine::from_spec(machine).unwrap();
+        let mut k = Kernel::new(m, Default::default());
+        let mut b = Builder::new(0, 1);
+        let spec = TaskSpec {
+            comm: "w",
+            group_of: None,
+            nice: 0,
+            allowed: None,
+            ops: Rc::from(ops),
+        };
+        let p = b.task(&mut k, spec);
+        prepare(&mut k, p);
+        b.launch(&mut k, p);
+        k.run(None).unwrap();
+        (k, p)
     }
 
     /// A recorded burst gives back the kernel time the model charged its
@@ -1749,17 +1759,8 @@ mod tests {
     #[test]
     fn bursts_give_back_the_models_extra_kernel_time() {
         let user_ns = |debt: u64| {
-            let m = crate::machine::from_spec("smp:cpus=1").unwrap();
-            let mut k = Kernel::new(m, Default::default());
-            let mut b = Builder::new(0, 1);
-            let p = task_of(
-                &mut k,
-                &mut b,
-                &[Op::RunBurst(10_000), Op::RunBurst(10_000), Op::Exit],
-            );
-            k.tasks[p].prog.debt_ns = debt;
-            b.launch(&mut k, p);
-            k.run(None).unwrap();
+            let ops = [Op::RunBurst(10_000), Op::RunBurst(10_000), Op::Exit];
+            let (k, p) = run_alone("smp:cpus=1", &ops, |k, p| k.tasks[p].prog.debt_ns = debt);
             k.tasks[p].prog.user_ns
         };
         assert_eq!(user_ns(4_000), 6_000 + 10_000);
@@ -1773,12 +1774,7 @@ mod tests {
     #[test]
     fn ticks_in_a_burst_come_out_of_it() {
         let on_cpu = |op: Op| {
-            let m = crate::machine::from_spec("vm-2").unwrap();
-            let mut k = Kernel::new(m, Default::default());
-            let mut b = Builder::new(0, 1);
-            let p = task_of(&mut k, &mut b, &[op, Op::Mark(Mark::Stop)]);
-            b.launch(&mut k, p);
-            k.run(None).unwrap();
+            let (k, p) = run_alone("vm-2", &[op, Op::Mark(Mark::Stop)], |_, _| {});
             k.tasks[p].se.sum_exec_runtime
         };
         // 100 ms hold 25 ticks at vm-2's HZ=250.
