@@ -260,8 +260,13 @@ fn abs_ratio(row: &SeedRow, sim: Option<&SimStats>, scale: u64) -> Option<f64> {
 }
 
 /// Is a ratio (of changes, or of absolute values) within 2x either way?
+/// The bounds are inclusive, and a ratio within a part in 10^9 of one is
+/// on it: rounding must not decide a verdict (xeon schbench p95's
+/// 5/6 − 1 over 8/12 − 1 is exactly one half, 0.49999999999999983 in
+/// floating point).
 fn within_2x(r: f64) -> bool {
-    (0.5..=2.0).contains(&r)
+    const EPS: f64 = 1e-9;
+    (0.5 * (1.0 - EPS)..=2.0 * (1.0 + EPS)).contains(&r)
 }
 
 /// `schedlab repro summary`.
@@ -585,6 +590,8 @@ mod tests {
         assert_eq!(abs_ratio(p50, None, 1), None);
         assert!(within_2x(0.5) && within_2x(2.0));
         assert!(!within_2x(2.01) && !within_2x(0.49));
+        assert!(within_2x((5.0 / 6.0 - 1.0) / (8.0 / 12.0 - 1.0)));
+        assert!(!within_2x(0.4999));
     }
 
     #[test]
