@@ -10,7 +10,7 @@ use super::features::Feature;
 use super::noise::By;
 use super::pelt;
 use super::preempt::{Cause, Req, RqPreempt};
-use super::program::{Action, Op};
+use super::program::Action;
 use super::rt::{Policy, RtRq};
 use super::select::Placed;
 use super::task::Entity;
@@ -439,7 +439,7 @@ impl Kernel {
         let prog = &mut self.tasks[p].prog;
         prog.overhead += ns;
         let mut owed = ns;
-        if prog.pc > 0 && matches!(prog.ops.get(prog.pc - 1), Some(Op::RunBurst(_))) {
+        if prog.in_burst() {
             let user_left = prog.work_left.saturating_sub(prog.mode.kern_tail);
             let now = ns.min(user_left.saturating_sub(1));
             prog.work_left -= now;
@@ -1390,7 +1390,7 @@ impl Kernel {
             && !self.resched_pending(cpu)
             && !self.folded(cpu)
             && self.speed(cpu) == 1024
-            && !(prog.pc > 0 && matches!(prog.ops.get(prog.pc - 1), Some(Op::RunBurst(_))))
+            && !prog.in_burst()
     }
 
     /// The tick's interrupt on a segment that goes on (`tick_goes_on`):

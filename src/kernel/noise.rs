@@ -482,7 +482,10 @@ mod tests {
             }
             assert!(wait_ns(floor, rate) >= slack);
             let above = floor * (1.0 + 2e-6);
-            assert!(above > 1.0 || wait_ns(above, rate) < slack, "{rate} {slack}");
+            assert!(
+                above > 1.0 || wait_ns(above, rate) < slack,
+                "{rate} {slack}"
+            );
         }
     }
 }
