@@ -10,7 +10,7 @@ use super::features::Feature;
 use super::noise::By;
 use super::pelt;
 use super::preempt::{Cause, Req, RqPreempt};
-use super::program::{Action, Op};
+use super::program::Action;
 use super::rt::{Policy, RtRq};
 use super::select::Placed;
 use super::task::Entity;
@@ -439,7 +439,7 @@ impl Kernel {
         let prog = &mut self.tasks[p].prog;
         prog.overhead += ns;
         let mut owed = ns;
-        if prog.pc > 0 && matches!(prog.ops.get(prog.pc - 1), Some(Op::RunBurst(_))) {
+        if prog.in_burst() {
             let user_left = prog.work_left.saturating_sub(prog.mode.kern_tail);
             let now = ns.min(user_left.saturating_sub(1));
             prog.work_left -= now;
@@ -1364,13 +1364,48 @@ impl Kernel {
         }
         self.update_idle_cpu_scan(cpu);
         self.sched_balance_trigger(cpu);
-        if let (Activity::Running { .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr) {
+        if let (Activity::Running { speed, .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr)
+        {
+            if self.tick_goes_on(cpu, p, speed) {
+                return self.tick_irq_goes_on(cpu, p);
+            }
             self.stop_segment(cpu);
             let ns = self.vary(self.machine.cost.tick_ns, By::Cpu(cpu));
             self.irq_on_task(p, ns);
             self.update_irq_load_avg(cpu, ns);
             self.dispatch(cpu);
         }
+    }
+
+    /// Whether the segment `p` runs on `cpu` at `speed` goes on across the
+    /// tick's interrupt unchanged: no reschedule bit pending and no throttle
+    /// to check (so dispatch's preemption point does not act), at full
+    /// speed now and then (so stopping the segment and starting its rest
+    /// would arm the same end: no rounding), no fold on the CPU, and not a
+    /// replayed burst (whose interrupt time comes out of the work left).
+    fn tick_goes_on(&self, cpu: usize, p: Pid, speed: u64) -> bool {
+        let prog = &self.tasks[p].prog;
+        speed == 1024
+            && !self.bandwidth_on
+            && !self.resched_pending(cpu)
+            && !self.folded(cpu)
+            && self.speed(cpu) == 1024
+            && !prog.in_burst()
+    }
+
+    /// The tick's interrupt on a segment that goes on (`tick_goes_on`):
+    /// what stop_segment → dispatch → step → start_segment would do there,
+    /// without stopping and re-arming the segment (its end stays where it
+    /// is): the tick's time and the CPU's pending interrupt time become
+    /// `p`'s overhead, paid at the segment's end. (A quarter of
+    /// periodic-64's switches see a tick; this saves its heap re-arm.)
+    fn tick_irq_goes_on(&mut self, cpu: usize, p: Pid) {
+        self.rqs[cpu].pre.switched_in = false;
+        let ns = self.vary(self.machine.cost.tick_ns, By::Cpu(cpu));
+        self.irq_on_task(p, ns);
+        self.update_irq_load_avg(cpu, ns);
+        let irq = self.take_irq_ns(cpu);
+        self.irq_on_task(p, irq);
     }
 
     /// sched_tick on an idle CPU whose governor kept the tick: the periodic

@@ -130,6 +130,10 @@ pub struct Noise {
     factors: Vec<u32>,
     /// Background interrupts taken.
     pub irqs: u64,
+    /// A timer slack (ns) and the uniform draw at or below which a
+    /// background interrupt's wait is surely that long or longer
+    /// (`slack_floor`).
+    floor: (u64, f64),
 }
 
 impl Noise {
@@ -171,7 +175,22 @@ impl Noise {
             phase,
             factors,
             irqs: 0,
+            floor: (0, 0.0),
         }
+    }
+
+    /// The uniform draw u (of `1 - next_f64`) at or below which
+    /// `exp_wait`'s wait, `-ln(u) / rate`, is `slack` ns or longer, with a
+    /// margin of a millionth for the rounding of `ln` and `exp`: a sleep
+    /// timer's draw needs its logarithm only above it (one in a thousand
+    /// at 20 Hz and 50 µs). Kept for the last slack asked.
+    fn slack_floor(&mut self, slack: u64) -> f64 {
+        if self.floor.0 != slack {
+            let rate = self.cfg.irq_rate_hz;
+            let floor = (-(slack as f64) * rate / 1e9).exp() * (1.0 - 1e-6);
+            self.floor = (slack, floor);
+        }
+        self.floor.1
     }
 
     /// The stream of `by`.
@@ -213,10 +232,12 @@ impl Noise {
 /// An exponential wait with mean 1/rate_hz seconds, ns, from `s` (None:
 /// rate 0, and no draw).
 fn exp_wait(s: &mut Stream, rate_hz: f64) -> Option<u64> {
-    (rate_hz > 0.0).then(|| {
-        let u = 1.0 - s.next_f64();
-        (-u.ln() / rate_hz * 1e9) as u64
-    })
+    (rate_hz > 0.0).then(|| wait_ns(1.0 - s.next_f64(), rate_hz))
+}
+
+/// The exponential wait (ns) of uniform draw `u` in (0, 1] at `rate_hz`.
+fn wait_ns(u: f64, rate_hz: f64) -> u64 {
+    (-u.ln() / rate_hz * 1e9) as u64
 }
 
 /// FACTORS quantiles of the lognormal with mean 1 and coefficient of
@@ -319,8 +340,14 @@ impl Kernel {
             fire = fire.min(tick.max(at));
         }
         let rate = self.noise.cfg.irq_rate_hz;
-        if let Some(w) = exp_wait(self.noise.stream(By::Task(p)), rate) {
-            fire = fire.min(at + w);
+        if rate > 0.0 {
+            // exp_wait's draw; a wait of `slack` or longer leaves `fire`
+            // (at most `hard`) as it is, so its logarithm is not needed.
+            let floor = self.noise.slack_floor(slack);
+            let u = 1.0 - self.noise.stream(By::Task(p)).next_f64();
+            if u > floor {
+                fire = fire.min(at + wait_ns(u, rate));
+            }
         }
         fire
     }
@@ -433,5 +460,32 @@ mod tests {
         assert_eq!((t, c), (t_alone.clone(), c_alone.clone()));
         assert_ne!(t_alone, c_alone);
         assert_ne!(alone.irq[2].at(0), alone.cpu[2].at(0));
+    }
+
+    #[test]
+    fn a_draw_at_or_below_the_slack_floor_waits_the_slack_or_longer() {
+        // Every draw the floor lets skip its logarithm gives a wait of at
+        // least the slack (so the timer's expiry cannot move), and draws
+        // just above it give shorter ones: the floor is within a millionth
+        // of the exact boundary, on the safe side.
+        for (rate, slack) in [(20.0, 50_000), (1000.0, 50_000), (20.0, 1), (5e5, 100_000)] {
+            let cfg = NoiseConfig {
+                irq_rate_hz: rate,
+                ..NoiseConfig::default()
+            };
+            let mut n = Noise::new(&cfg, 7, 4_000_000, 4);
+            let floor = n.slack_floor(slack);
+            let mut s = Stream::new(3, 0);
+            for k in 0..20_000 {
+                let u = floor * (1.0 - s.next_f64() * [1e-3, 1e-9][k % 2]);
+                assert!(wait_ns(u, rate) >= slack, "{rate} Hz, {slack} ns: u {u}");
+            }
+            assert!(wait_ns(floor, rate) >= slack);
+            let above = floor * (1.0 + 2e-6);
+            assert!(
+                above > 1.0 || wait_ns(above, rate) < slack,
+                "{rate} {slack}"
+            );
+        }
     }
 }

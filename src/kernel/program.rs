@@ -456,6 +456,12 @@ impl ProgState {
         self.mode.atomic = false;
     }
 
+    /// Whether the current segment is a replayed burst's (`Op::RunBurst`,
+    /// the op just passed).
+    pub fn in_burst(&self) -> bool {
+        self.pc > 0 && matches!(self.ops.get(self.pc - 1), Some(Op::RunBurst(_)))
+    }
+
     pub fn new(ops: Rc<[Op]>) -> Self {
         ProgState {
             ops,
