@@ -34,6 +34,9 @@ pub struct Pipe {
     lines: SharedLines,
     /// pipe->mutex, held by pipe_read and pipe_write for their whole work.
     mutex: ContendedLock,
+    /// The CPU whose folded reads of this pipe are not all due yet
+    /// (kernel/fold.rs).
+    pub fold: Option<u32>,
 }
 
 impl Pipe {
@@ -62,6 +65,27 @@ impl Pipe {
             Some(b) if b.offset + b.len + n <= page => b.len += n,
             _ => self.bufs.push_back(PipeBuf { offset: 0, len: n }),
         }
+    }
+
+    /// A read of `n` bytes now takes them from the front buffer and leaves
+    /// bytes there: it frees no buffer (so wakes no writer) and leaves the
+    /// pipe non-empty. Its outcome is certain, and a write before its
+    /// instant finds the pipe as it would have (a write reads only the last
+    /// buffer's end and the buffer count, which such a read leaves as they
+    /// were: kernel/fold.rs).
+    pub fn read_certain(&self, n: u32) -> bool {
+        self.bufs.front().is_some_and(|b| b.len > n)
+    }
+
+    /// Undo a read that took `n` bytes from the front buffer and freed
+    /// none: they go back to its front.
+    pub fn unread(&mut self, n: u32) {
+        let b = self
+            .bufs
+            .front_mut()
+            .expect("a folded read left the buffer");
+        b.offset -= n;
+        b.len += n;
     }
 
     /// Take up to `n` bytes; returns (bytes, whether a slot was freed).
@@ -157,8 +181,16 @@ impl Kernel {
         Io::Done(n)
     }
 
+    /// Pipes cost the same whatever the pipe's state on this machine (no
+    /// `pipe_xcpu_lines`, so no lines and no pipe->mutex): reads of them
+    /// may fold (kernel/fold.rs).
+    pub fn pipes_fold(&self) -> bool {
+        self.machine.cost.pipe_xcpu_lines == 0
+    }
+
     /// pipe_read of up to `n` bytes.
     pub fn pipe_read(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        self.fold_touch_read(self.pipes[i].fold, cpu);
         let pipe = &mut self.pipes[i];
         if pipe.is_empty() {
             self.prepare_to_wait(WaitQueueRef::PipeRead(i), p, true);

@@ -280,7 +280,7 @@ impl Kernel {
 
     /// unix_stream_recvmsg of up to `n` bytes.
     pub fn unix_recv(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
-        self.fold_touch_sock(self.socks[i].fold, cpu);
+        self.fold_touch_read(self.socks[i].fold, cpu);
         self.sock_settle(i);
         let s = &mut self.socks[i];
         if s.queue.is_empty() {

@@ -215,8 +215,8 @@ impl Kernel {
                 let ns = self.vary(cost, By::Task(p));
                 let ns = ns + self.shared_cost(&op, cpu, self.now, ns);
                 let a = self.charge(p, ns, Point::MightSleep);
-                if let Some((sock, n)) = self.foldable(p, cpu, op) {
-                    self.fold_reads(p, cpu, op, sock, n, cost);
+                if let Some((obj, pipe, n)) = self.foldable(p, cpu, op) {
+                    self.fold_reads(p, cpu, op, (obj, pipe), n, cost);
                 } else if self.send_foldable(p, cpu, op) {
                     self.fold_sends(p, cpu);
                 }
@@ -505,29 +505,43 @@ impl Kernel {
         Some(self.charge_split(p, ns, 0, Point::User))
     }
 
-    /// The socket and size of a read `p` may fold (kernel/fold.rs) from
-    /// here: a socket read that is the only op of its loop, on a CPU with
-    /// no reschedule request pending and no throttle to check, with no
-    /// syscall tracer and no fold running.
-    fn foldable(&self, p: Pid, cpu: usize, op: Op) -> Option<(usize, u32)> {
-        let Op::SockRecv { sock, bytes } = op else {
-            return None;
+    /// The socket or pipe (true) and size of a read `p` may fold
+    /// (kernel/fold.rs) from here: a socket read, or a pipe read on a
+    /// machine whose pipe ops cost the same whatever the pipe's state, that
+    /// is the only op of its loop, on a CPU with no reschedule request
+    /// pending and no throttle to check, with no syscall tracer and no fold
+    /// running.
+    fn foldable(&self, p: Pid, cpu: usize, op: Op) -> Option<(usize, bool, u32)> {
+        let (obj, pipe, bytes) = match op {
+            Op::SockRecv { sock, bytes } => (sock, false, bytes),
+            Op::PipeRead { pipe, bytes } if self.pipes_fold() => (pipe, true, bytes),
+            _ => return None,
         };
         let prog = &self.tasks[p].prog;
         let alone = prog.pc > 0
             && prog.loops.last().is_some_and(|l| l.0 + 1 == prog.pc)
             && prog.ops.get(prog.pc + 1) == Some(&Op::EndLoop);
         let quiet = !self.syscalls && !self.bandwidth_on && !self.resched_pending(cpu);
-        (alone && quiet && !prog.woken && !self.folded(cpu)).then_some((sock, bytes))
+        (alone && quiet && !prog.woken && !self.folded(cpu)).then_some((obj, pipe, bytes))
+    }
+
+    /// The next read of `n` bytes of socket or pipe `i` is certain now.
+    fn read_certain(&mut self, i: usize, pipe: bool, n: u32) -> bool {
+        if pipe {
+            return self.pipes[i].read_certain(n);
+        }
+        self.sock_settle(i);
+        self.socks[i].read_certain(n)
     }
 
     /// Fold the reads after the one `p` was just charged for (`read` of
-    /// `n` bytes of socket `sock`, costing `cost` before its variation): while
-    /// the next read's outcome is certain and its loop goes on, apply the
-    /// read's effect as at its segment's end and charge the next read
-    /// there, each as the unfolded interpreter would (kernel/fold.rs).
-    fn fold_reads(&mut self, p: Pid, cpu: usize, read: Op, sock: usize, n: u32, cost: u64) {
-        self.sock_settle(sock);
+    /// `n` bytes of socket `sock`, or of pipe `sock` if `pipe`, costing
+    /// `cost` before its variation): while the next read's outcome is
+    /// certain and its loop goes on, apply the read's effect as at its
+    /// segment's end and charge the next read there, each as the unfolded
+    /// interpreter would (kernel/fold.rs).
+    fn fold_reads(&mut self, p: Pid, cpu: usize, read: Op, obj: (usize, bool), n: u32, cost: u64) {
+        let (sock, pipe) = obj;
         let speed = self.speed(cpu);
         let mut work = self.tasks[p].prog.work_left;
         let mut end = self.now + segment_ns(work, speed);
@@ -536,17 +550,21 @@ impl Kernel {
             let left = self.tasks[p].prog.loops.last().map_or(0, |l| l.1);
             let f = &self.folds[cpu];
             let folds = if begun { f.ops.len() } else { 0 };
-            if left < 2 || folds >= f.span || !self.socks[sock].read_certain(n) {
+            if left < 2 || folds >= f.span || !self.read_certain(sock, pipe, n) {
                 break;
             }
             if !begun {
-                self.fold_begin(cpu, p, sock, n, speed);
+                self.fold_begin(cpu, p, sock, pipe, n, speed);
                 begun = true;
             }
             let before = self.fold_mark(p, end, work);
             self.folds[cpu].ops.push(before);
             // The read takes effect at `end`, and its loop goes round.
-            let done = self.unix_recv(p, cpu, sock, n);
+            let done = if pipe {
+                self.pipe_read(p, cpu, sock, n)
+            } else {
+                self.unix_recv(p, cpu, sock, n)
+            };
             debug_assert_eq!(done, Io::Done(n));
             if let Some(top) = self.tasks[p].prog.loops.last_mut() {
                 top.1 -= (top.1 != u64::MAX) as u64;
@@ -556,7 +574,7 @@ impl Kernel {
             let ns = self.vary(cost, By::Task(p));
             let xfer = self.shared_cost(&read, cpu, end, ns);
             work = (ns + xfer).max(1);
-            let queued = self.socks[sock].has_data();
+            let queued = pipe || self.socks[sock].has_data();
             let b = self.folds[cpu].ops.last_mut().expect("just pushed");
             b.xfer = xfer;
             b.queued = queued;
