@@ -98,7 +98,8 @@ pub struct Fold {
     pub sock: Option<usize>,
     /// It folds sends (kernel/fold_send.rs), not reads.
     pub sends: bool,
-    /// Its reads are of a pipe (`sock` is then the pipe's index).
+    /// Its reads or sends are of pipes (`sock` and each op's `sock` are
+    /// then pipes' indices).
     pub pipe: bool,
     /// Bytes of each read.
     pub n: u32,
@@ -207,10 +208,12 @@ impl Kernel {
         self.folds[cpu].pipe = pipe;
     }
 
-    /// Start a fold of `p`'s sends on `cpu` (kernel/fold_send.rs), its
-    /// first send's segment started now at `speed`.
-    pub fn fold_begin_sends(&mut self, cpu: usize, p: Pid, sock: usize, speed: u64) {
+    /// Start a fold of `p`'s sends on `cpu` (kernel/fold_send.rs), of
+    /// pipe writes if `pipe`, its first send's segment started now at
+    /// `speed`.
+    pub fn fold_begin_sends(&mut self, cpu: usize, p: Pid, sock: usize, pipe: bool, speed: u64) {
         self.fold_start(cpu, p, sock, 0, speed, true);
+        self.folds[cpu].pipe = pipe;
     }
 
     fn fold_start(&mut self, cpu: usize, p: Pid, sock: usize, n: u32, speed: u64, sends: bool) {
@@ -235,10 +238,10 @@ impl Kernel {
         f.ops.clear();
         let (sends, pipe) = (f.sends, f.pipe);
         self.folds_live -= 1;
-        if pipe {
-            self.pipes[sock].fold = None;
-        } else if !sends {
-            self.socks[sock].fold = None;
+        match (sends, pipe) {
+            (true, _) => {}
+            (false, true) => self.pipes[sock].fold = None,
+            (false, false) => self.socks[sock].fold = None,
         }
     }
 

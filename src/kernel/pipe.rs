@@ -3,6 +3,7 @@
 //! empty→non-empty (readers) and full→not-full (writers) transitions.
 
 use super::cacheline::{data_lines, Lines, SharedLines, Use};
+use super::fold_send::Stamped;
 use super::lock::ContendedLock;
 use super::task::Pid;
 use super::wait::{WaitQueue, WaitQueueRef};
@@ -37,6 +38,9 @@ pub struct Pipe {
     /// The CPU whose folded reads of this pipe are not all due yet
     /// (kernel/fold.rs).
     pub fold: Option<u32>,
+    /// Folded writes not added yet, in their stamps' order
+    /// (kernel/fold_send.rs).
+    pub sends: VecDeque<Stamped>,
 }
 
 impl Pipe {
@@ -86,6 +90,18 @@ impl Pipe {
             .expect("a folded read left the buffer");
         b.offset -= n;
         b.len += n;
+    }
+
+    /// The buffers the pipe holds, with one for each folded write stamped
+    /// on it later: at most what it will hold when they are added.
+    pub fn buffers_promised(&self) -> usize {
+        self.bufs.len() + self.sends.len()
+    }
+
+    /// A write on `cpu` adds `n` bytes, in `page`-sized buffers.
+    pub fn queue_write(&mut self, cpu: usize, n: u32, page: u32) {
+        self.push(n, page);
+        self.lines.wrote(cpu);
     }
 
     /// Take up to `n` bytes; returns (bytes, whether a slot was freed).
@@ -161,6 +177,7 @@ impl Kernel {
 
     /// pipe_write of `n` ≤ PIPE_BUF bytes.
     pub fn pipe_write(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        self.pipe_settle(i);
         let page = self.machine.cost.page_size;
         let pipe = &mut self.pipes[i];
         if !pipe.room_for(n, page) {
@@ -168,8 +185,9 @@ impl Kernel {
             return Io::Block;
         }
         let was_empty = pipe.is_empty();
-        pipe.push(n, page);
-        pipe.lines.wrote(cpu);
+        pipe.queue_write(cpu, n, page);
+        self.sends_after_send(i, true);
+        let pipe = &self.pipes[i];
         // wake_next_writer: only a writer that slept passes the baton on.
         let wake_next = self.tasks[p].prog.woken && !pipe.is_full();
         if was_empty || pipe.poll_usage {
@@ -191,8 +209,10 @@ impl Kernel {
     /// pipe_read of up to `n` bytes.
     pub fn pipe_read(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
         self.fold_touch_read(self.pipes[i].fold, cpu);
+        self.pipe_settle(i);
         let pipe = &mut self.pipes[i];
         if pipe.is_empty() {
+            self.sends_wake_due(i, true);
             self.prepare_to_wait(WaitQueueRef::PipeRead(i), p, true);
             return Io::Block;
         }
@@ -212,10 +232,12 @@ impl Kernel {
     /// poll() for POLLIN: returns at once if data is there, else waits
     /// (non-exclusively) for the next write.
     pub fn pipe_poll_in(&mut self, p: Pid, i: usize) -> Io {
+        self.pipe_settle(i);
         self.pipes[i].poll_usage = true;
         if !self.pipes[i].is_empty() {
             return Io::Done(0);
         }
+        self.sends_wake_due(i, true);
         self.prepare_to_wait(WaitQueueRef::PipeRead(i), p, false);
         Io::Block
     }

@@ -267,7 +267,7 @@ impl Kernel {
             return Io::Block;
         }
         s.queue_skb(cpu, n);
-        self.sends_after_send(i);
+        self.sends_after_send(i, false);
         if let Some(f) = self.socks[i].fold.filter(|&c| c as usize != cpu) {
             self.fold_after_write(f as usize, None);
         }
@@ -284,7 +284,7 @@ impl Kernel {
         self.sock_settle(i);
         let s = &mut self.socks[i];
         if s.queue.is_empty() {
-            self.sends_wake_due(i);
+            self.sends_wake_due(i, false);
             self.prepare_to_wait(WaitQueueRef::SockRead(i), p, false);
             return Io::Block;
         }

@@ -34,6 +34,16 @@ fn sys_io(op: Op) -> Option<SysIo> {
     })
 }
 
+/// A socket send's or pipe write's object, bytes, and whether it is a
+/// pipe's.
+fn sent(op: Op) -> Option<(usize, u32, bool)> {
+    match op {
+        Op::SockSend { sock, bytes } => Some((sock, bytes, false)),
+        Op::PipeWrite { pipe, bytes } => Some((pipe, bytes, true)),
+        _ => None,
+    }
+}
+
 /// How long a spinner burns between two looks at a held lock: a few
 /// hundred trylock + pause rounds (an estimate; pause is ~40–140 cycles).
 const SPIN_CHUNK_NS: u64 = 1000;
@@ -217,8 +227,8 @@ impl Kernel {
                 let a = self.charge(p, ns, Point::MightSleep);
                 if let Some((obj, pipe, n)) = self.foldable(p, cpu, op) {
                     self.fold_reads(p, cpu, op, (obj, pipe), n, cost);
-                } else if self.send_foldable(p, cpu, op) {
-                    self.fold_sends(p, cpu);
+                } else if let Some(pipe) = self.send_foldable(p, cpu, op) {
+                    self.fold_sends(p, cpu, pipe);
                 }
                 return Some(a);
             }
@@ -528,6 +538,7 @@ impl Kernel {
     /// The next read of `n` bytes of socket or pipe `i` is certain now.
     fn read_certain(&mut self, i: usize, pipe: bool, n: u32) -> bool {
         if pipe {
+            self.pipe_settle(i);
             return self.pipes[i].read_certain(n);
         }
         self.sock_settle(i);
@@ -607,37 +618,40 @@ impl Kernel {
 
     /// `p` may fold the sends from the one just charged (kernel/fold_send.rs):
     /// a socket send in a loop of socket sends only, on a machine whose
-    /// sends cost the same whatever the socket's state, with the CPU and
-    /// task as quiet as for a folded read.
-    fn send_foldable(&self, p: Pid, cpu: usize, op: Op) -> bool {
-        if !matches!(op, Op::SockSend { .. }) || !self.sends_fold() {
-            return false;
-        }
-        let prog = &self.tasks[p].prog;
-        let Some(&(start, _)) = prog.loops.last() else {
-            return false;
+    /// sends cost the same whatever the socket's state, or likewise a pipe
+    /// write (Some(true)), with the CPU and task as quiet as for a folded
+    /// read.
+    fn send_foldable(&self, p: Pid, cpu: usize, op: Op) -> Option<bool> {
+        let pipe = match op {
+            Op::SockSend { .. } if self.sends_fold() => false,
+            Op::PipeWrite { .. } if self.pipes_fold() => true,
+            _ => return None,
         };
+        let prog = &self.tasks[p].prog;
+        let &(start, _) = prog.loops.last()?;
         let body = &prog.ops[start + 1..];
         let sends = body
             .iter()
-            .take_while(|o| matches!(o, Op::SockSend { .. }))
+            .take_while(|o| sent(**o).is_some_and(|s| s.2 == pipe))
             .count();
         let quiet = !self.syscalls && !self.bandwidth_on && !self.resched_pending(cpu);
-        body.get(sends) == Some(&Op::EndLoop)
+        (body.get(sends) == Some(&Op::EndLoop)
             && prog.pc <= start + sends
             && quiet
             && !prog.woken
-            && !self.folded(cpu)
+            && !self.folded(cpu))
+        .then_some(pipe)
     }
 
-    /// Fold the sends after the one `p` was just charged for: while the
-    /// charged send's outcome is certain and its loop goes on, stamp its
-    /// skb with its segment's end (unix_stream_sendmsg's effect, seen by
-    /// others from then on), go round the loop to the next send and charge
-    /// it there, each as the unfolded interpreter would. Out of line: it
-    /// runs once a fold, and inlined it keeps `exec` out of `step`.
+    /// Fold the sends (pipe writes if `pipe`) after the one `p` was just
+    /// charged for: while the charged send's outcome is certain and its
+    /// loop goes on, stamp its skb (its bytes) with its segment's end
+    /// (unix_stream_sendmsg's or pipe_write's effect, seen by others from
+    /// then on), go round the loop to the next send and charge it there,
+    /// each as the unfolded interpreter would. Out of line: it runs once a
+    /// fold, and inlined it keeps `exec` out of `step`.
     #[inline(never)]
-    fn fold_sends(&mut self, p: Pid, cpu: usize) {
+    fn fold_sends(&mut self, p: Pid, cpu: usize, pipe: bool) {
         let speed = self.speed(cpu);
         let mode = self.tasks[p].prog.mode;
         let mut work = self.tasks[p].prog.work_left;
@@ -648,26 +662,26 @@ impl Kernel {
             let (pc, Some(&(top, left))) = (prog.pc, prog.loops.last()) else {
                 break;
             };
-            let Op::SockSend { sock, bytes } = prog.ops[pc] else {
+            let Some((obj, bytes, _)) = sent(prog.ops[pc]) else {
                 unreachable!("a loop of sends")
             };
             let last = prog.ops[pc + 1] == Op::EndLoop;
             let folds = if begun { self.folds[cpu].ops.len() } else { 0 };
             if (last && left < 2)
                 || folds >= self.folds[cpu].span
-                || !self.send_certain(sock, bytes)
+                || !self.send_certain(obj, pipe, bytes)
             {
                 break;
             }
             if !begun {
-                self.fold_begin_sends(cpu, p, sock, speed);
+                self.fold_begin_sends(cpu, p, obj, pipe, speed);
                 begun = true;
             }
             let mut before = self.fold_mark(p, end, work);
             before.pc = pc;
-            before.sock = sock;
+            before.sock = obj;
             self.folds[cpu].ops.push(before);
-            self.send_stamp(sock, cpu, bytes, end);
+            self.send_stamp(obj, pipe, cpu, bytes, end);
             // The send returns, and EndLoop goes round (left ≥ 2).
             let prog = &mut self.tasks[p].prog;
             prog.advance();
