@@ -97,7 +97,11 @@ impl Kernel {
     /// reader asleep: a reader that slept first cut the fold).
     #[inline]
     pub fn sock_settle(&mut self, i: usize) {
-        if !self.socks[i].sends.is_empty() {
+        if self.socks[i]
+            .sends
+            .front()
+            .is_some_and(|s| s.at <= self.now)
+        {
             self.settle_stamped(i, false);
         }
     }
@@ -107,27 +111,35 @@ impl Kernel {
     /// sockets).
     #[inline]
     pub fn pipe_settle(&mut self, i: usize) {
-        if !self.pipes[i].sends.is_empty() {
+        if self.pipes[i]
+            .sends
+            .front()
+            .is_some_and(|s| s.at <= self.now)
+        {
             self.settle_stamped(i, true);
         }
     }
 
-    /// `sock_settle` or `pipe_settle` of an object with stamped writes.
+    /// `sock_settle` or `pipe_settle` of an object with stamped writes,
+    /// the first stamped no later than now.
     #[inline(never)]
     fn settle_stamped(&mut self, i: usize, pipe: bool) {
+        let page = self.machine.cost.page_size;
         while let Some(&s) = self.stamps(i, pipe).front() {
             if !self.stamp_due(&s) {
                 break;
             }
-            self.stamps(i, pipe).pop_front();
             self.sends_pending -= 1;
             let cpu = s.cpu as usize;
             if pipe {
-                let page = self.machine.cost.page_size;
-                self.pipes[i].queue_write(cpu, s.n, page);
+                let q = &mut self.pipes[i];
+                q.sends.pop_front();
+                q.queue_write(cpu, s.n, page);
             } else {
-                self.socks[i].sends_wmem -= skb_truesize(s.n);
-                self.socks[i].queue_skb(cpu, s.n);
+                let q = &mut self.socks[i];
+                q.sends.pop_front();
+                q.sends_wmem -= skb_truesize(s.n);
+                q.queue_skb(cpu, s.n);
             }
         }
     }

@@ -535,14 +535,14 @@ impl Kernel {
         (alone && quiet && !prog.woken && !self.folded(cpu)).then_some((obj, pipe, bytes))
     }
 
-    /// The next read of `n` bytes of socket or pipe `i` is certain now.
-    fn read_certain(&mut self, i: usize, pipe: bool, n: u32) -> bool {
+    /// The next read of `n` bytes of socket or pipe `i` is certain now
+    /// (what is stamped up to now settled).
+    fn read_certain(&self, i: usize, pipe: bool, n: u32) -> bool {
         if pipe {
-            self.pipe_settle(i);
-            return self.pipes[i].read_certain(n);
+            self.pipes[i].read_certain(n)
+        } else {
+            self.socks[i].read_certain(n)
         }
-        self.sock_settle(i);
-        self.socks[i].read_certain(n)
     }
 
     /// Fold the reads after the one `p` was just charged for (`read` of
@@ -553,6 +553,11 @@ impl Kernel {
     /// interpreter would (kernel/fold.rs).
     fn fold_reads(&mut self, p: Pid, cpu: usize, read: Op, obj: (usize, bool), n: u32, cost: u64) {
         let (sock, pipe) = obj;
+        if pipe {
+            self.pipe_settle(sock);
+        } else {
+            self.sock_settle(sock);
+        }
         let speed = self.speed(cpu);
         let mut work = self.tasks[p].prog.work_left;
         let mut end = self.now + segment_ns(work, speed);
@@ -580,10 +585,15 @@ impl Kernel {
             if let Some(top) = self.tasks[p].prog.loops.last_mut() {
                 top.1 -= (top.1 != u64::MAX) as u64;
             }
-            // The next read's cost, charged at `end`.
+            // The next read's cost, charged at `end` (a pipe's costs
+            // nothing shared where its reads fold).
             let line = self.stats.ipc_line_ns;
             let ns = self.vary(cost, By::Task(p));
-            let xfer = self.shared_cost(&read, cpu, end, ns);
+            let xfer = if pipe {
+                0
+            } else {
+                self.shared_cost(&read, cpu, end, ns)
+            };
             work = (ns + xfer).max(1);
             let queued = pipe || self.socks[sock].has_data();
             let b = self.folds[cpu].ops.last_mut().expect("just pushed");
