@@ -85,7 +85,7 @@ pub struct Before {
     /// A message was queued when the next read was charged (it pulls the
     /// message's lines).
     pub queued: bool,
-    /// A folded send's op and socket (kernel/fold_send.rs).
+    /// A folded send's op and socket or pipe (kernel/fold_send.rs).
     pub pc: usize,
     pub sock: usize,
 }
@@ -94,7 +94,7 @@ pub struct Before {
 #[derive(Clone, Debug)]
 pub struct Fold {
     pub p: Pid,
-    /// The socket it reads (a fold of sends: the first send's).
+    /// The socket or pipe it reads (a fold of sends: the first send's).
     pub sock: Option<usize>,
     /// It folds sends (kernel/fold_send.rs), not reads.
     pub sends: bool,

@@ -97,13 +97,7 @@ impl Kernel {
     /// reader asleep: a reader that slept first cut the fold).
     #[inline]
     pub fn sock_settle(&mut self, i: usize) {
-        if self.socks[i]
-            .sends
-            .front()
-            .is_some_and(|s| s.at <= self.now)
-        {
-            self.settle_stamped(i, false);
-        }
+        self.settle(i, false);
     }
 
     /// The pipe `i` as of now: the folded writes stamped up to now add
@@ -111,12 +105,16 @@ impl Kernel {
     /// sockets).
     #[inline]
     pub fn pipe_settle(&mut self, i: usize) {
-        if self.pipes[i]
-            .sends
-            .front()
-            .is_some_and(|s| s.at <= self.now)
-        {
-            self.settle_stamped(i, true);
+        self.settle(i, true);
+    }
+
+    /// `sock_settle` or `pipe_settle`: out of line only where the first
+    /// stamped write may be due.
+    #[inline]
+    fn settle(&mut self, i: usize, pipe: bool) {
+        let now = self.now;
+        if self.stamps(i, pipe).front().is_some_and(|s| s.at <= now) {
+            self.settle_stamped(i, pipe);
         }
     }
 
