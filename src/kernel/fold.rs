@@ -43,10 +43,10 @@
 //! read's instant finds the pipe as the unfolded model would and needs no
 //! cut, and a cut puts the bytes back at the front buffer's head
 //! ([`super::pipe::Pipe::unread`]). Another reader of the pipe cuts the
-//! fold. (Folding pipe reads where pipe->mutex is modelled would make
-//! every write cut the fold, which costs more than the events saved:
-//! hackbench over pipes on power10-96 +5 % instructions, fifteenth
-//! session, before the presets' pipe lines were set to 0.)
+//! fold. (The fifteenth session's pipe fold let every write cut it, for
+//! pipe->mutex, and cost more than the events saved: hackbench over pipes
+//! on power10-96 +5 % instructions. Where the machine models no pipe
+//! lines, the mutex costs nothing and a write cannot change such a read.)
 
 use super::cacheline::data_lines;
 use super::core::segment_ns;

@@ -200,8 +200,8 @@ impl Kernel {
     }
 
     /// Pipes cost the same whatever the pipe's state on this machine (no
-    /// `pipe_xcpu_lines`, so no lines and no pipe->mutex): reads of them
-    /// may fold (kernel/fold.rs).
+    /// `pipe_xcpu_lines`, so no lines and no pipe->mutex): reads and
+    /// writes of them may fold (kernel/fold.rs, kernel/fold_send.rs).
     pub fn pipes_fold(&self) -> bool {
         self.machine.cost.pipe_xcpu_lines == 0
     }
