@@ -1,6 +1,7 @@
 //! Folded reads and sends (kernel/fold.rs, kernel/fold_send.rs): a
-//! reader's run of reads of messages queued on a socket, or a sender's run
-//! of sends that neither block nor wake anyone, is one event, and a fold
+//! reader's run of reads of messages queued on a socket or pipe, or a
+//! sender's run of sends or pipe writes that neither block nor wake
+//! anyone, is one event, and a fold
 //! cut at any instant leaves the machine as the unfolded model would have
 //! it then. The run made in one go, which folds freely, must end exactly
 //! as the run with folding off, and as the run stopped and continued every
@@ -11,6 +12,7 @@ mod common;
 use common::pinned;
 
 use schedlab::kernel::features::KernelConfig;
+use schedlab::kernel::pipe::Pipe;
 use schedlab::kernel::task::Pid;
 use schedlab::kernel::unix_sock::UnixSock;
 use schedlab::kernel::Kernel;
@@ -120,6 +122,9 @@ struct Mix {
     rounds: u64,
     /// The readers sleep a while first and compute after each read.
     lagging: bool,
+    /// Over pipes instead of sockets, with messages of this many bytes.
+    pipe: bool,
+    bytes: u32,
 }
 
 /// A backlog: six senders each send to four sockets in turn, 100 rounds;
@@ -131,6 +136,8 @@ const BACKLOG: Mix = Mix {
     socks: 4,
     rounds: 100,
     lagging: true,
+    pipe: false,
+    bytes: 100,
 };
 
 /// Hackbench's pattern: ten senders, twenty sockets, readers keeping up,
@@ -142,7 +149,44 @@ const KEEPING_UP: Mix = Mix {
     socks: 20,
     rounds: 20,
     lagging: false,
+    pipe: false,
+    bytes: 100,
 };
+
+/// The backlog over pipes of 4 KiB pages with messages of 1000 bytes:
+/// each holds 64, so the writers block on full pipes (and a write from
+/// another CPU cuts the folds whose stamped writes might not find a free
+/// buffer), and every fourth read takes its page's last bytes (it does
+/// not fold: it frees a buffer).
+const PIPE_BACKLOG: Mix = Mix {
+    pipe: true,
+    bytes: 1000,
+    ..BACKLOG
+};
+
+/// Hackbench's pattern over pipes: readers keeping up, finding their pipe
+/// empty while writes are stamped on it later.
+const PIPE_KEEPING_UP: Mix = Mix {
+    pipe: true,
+    ..KEEPING_UP
+};
+
+/// The send and the read of `m` on socket or pipe `i`.
+fn io(m: Mix, i: usize) -> (Op, Op) {
+    let bytes = m.bytes;
+    if m.pipe {
+        let (send, recv) = (
+            Op::PipeWrite { pipe: i, bytes },
+            Op::PipeRead { pipe: i, bytes },
+        );
+        (send, recv)
+    } else {
+        (
+            Op::SockSend { sock: i, bytes },
+            Op::SockRecv { sock: i, bytes },
+        )
+    }
+}
 
 /// Senders on CPUs 0.., each sending `rounds` times to every socket in
 /// turn, and a reader per socket on the CPUs after them.
@@ -153,9 +197,10 @@ fn senders_and_readers(m: Mix) -> (Kernel, Vec<Pid>) {
     );
     for _ in 0..m.socks {
         k.socks.push(UnixSock::default());
+        k.pipes.push(Pipe::default());
     }
     let mut sender = vec![Op::Loop { count: m.rounds }];
-    sender.extend((0..m.socks).map(|sock| Op::SockSend { sock, bytes: 100 }));
+    sender.extend((0..m.socks).map(|i| io(m, i).0));
     sender.extend([Op::EndLoop, Op::Exit]);
     let mut b = Builder::new(0, 1);
     let mut pids = Vec::new();
@@ -171,7 +216,7 @@ fn senders_and_readers(m: Mix) -> (Kernel, Vec<Pid>) {
         let mut reader = vec![
             Op::Sleep(Dist::Fixed(m.lagging as u64 * (100 + 150 * lag) * US)),
             Op::Loop { count: reads },
-            Op::SockRecv { sock, bytes: 100 },
+            io(m, sock).1,
         ];
         if lag > 0 {
             reader.push(Op::Run(Dist::Fixed(300 * lag)));
@@ -184,7 +229,7 @@ fn senders_and_readers(m: Mix) -> (Kernel, Vec<Pid>) {
 
 #[test]
 fn sends_fold_and_a_cut_fold_ends_as_the_unfolded_run() {
-    for m in [BACKLOG, KEEPING_UP] {
+    for m in [BACKLOG, KEEPING_UP, PIPE_BACKLOG, PIPE_KEEPING_UP] {
         let run = |unfolded: bool| {
             let (mut k, pids) = senders_and_readers(m);
             k.syscalls = unfolded;

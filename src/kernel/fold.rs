@@ -30,10 +30,23 @@
 //! read's size waits at the front, no writer waits (so no read wakes
 //! one), the read is the only op of its loop, no reschedule request is
 //! pending on the CPU and no throttle can become due (no CFS bandwidth),
-//! and no tracer records the syscalls. Pipes do not fold: a pipe's writer
-//! takes pipe->mutex, which the folded reads would hold at later instants,
-//! so every write would cut the fold, and the reads undone cost more than
-//! the events saved (hackbench over pipes on power10-96: +5 % instructions).
+//! and no tracer records the syscalls.
+//!
+//! Pipe reads fold the same way (issue 33, nineteenth session), where a
+//! pipe op costs the same whatever the pipe's state (no `pipe_xcpu_lines`:
+//! no lines and no pipe->mutex to wait for, every preset), and only reads
+//! that take their bytes from the front buffer and leave some there
+//! ([`super::pipe::Pipe::read_certain`]). Such a read frees no buffer, so
+//! it wakes no writer, and it leaves the pipe non-empty; a write only
+//! looks at the last buffer's end (to merge into it) and at the number of
+//! buffers, which it leaves as they were. So a write before a folded
+//! read's instant finds the pipe as the unfolded model would and needs no
+//! cut, and a cut puts the bytes back at the front buffer's head
+//! ([`super::pipe::Pipe::unread`]). Another reader of the pipe cuts the
+//! fold. (The fifteenth session's pipe fold let every write cut it, for
+//! pipe->mutex, and cost more than the events saved: hackbench over pipes
+//! on power10-96 +5 % instructions. Where the machine models no pipe
+//! lines, the mutex costs nothing and a write cannot change such a read.)
 
 use super::cacheline::data_lines;
 use super::core::segment_ns;
@@ -72,7 +85,7 @@ pub struct Before {
     /// A message was queued when the next read was charged (it pulls the
     /// message's lines).
     pub queued: bool,
-    /// A folded send's op and socket (kernel/fold_send.rs).
+    /// A folded send's op and socket or pipe (kernel/fold_send.rs).
     pub pc: usize,
     pub sock: usize,
 }
@@ -81,10 +94,13 @@ pub struct Before {
 #[derive(Clone, Debug)]
 pub struct Fold {
     pub p: Pid,
-    /// The socket it reads (a fold of sends: the first send's).
+    /// The socket or pipe it reads (a fold of sends: the first send's).
     pub sock: Option<usize>,
     /// It folds sends (kernel/fold_send.rs), not reads.
     pub sends: bool,
+    /// Its reads or sends are of pipes (`sock` and each op's `sock` are
+    /// then pipes' indices).
+    pub pipe: bool,
     /// Bytes of each read.
     pub n: u32,
     /// The segment's start and speed (work-ns per 1024 ns).
@@ -111,6 +127,7 @@ impl Default for Fold {
             p: 0,
             sock: None,
             sends: false,
+            pipe: false,
             n: 0,
             pull: None,
             pulled: false,
@@ -145,9 +162,10 @@ impl Kernel {
         }
     }
 
-    /// `cpu` reads a socket at now: cut another CPU's fold on it.
+    /// `cpu` reads a socket or pipe at now (`owner`: the CPU folding reads
+    /// of it): cut another CPU's fold on it.
     #[inline]
-    pub fn fold_touch_sock(&mut self, owner: Option<u32>, cpu: usize) {
+    pub fn fold_touch_read(&mut self, owner: Option<u32>, cpu: usize) {
         if let Some(c) = owner.filter(|&c| c as usize != cpu) {
             self.fold_cut(c as usize);
         }
@@ -177,17 +195,25 @@ impl Kernel {
         }
     }
 
-    /// Start a fold on `cpu`: `p` reads socket `sock` (`n` bytes a read), its first read's segment
-    /// started now at `speed`.
-    pub fn fold_begin(&mut self, cpu: usize, p: Pid, sock: usize, n: u32, speed: u64) {
-        self.socks[sock].fold = Some(cpu as u32);
+    /// Start a fold on `cpu`: `p` reads socket `sock`, or pipe `sock` if
+    /// `pipe` (`n` bytes a read), its first read's segment started now at
+    /// `speed`.
+    pub fn fold_begin(&mut self, cpu: usize, p: Pid, sock: usize, pipe: bool, n: u32, speed: u64) {
+        if pipe {
+            self.pipes[sock].fold = Some(cpu as u32);
+        } else {
+            self.socks[sock].fold = Some(cpu as u32);
+        }
         self.fold_start(cpu, p, sock, n, speed, false);
+        self.folds[cpu].pipe = pipe;
     }
 
-    /// Start a fold of `p`'s sends on `cpu` (kernel/fold_send.rs), its
-    /// first send's segment started now at `speed`.
-    pub fn fold_begin_sends(&mut self, cpu: usize, p: Pid, sock: usize, speed: u64) {
+    /// Start a fold of `p`'s sends on `cpu` (kernel/fold_send.rs), of
+    /// pipe writes if `pipe`, its first send's segment started now at
+    /// `speed`.
+    pub fn fold_begin_sends(&mut self, cpu: usize, p: Pid, sock: usize, pipe: bool, speed: u64) {
         self.fold_start(cpu, p, sock, 0, speed, true);
+        self.folds[cpu].pipe = pipe;
     }
 
     fn fold_start(&mut self, cpu: usize, p: Pid, sock: usize, n: u32, speed: u64, sends: bool) {
@@ -195,6 +221,7 @@ impl Kernel {
         f.p = p;
         f.sock = Some(sock);
         f.sends = sends;
+        f.pipe = false;
         f.n = n;
         f.pull = None;
         f.start = self.now;
@@ -209,10 +236,12 @@ impl Kernel {
         let f = &mut self.folds[cpu];
         let sock = f.sock.take().expect("a live fold");
         f.ops.clear();
-        let sends = f.sends;
+        let (sends, pipe) = (f.sends, f.pipe);
         self.folds_live -= 1;
-        if !sends {
-            self.socks[sock].fold = None;
+        match (sends, pipe) {
+            (true, _) => {}
+            (false, true) => self.pipes[sock].fold = None,
+            (false, false) => self.socks[sock].fold = None,
         }
     }
 
@@ -255,9 +284,13 @@ impl Kernel {
     /// charges after them.
     fn fold_undo(&mut self, cpu: usize, p: Pid, sock: usize, i: usize) {
         let ops = std::mem::take(&mut self.folds[cpu].ops);
-        let n = self.folds[cpu].n;
+        let (n, pipe) = (self.folds[cpu].n, self.folds[cpu].pipe);
         for b in ops[i..].iter().rev() {
-            self.socks[sock].unread(n);
+            if pipe {
+                self.pipes[sock].unread(n);
+            } else {
+                self.socks[sock].unread(n);
+            }
             self.stats.ipc_line_ns -= b.line_ns;
         }
         self.fold_rewind(p, &ops[i]);

@@ -35,13 +35,30 @@
 //! machine has them, a send's charge reads the socket's lines and lock as
 //! other CPUs left them, and every touch of the socket between the fold's
 //! start and a send's charge would change it.
+//!
+//! Pipe writes fold the same way (issue 33, nineteenth session), where a
+//! pipe op's cost does not depend on the pipe (no `pipe_xcpu_lines`: every
+//! preset): each write is stamped on the pipe's own list and joins its
+//! buffers, merged into the last page or in a new buffer as pipe_write
+//! would, when anything looks at the pipe from its stamp on
+//! ([`Kernel::pipe_settle`]). A write is certain when no reader or poller
+//! sleeps on the pipe (it wakes nobody: a write wakes readers only from
+//! the wait queue) and the pipe has a free buffer for it and for every
+//! write stamped there, each counted as needing a buffer of its own (it
+//! does not block: reads only free buffers). A write from another CPU
+//! that leaves too few buffers for the stamped writes cuts their folds,
+//! and a reader or poller finding the pipe empty ends each fold at its
+//! first write stamped there, as for sockets.
 
+use super::pipe::PIPE_DEF_BUFFERS;
 use super::task::Pid;
 use super::unix_sock::skb_truesize;
 use super::Kernel;
 use crate::engine::{EventKind, Time};
+use std::collections::VecDeque;
 
-/// A folded send's skb of `n` bytes, queued by `cpu` at `at`.
+/// A folded send's skb, or a folded pipe write, of `n` bytes, queued by
+/// `cpu` at `at`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stamped {
     pub at: Time,
@@ -65,42 +82,83 @@ impl Kernel {
                 && self.events.slot(EventKind::CpuDone, s.cpu as usize) < self.fold_slot)
     }
 
+    /// The stamped writes not due yet of socket `i`, or of pipe `i` if
+    /// `pipe`.
+    fn stamps(&mut self, i: usize, pipe: bool) -> &mut VecDeque<Stamped> {
+        if pipe {
+            &mut self.pipes[i].sends
+        } else {
+            &mut self.socks[i].sends
+        }
+    }
+
     /// The socket `i` as of now: the folded sends stamped up to now queue
     /// their skbs, in their stamps' order (sock_def_readable finds no
     /// reader asleep: a reader that slept first cut the fold).
     #[inline]
     pub fn sock_settle(&mut self, i: usize) {
-        if !self.socks[i].sends.is_empty() {
-            self.sock_settle_stamped(i);
+        self.settle(i, false);
+    }
+
+    /// The pipe `i` as of now: the folded writes stamped up to now add
+    /// their bytes, in their stamps' order (they wake nobody, as for
+    /// sockets).
+    #[inline]
+    pub fn pipe_settle(&mut self, i: usize) {
+        self.settle(i, true);
+    }
+
+    /// `sock_settle` or `pipe_settle`: out of line only where the first
+    /// stamped write may be due.
+    #[inline]
+    fn settle(&mut self, i: usize, pipe: bool) {
+        let now = self.now;
+        if self.stamps(i, pipe).front().is_some_and(|s| s.at <= now) {
+            self.settle_stamped(i, pipe);
         }
     }
 
-    /// `sock_settle` of a socket with stamped sends.
+    /// `sock_settle` or `pipe_settle` of an object with stamped writes,
+    /// the first stamped no later than now.
     #[inline(never)]
-    fn sock_settle_stamped(&mut self, i: usize) {
-        while let Some(&s) = self.socks[i].sends.front() {
+    fn settle_stamped(&mut self, i: usize, pipe: bool) {
+        let page = self.machine.cost.page_size;
+        while let Some(&s) = self.stamps(i, pipe).front() {
             if !self.stamp_due(&s) {
                 break;
             }
-            self.socks[i].sends.pop_front();
-            self.socks[i].sends_wmem -= skb_truesize(s.n);
             self.sends_pending -= 1;
-            self.socks[i].queue_skb(s.cpu as usize, s.n);
+            let cpu = s.cpu as usize;
+            if pipe {
+                let q = &mut self.pipes[i];
+                q.sends.pop_front();
+                q.queue_write(cpu, s.n, page);
+            } else {
+                let q = &mut self.socks[i];
+                q.sends.pop_front();
+                q.sends_wmem -= skb_truesize(s.n);
+                q.queue_skb(cpu, s.n);
+            }
         }
     }
 
     /// A send on `cpu` folds: its skb of `n` bytes goes on socket `i`'s
-    /// list, stamped `at` (after the skbs due now are queued, which keeps
-    /// the list to the sends not yet due; a fold's stamps come in order,
-    /// so mostly at the back).
-    pub fn send_stamp(&mut self, i: usize, cpu: usize, n: u32, at: Time) {
-        self.sock_settle(i);
+    /// list (pipe `i`'s if `pipe`), stamped `at` (after the writes due now
+    /// are queued, which keeps the list to the writes not yet due; a
+    /// fold's stamps come in order, so mostly at the back).
+    pub fn send_stamp(&mut self, i: usize, pipe: bool, cpu: usize, n: u32, at: Time) {
+        if pipe {
+            self.pipe_settle(i);
+        } else {
+            self.sock_settle(i);
+            self.socks[i].sends_wmem += skb_truesize(n);
+        }
         let s = Stamped {
             at,
             cpu: cpu as u32,
             n,
         };
-        let q = &mut self.socks[i].sends;
+        let q = self.stamps(i, pipe);
         let key = |e: &Stamped| (e.at, e.cpu);
         if q.back().is_none_or(|b| key(b) <= key(&s)) {
             q.push_back(s);
@@ -108,16 +166,21 @@ impl Kernel {
             let k = q.partition_point(|e| key(e) <= key(&s));
             q.insert(k, s);
         }
-        self.socks[i].sends_wmem += skb_truesize(n);
         self.sends_pending += 1;
     }
 
-    /// A send of `n` bytes on socket `i` at `at`, folded now, is certain:
-    /// no reader sleeps, and its skb fits behind every skb queued or
-    /// stamped (with the truesize a folded reader frees later counted as
-    /// still used), so sock_alloc_send_pskb's wait for memory cannot
-    /// happen whatever is read meanwhile.
-    pub fn send_certain(&self, i: usize, n: u32) -> bool {
+    /// A send of `n` bytes on socket `i` (a write on pipe `i` if `pipe`)
+    /// at `at`, folded now, is certain: no reader sleeps, and it fits
+    /// behind everything queued or stamped (for a socket, with the
+    /// truesize a folded reader frees later counted as still used, so
+    /// sock_alloc_send_pskb's wait for memory cannot happen whatever is
+    /// read meanwhile; for a pipe, each stamped write counted as taking a
+    /// buffer of its own).
+    pub fn send_certain(&self, i: usize, pipe: bool, n: u32) -> bool {
+        if pipe {
+            let q = &self.pipes[i];
+            return q.rd_wait.is_empty() && q.buffers_promised() < PIPE_DEF_BUFFERS;
+        }
         let s = &self.socks[i];
         s.rd_wait.is_empty() && self.sndbuf_used(i) + skb_truesize(n) <= super::unix_sock::SK_SNDBUF
     }
@@ -133,15 +196,16 @@ impl Kernel {
         s.wmem_alloc() + due + s.sends_wmem
     }
 
-    /// A reader found socket `i` empty and sleeps: each send stamped on
-    /// it later could wake it (sock_def_readable), as the first of them
-    /// will. Each becomes its fold's last, taking effect at its segment's
-    /// end, an event; the sends each fold stamped after it are undone.
-    /// While a reader sleeps, no send on its socket is stamped: a send
-    /// that wakes it, and one whose time depends on such a send (a fold
-    /// undone later), is an event.
-    pub fn sends_wake_due(&mut self, i: usize) {
-        while let Some(&s) = self.socks[i].sends.front() {
+    /// A reader found socket `i` (pipe `i` if `pipe`) empty and sleeps:
+    /// each send stamped on it later could wake it (sock_def_readable,
+    /// pipe_write's wake_up of the readers), as the first of them will.
+    /// Each becomes its fold's last, taking effect at its segment's end,
+    /// an event; the sends each fold stamped after it are undone. While a
+    /// reader sleeps, no send on its socket is stamped: a send that wakes
+    /// it, and one whose time depends on such a send (a fold undone
+    /// later), is an event.
+    pub fn sends_wake_due(&mut self, i: usize, pipe: bool) {
+        while let Some(&s) = self.stamps(i, pipe).front() {
             let cpu = s.cpu as usize;
             debug_assert!(self.folded(cpu), "a stamped send not due has its fold");
             let j = self.folds[cpu]
@@ -152,21 +216,26 @@ impl Kernel {
         }
     }
 
-    /// A send from another CPU queued on socket `i`: cut the folds whose
-    /// stamped skbs might no longer fit.
+    /// A send from another CPU queued on socket `i` (a write on pipe `i`
+    /// if `pipe`): cut the folds whose stamped writes might no longer fit.
     #[inline]
-    pub fn sends_after_send(&mut self, i: usize) {
-        if self.socks[i].sends_wmem > 0 {
-            self.sends_check_room(i);
+    pub fn sends_after_send(&mut self, i: usize, pipe: bool) {
+        if !self.stamps(i, pipe).is_empty() {
+            self.sends_check_room(i, pipe);
         }
     }
 
-    /// The stamped skbs on socket `i` fit in its send buffer still, or
-    /// their folds are cut.
+    /// The stamped writes on socket or pipe `i` fit still, or their folds
+    /// are cut.
     #[inline(never)]
-    fn sends_check_room(&mut self, i: usize) {
-        if self.sndbuf_used(i) > super::unix_sock::SK_SNDBUF {
-            while let Some(s) = self.socks[i].sends.back() {
+    fn sends_check_room(&mut self, i: usize, pipe: bool) {
+        let full = if pipe {
+            self.pipes[i].buffers_promised() > PIPE_DEF_BUFFERS
+        } else {
+            self.sndbuf_used(i) > super::unix_sock::SK_SNDBUF
+        };
+        if full {
+            while let Some(&s) = self.stamps(i, pipe).back() {
                 self.fold_cut(s.cpu as usize);
             }
         }
@@ -188,23 +257,30 @@ impl Kernel {
         self.events.push(end, EventKind::CpuDone, cpu);
     }
 
-    /// Undo folded sends `i..` of `cpu`'s fold (their stamped skbs leave
-    /// their sockets' lists) and take `p` back to send `i` awaiting its
+    /// Undo folded sends `i..` of `cpu`'s fold (their stamped writes leave
+    /// their objects' lists) and take `p` back to send `i` awaiting its
     /// effect. The sends stamped now and seen stay, and are queued.
     pub(crate) fn send_undo(&mut self, cpu: usize, p: Pid, i: usize) {
         let ops = std::mem::take(&mut self.folds[cpu].ops);
+        let pipe = self.folds[cpu].pipe;
         for b in &ops[i..] {
-            let q = &mut self.socks[b.sock].sends;
+            let q = self.stamps(b.sock, pipe);
             let at = q.iter().rposition(|s| s.at == b.end && s.cpu == cpu as u32);
             let s = q
                 .remove(at.expect("a folded send is stamped"))
                 .expect("in range");
-            self.socks[b.sock].sends_wmem -= skb_truesize(s.n);
+            if !pipe {
+                self.socks[b.sock].sends_wmem -= skb_truesize(s.n);
+            }
             self.sends_pending -= 1;
         }
         let now = self.now;
         for b in ops[..i].iter().rev().take_while(|b| b.end == now) {
-            self.sock_settle(b.sock);
+            if pipe {
+                self.pipe_settle(b.sock);
+            } else {
+                self.sock_settle(b.sock);
+            }
         }
         let prog = &mut self.tasks[p].prog;
         prog.pc = ops[i].pc;

@@ -3,6 +3,7 @@
 //! empty→non-empty (readers) and full→not-full (writers) transitions.
 
 use super::cacheline::{data_lines, Lines, SharedLines, Use};
+use super::fold_send::Stamped;
 use super::lock::ContendedLock;
 use super::task::Pid;
 use super::wait::{WaitQueue, WaitQueueRef};
@@ -34,6 +35,12 @@ pub struct Pipe {
     lines: SharedLines,
     /// pipe->mutex, held by pipe_read and pipe_write for their whole work.
     mutex: ContendedLock,
+    /// The CPU whose folded reads of this pipe are not all due yet
+    /// (kernel/fold.rs).
+    pub fold: Option<u32>,
+    /// Folded writes not added yet, in their stamps' order
+    /// (kernel/fold_send.rs).
+    pub sends: VecDeque<Stamped>,
 }
 
 impl Pipe {
@@ -62,6 +69,39 @@ impl Pipe {
             Some(b) if b.offset + b.len + n <= page => b.len += n,
             _ => self.bufs.push_back(PipeBuf { offset: 0, len: n }),
         }
+    }
+
+    /// A read of `n` bytes now takes them from the front buffer and leaves
+    /// bytes there: it frees no buffer (so wakes no writer) and leaves the
+    /// pipe non-empty. Its outcome is certain, and a write before its
+    /// instant finds the pipe as it would have (a write reads only the last
+    /// buffer's end and the buffer count, which such a read leaves as they
+    /// were: kernel/fold.rs).
+    pub fn read_certain(&self, n: u32) -> bool {
+        self.bufs.front().is_some_and(|b| b.len > n)
+    }
+
+    /// Undo a read that took `n` bytes from the front buffer and freed
+    /// none: they go back to its front.
+    pub fn unread(&mut self, n: u32) {
+        let b = self
+            .bufs
+            .front_mut()
+            .expect("a folded read left the buffer");
+        b.offset -= n;
+        b.len += n;
+    }
+
+    /// The buffers the pipe holds, with one for each folded write stamped
+    /// on it later: at most what it will hold when they are added.
+    pub fn buffers_promised(&self) -> usize {
+        self.bufs.len() + self.sends.len()
+    }
+
+    /// A write on `cpu` adds `n` bytes, in `page`-sized buffers.
+    pub fn queue_write(&mut self, cpu: usize, n: u32, page: u32) {
+        self.push(n, page);
+        self.lines.wrote(cpu);
     }
 
     /// Take up to `n` bytes; returns (bytes, whether a slot was freed).
@@ -137,6 +177,7 @@ impl Kernel {
 
     /// pipe_write of `n` ≤ PIPE_BUF bytes.
     pub fn pipe_write(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        self.pipe_settle(i);
         let page = self.machine.cost.page_size;
         let pipe = &mut self.pipes[i];
         if !pipe.room_for(n, page) {
@@ -144,8 +185,9 @@ impl Kernel {
             return Io::Block;
         }
         let was_empty = pipe.is_empty();
-        pipe.push(n, page);
-        pipe.lines.wrote(cpu);
+        pipe.queue_write(cpu, n, page);
+        self.sends_after_send(i, true);
+        let pipe = &self.pipes[i];
         // wake_next_writer: only a writer that slept passes the baton on.
         let wake_next = self.tasks[p].prog.woken && !pipe.is_full();
         if was_empty || pipe.poll_usage {
@@ -157,10 +199,20 @@ impl Kernel {
         Io::Done(n)
     }
 
+    /// Pipes cost the same whatever the pipe's state on this machine (no
+    /// `pipe_xcpu_lines`, so no lines and no pipe->mutex): reads and
+    /// writes of them may fold (kernel/fold.rs, kernel/fold_send.rs).
+    pub fn pipes_fold(&self) -> bool {
+        self.machine.cost.pipe_xcpu_lines == 0
+    }
+
     /// pipe_read of up to `n` bytes.
     pub fn pipe_read(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
+        self.fold_touch_read(self.pipes[i].fold, cpu);
+        self.pipe_settle(i);
         let pipe = &mut self.pipes[i];
         if pipe.is_empty() {
+            self.sends_wake_due(i, true);
             self.prepare_to_wait(WaitQueueRef::PipeRead(i), p, true);
             return Io::Block;
         }
@@ -180,10 +232,12 @@ impl Kernel {
     /// poll() for POLLIN: returns at once if data is there, else waits
     /// (non-exclusively) for the next write.
     pub fn pipe_poll_in(&mut self, p: Pid, i: usize) -> Io {
+        self.pipe_settle(i);
         self.pipes[i].poll_usage = true;
         if !self.pipes[i].is_empty() {
             return Io::Done(0);
         }
+        self.sends_wake_due(i, true);
         self.prepare_to_wait(WaitQueueRef::PipeRead(i), p, false);
         Io::Block
     }

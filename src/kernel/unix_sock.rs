@@ -267,7 +267,7 @@ impl Kernel {
             return Io::Block;
         }
         s.queue_skb(cpu, n);
-        self.sends_after_send(i);
+        self.sends_after_send(i, false);
         if let Some(f) = self.socks[i].fold.filter(|&c| c as usize != cpu) {
             self.fold_after_write(f as usize, None);
         }
@@ -280,11 +280,11 @@ impl Kernel {
 
     /// unix_stream_recvmsg of up to `n` bytes.
     pub fn unix_recv(&mut self, p: Pid, cpu: usize, i: usize, n: u32) -> Io {
-        self.fold_touch_sock(self.socks[i].fold, cpu);
+        self.fold_touch_read(self.socks[i].fold, cpu);
         self.sock_settle(i);
         let s = &mut self.socks[i];
         if s.queue.is_empty() {
-            self.sends_wake_due(i);
+            self.sends_wake_due(i, false);
             self.prepare_to_wait(WaitQueueRef::SockRead(i), p, false);
             return Io::Block;
         }

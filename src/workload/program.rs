@@ -34,6 +34,16 @@ fn sys_io(op: Op) -> Option<SysIo> {
     })
 }
 
+/// A socket send's or pipe write's object, bytes, and whether it is a
+/// pipe's.
+fn sent(op: Op) -> Option<(usize, u32, bool)> {
+    match op {
+        Op::SockSend { sock, bytes } => Some((sock, bytes, false)),
+        Op::PipeWrite { pipe, bytes } => Some((pipe, bytes, true)),
+        _ => None,
+    }
+}
+
 /// How long a spinner burns between two looks at a held lock: a few
 /// hundred trylock + pause rounds (an estimate; pause is ~40–140 cycles).
 const SPIN_CHUNK_NS: u64 = 1000;
@@ -215,10 +225,10 @@ impl Kernel {
                 let ns = self.vary(cost, By::Task(p));
                 let ns = ns + self.shared_cost(&op, cpu, self.now, ns);
                 let a = self.charge(p, ns, Point::MightSleep);
-                if let Some((sock, n)) = self.foldable(p, cpu, op) {
-                    self.fold_reads(p, cpu, op, sock, n, cost);
-                } else if self.send_foldable(p, cpu, op) {
-                    self.fold_sends(p, cpu);
+                if let Some((obj, pipe, n)) = self.foldable(p, cpu, op) {
+                    self.fold_reads(p, cpu, op, (obj, pipe), n, cost);
+                } else if let Some(pipe) = self.send_foldable(p, cpu, op) {
+                    self.fold_sends(p, cpu, pipe);
                 }
                 return Some(a);
             }
@@ -505,29 +515,49 @@ impl Kernel {
         Some(self.charge_split(p, ns, 0, Point::User))
     }
 
-    /// The socket and size of a read `p` may fold (kernel/fold.rs) from
-    /// here: a socket read that is the only op of its loop, on a CPU with
-    /// no reschedule request pending and no throttle to check, with no
-    /// syscall tracer and no fold running.
-    fn foldable(&self, p: Pid, cpu: usize, op: Op) -> Option<(usize, u32)> {
-        let Op::SockRecv { sock, bytes } = op else {
-            return None;
+    /// The socket or pipe (true) and size of a read `p` may fold
+    /// (kernel/fold.rs) from here: a socket read, or a pipe read on a
+    /// machine whose pipe ops cost the same whatever the pipe's state, that
+    /// is the only op of its loop, on a CPU with no reschedule request
+    /// pending and no throttle to check, with no syscall tracer and no fold
+    /// running.
+    fn foldable(&self, p: Pid, cpu: usize, op: Op) -> Option<(usize, bool, u32)> {
+        let (obj, pipe, bytes) = match op {
+            Op::SockRecv { sock, bytes } => (sock, false, bytes),
+            Op::PipeRead { pipe, bytes } if self.pipes_fold() => (pipe, true, bytes),
+            _ => return None,
         };
         let prog = &self.tasks[p].prog;
         let alone = prog.pc > 0
             && prog.loops.last().is_some_and(|l| l.0 + 1 == prog.pc)
             && prog.ops.get(prog.pc + 1) == Some(&Op::EndLoop);
         let quiet = !self.syscalls && !self.bandwidth_on && !self.resched_pending(cpu);
-        (alone && quiet && !prog.woken && !self.folded(cpu)).then_some((sock, bytes))
+        (alone && quiet && !prog.woken && !self.folded(cpu)).then_some((obj, pipe, bytes))
+    }
+
+    /// The next read of `n` bytes of socket or pipe `i` is certain now
+    /// (what is stamped up to now settled).
+    fn read_certain(&self, i: usize, pipe: bool, n: u32) -> bool {
+        if pipe {
+            self.pipes[i].read_certain(n)
+        } else {
+            self.socks[i].read_certain(n)
+        }
     }
 
     /// Fold the reads after the one `p` was just charged for (`read` of
-    /// `n` bytes of socket `sock`, costing `cost` before its variation): while
-    /// the next read's outcome is certain and its loop goes on, apply the
-    /// read's effect as at its segment's end and charge the next read
-    /// there, each as the unfolded interpreter would (kernel/fold.rs).
-    fn fold_reads(&mut self, p: Pid, cpu: usize, read: Op, sock: usize, n: u32, cost: u64) {
-        self.sock_settle(sock);
+    /// `n` bytes of socket `sock`, or of pipe `sock` if `pipe`, costing
+    /// `cost` before its variation): while the next read's outcome is
+    /// certain and its loop goes on, apply the read's effect as at its
+    /// segment's end and charge the next read there, each as the unfolded
+    /// interpreter would (kernel/fold.rs).
+    fn fold_reads(&mut self, p: Pid, cpu: usize, read: Op, obj: (usize, bool), n: u32, cost: u64) {
+        let (sock, pipe) = obj;
+        if pipe {
+            self.pipe_settle(sock);
+        } else {
+            self.sock_settle(sock);
+        }
         let speed = self.speed(cpu);
         let mut work = self.tasks[p].prog.work_left;
         let mut end = self.now + segment_ns(work, speed);
@@ -536,27 +566,36 @@ impl Kernel {
             let left = self.tasks[p].prog.loops.last().map_or(0, |l| l.1);
             let f = &self.folds[cpu];
             let folds = if begun { f.ops.len() } else { 0 };
-            if left < 2 || folds >= f.span || !self.socks[sock].read_certain(n) {
+            if left < 2 || folds >= f.span || !self.read_certain(sock, pipe, n) {
                 break;
             }
             if !begun {
-                self.fold_begin(cpu, p, sock, n, speed);
+                self.fold_begin(cpu, p, sock, pipe, n, speed);
                 begun = true;
             }
             let before = self.fold_mark(p, end, work);
             self.folds[cpu].ops.push(before);
             // The read takes effect at `end`, and its loop goes round.
-            let done = self.unix_recv(p, cpu, sock, n);
+            let done = if pipe {
+                self.pipe_read(p, cpu, sock, n)
+            } else {
+                self.unix_recv(p, cpu, sock, n)
+            };
             debug_assert_eq!(done, Io::Done(n));
             if let Some(top) = self.tasks[p].prog.loops.last_mut() {
                 top.1 -= (top.1 != u64::MAX) as u64;
             }
-            // The next read's cost, charged at `end`.
+            // The next read's cost, charged at `end` (a pipe's costs
+            // nothing shared where its reads fold).
             let line = self.stats.ipc_line_ns;
             let ns = self.vary(cost, By::Task(p));
-            let xfer = self.shared_cost(&read, cpu, end, ns);
+            let xfer = if pipe {
+                0
+            } else {
+                self.shared_cost(&read, cpu, end, ns)
+            };
             work = (ns + xfer).max(1);
-            let queued = self.socks[sock].has_data();
+            let queued = pipe || self.socks[sock].has_data();
             let b = self.folds[cpu].ops.last_mut().expect("just pushed");
             b.xfer = xfer;
             b.queued = queued;
@@ -589,37 +628,40 @@ impl Kernel {
 
     /// `p` may fold the sends from the one just charged (kernel/fold_send.rs):
     /// a socket send in a loop of socket sends only, on a machine whose
-    /// sends cost the same whatever the socket's state, with the CPU and
-    /// task as quiet as for a folded read.
-    fn send_foldable(&self, p: Pid, cpu: usize, op: Op) -> bool {
-        if !matches!(op, Op::SockSend { .. }) || !self.sends_fold() {
-            return false;
-        }
-        let prog = &self.tasks[p].prog;
-        let Some(&(start, _)) = prog.loops.last() else {
-            return false;
+    /// sends cost the same whatever the socket's state, or likewise a pipe
+    /// write (Some(true)), with the CPU and task as quiet as for a folded
+    /// read.
+    fn send_foldable(&self, p: Pid, cpu: usize, op: Op) -> Option<bool> {
+        let pipe = match op {
+            Op::SockSend { .. } if self.sends_fold() => false,
+            Op::PipeWrite { .. } if self.pipes_fold() => true,
+            _ => return None,
         };
+        let prog = &self.tasks[p].prog;
+        let &(start, _) = prog.loops.last()?;
         let body = &prog.ops[start + 1..];
         let sends = body
             .iter()
-            .take_while(|o| matches!(o, Op::SockSend { .. }))
+            .take_while(|o| sent(**o).is_some_and(|s| s.2 == pipe))
             .count();
         let quiet = !self.syscalls && !self.bandwidth_on && !self.resched_pending(cpu);
-        body.get(sends) == Some(&Op::EndLoop)
+        (body.get(sends) == Some(&Op::EndLoop)
             && prog.pc <= start + sends
             && quiet
             && !prog.woken
-            && !self.folded(cpu)
+            && !self.folded(cpu))
+        .then_some(pipe)
     }
 
-    /// Fold the sends after the one `p` was just charged for: while the
-    /// charged send's outcome is certain and its loop goes on, stamp its
-    /// skb with its segment's end (unix_stream_sendmsg's effect, seen by
-    /// others from then on), go round the loop to the next send and charge
-    /// it there, each as the unfolded interpreter would. Out of line: it
-    /// runs once a fold, and inlined it keeps `exec` out of `step`.
+    /// Fold the sends (pipe writes if `pipe`) after the one `p` was just
+    /// charged for: while the charged send's outcome is certain and its
+    /// loop goes on, stamp its skb (its bytes) with its segment's end
+    /// (unix_stream_sendmsg's or pipe_write's effect, seen by others from
+    /// then on), go round the loop to the next send and charge it there,
+    /// each as the unfolded interpreter would. Out of line: it runs once a
+    /// fold, and inlined it keeps `exec` out of `step`.
     #[inline(never)]
-    fn fold_sends(&mut self, p: Pid, cpu: usize) {
+    fn fold_sends(&mut self, p: Pid, cpu: usize, pipe: bool) {
         let speed = self.speed(cpu);
         let mode = self.tasks[p].prog.mode;
         let mut work = self.tasks[p].prog.work_left;
@@ -630,26 +672,26 @@ impl Kernel {
             let (pc, Some(&(top, left))) = (prog.pc, prog.loops.last()) else {
                 break;
             };
-            let Op::SockSend { sock, bytes } = prog.ops[pc] else {
+            let Some((obj, bytes, _)) = sent(prog.ops[pc]) else {
                 unreachable!("a loop of sends")
             };
             let last = prog.ops[pc + 1] == Op::EndLoop;
             let folds = if begun { self.folds[cpu].ops.len() } else { 0 };
             if (last && left < 2)
                 || folds >= self.folds[cpu].span
-                || !self.send_certain(sock, bytes)
+                || !self.send_certain(obj, pipe, bytes)
             {
                 break;
             }
             if !begun {
-                self.fold_begin_sends(cpu, p, sock, speed);
+                self.fold_begin_sends(cpu, p, obj, pipe, speed);
                 begun = true;
             }
             let mut before = self.fold_mark(p, end, work);
             before.pc = pc;
-            before.sock = sock;
+            before.sock = obj;
             self.folds[cpu].ops.push(before);
-            self.send_stamp(sock, cpu, bytes, end);
+            self.send_stamp(obj, pipe, cpu, bytes, end);
             // The send returns, and EndLoop goes round (left ≥ 2).
             let prog = &mut self.tasks[p].prog;
             prog.advance();
