@@ -4,7 +4,7 @@
 
 use schedlab::kernel::features::KernelConfig;
 use schedlab::kernel::pelt::{self, periodic_util_bounds};
-use schedlab::kernel::task::Pid;
+use schedlab::kernel::task::{Pid, TaskState};
 use schedlab::kernel::{Kernel, SimError};
 use schedlab::machine;
 use schedlab::workload::program::{Dist, Op};
@@ -399,4 +399,26 @@ fn lat_rank(h: &schedlab::util::hist::Histogram, v: u64) -> f64 {
         .take_while(|&q| h.quantile(q) <= v)
         .last()
         .unwrap_or(0.0)
+}
+
+/// try_to_block_task adds DEQUEUE_SPECIAL for TASK_DEAD (a special task
+/// state), and dequeue_entity never delays such a dequeue: a task that dies
+/// with negative lag leaves the queue at its final switch, where a plain
+/// DEQUEUE_SLEEP would leave it queued, sched_delayed, until a pick met it.
+#[test]
+fn a_task_that_dies_ineligible_is_dequeued_at_once() {
+    let mut k = Kernel::new(machine::from_spec("smp:cpus=2").unwrap(), KernelConfig::default());
+    k.check = true;
+    let mut b = Builder::new(0, 1);
+    // The first runs 1 ms of its 1.4 ms slice (RUN_TO_PARITY keeps the
+    // hog off) and exits with about −0.5 ms of lag next to the hog.
+    let a = task(&mut k, &mut b, 0, Some(0), vec![Op::Run(Dist::Fixed(MS)), Op::Exit]);
+    let h = task(&mut k, &mut b, 0, Some(0), hog());
+    k.run(Some(2 * MS)).unwrap();
+    assert_eq!(k.tasks[a].state, TaskState::Dead);
+    assert_eq!(k.rqs[0].curr, Some(h));
+    let t = &k.tasks[a];
+    assert!(!t.on_rq && !t.se.sched_delayed, "the dead task left its queue");
+    let cfs = &k.rqs[0].cfs;
+    assert_eq!((cfs.nr_queued, cfs.h_nr_queued), (1, 1), "the hog alone");
 }

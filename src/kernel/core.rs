@@ -3,7 +3,7 @@
 //! wake_up_new_task, and the CPU's execution of task segments.
 
 use super::fair::{
-    CfsRq, DEQUEUE_MIGRATING, DEQUEUE_SLEEP, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP,
+    CfsRq, DEQUEUE_MIGRATING, DEQUEUE_SLEEP, DEQUEUE_SPECIAL, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP,
 };
 use super::fair_class::Dequeued;
 use super::features::Feature;
@@ -914,7 +914,10 @@ impl Kernel {
     }
 
     /// try_to_block_task: dequeue a task that is going to sleep (possibly
-    /// delayed by DELAY_DEQUEUE).
+    /// delayed by DELAY_DEQUEUE). A special task state (of the model's,
+    /// TASK_DEAD: is_special_task_state) adds DEQUEUE_SPECIAL, and
+    /// dequeue_entity never delays such a dequeue: a dying task leaves its
+    /// queue at its final switch, whatever its lag.
     fn block_task(&mut self, cpu: usize, p: Pid) {
         self.touch_cpu(cpu);
         self.touch_task(p);
@@ -931,7 +934,13 @@ impl Kernel {
             self.tasks[p].on_rq = false;
             return;
         }
-        if let Dequeued::Done { counted } = self.dequeue_task_fair(cpu, p, DEQUEUE_SLEEP) {
+        let special = match self.tasks[p].state {
+            TaskState::Dead => DEQUEUE_SPECIAL,
+            _ => 0,
+        };
+        if let Dequeued::Done { counted } =
+            self.dequeue_task_fair(cpu, p, DEQUEUE_SLEEP | special)
+        {
             if counted {
                 self.rqs[cpu].nr_running -= 1;
             }

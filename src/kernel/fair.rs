@@ -29,7 +29,8 @@ pub const ENQUEUE_INITIAL: u32 = 0x80;
 pub const DEQUEUE_SLEEP: u32 = 0x01;
 pub const DEQUEUE_MIGRATING: u32 = 0x100;
 pub const DEQUEUE_DELAYED: u32 = 0x200;
-/// DEQUEUE_SPECIAL: never delay (throttling uses it).
+/// DEQUEUE_SPECIAL: never delay (a special task state: TASK_DEAD in
+/// try_to_block_task; throttling uses it too).
 pub const DEQUEUE_SPECIAL: u32 = 0x10000;
 
 /// update_load_avg flags.
