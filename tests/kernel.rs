@@ -7,6 +7,7 @@ use schedlab::kernel::pelt::{self, periodic_util_bounds};
 use schedlab::kernel::task::{Pid, TaskState};
 use schedlab::kernel::{Kernel, SimError};
 use schedlab::machine;
+use schedlab::machine::cost::TtwuPath;
 use schedlab::workload::program::{Dist, Op};
 use schedlab::workload::{Builder, TaskSpec};
 use std::rc::Rc;
@@ -407,18 +408,57 @@ fn lat_rank(h: &schedlab::util::hist::Histogram, v: u64) -> f64 {
 /// DEQUEUE_SLEEP would leave it queued, sched_delayed, until a pick met it.
 #[test]
 fn a_task_that_dies_ineligible_is_dequeued_at_once() {
-    let mut k = Kernel::new(machine::from_spec("smp:cpus=2").unwrap(), KernelConfig::default());
+    let mut k = Kernel::new(
+        machine::from_spec("smp:cpus=2").unwrap(),
+        KernelConfig::default(),
+    );
     k.check = true;
     let mut b = Builder::new(0, 1);
     // The first runs 1 ms of its 1.4 ms slice (RUN_TO_PARITY keeps the
     // hog off) and exits with about −0.5 ms of lag next to the hog.
-    let a = task(&mut k, &mut b, 0, Some(0), vec![Op::Run(Dist::Fixed(MS)), Op::Exit]);
+    let a = task(
+        &mut k,
+        &mut b,
+        0,
+        Some(0),
+        vec![Op::Run(Dist::Fixed(MS)), Op::Exit],
+    );
     let h = task(&mut k, &mut b, 0, Some(0), hog());
     k.run(Some(2 * MS)).unwrap();
     assert_eq!(k.tasks[a].state, TaskState::Dead);
     assert_eq!(k.rqs[0].curr, Some(h));
     let t = &k.tasks[a];
-    assert!(!t.on_rq && !t.se.sched_delayed, "the dead task left its queue");
+    assert!(
+        !t.on_rq && !t.se.sched_delayed,
+        "the dead task left its queue"
+    );
     let cfs = &k.rqs[0].cfs;
     assert_eq!((cfs.nr_queued, cfs.h_nr_queued), (1, 1), "the hog alone");
+}
+
+/// A remote wakeup onto a busy CPU charges its waker the price a replay
+/// of its trace gives back (`CostModel::ttwu_waker_ns`, one function for
+/// both), plus the IPI where one is sent.
+#[test]
+fn a_remote_wakeup_onto_a_busy_cpu_charges_the_waker_what_a_replay_gives_back() {
+    // Two CPUs sharing an LLC: the busy CPU's rq lock, not its wakelist.
+    let mut cfg = KernelConfig::default();
+    cfg.noise.enabled = false;
+    let mut k = Kernel::new(machine::from_spec("vm-2").unwrap(), cfg);
+    k.check = true;
+    let mut b = Builder::new(0, 1);
+    let waker = task(&mut k, &mut b, 0, Some(0), hog());
+    task(&mut k, &mut b, 0, Some(1), hog());
+    let sleep = vec![Op::Sleep(Dist::Fixed(100 * MS)), Op::Exit];
+    let wakee = task(&mut k, &mut b, 0, Some(1), sleep);
+    k.run(Some(5 * MS)).unwrap();
+    assert_eq!(k.tasks[wakee].state, TaskState::Interruptible);
+    assert_eq!(k.rqs[0].curr, Some(waker));
+    let (before, ipis) = (k.tasks[waker].prog.overhead, k.stats.ipis_sent);
+    assert!(k.try_to_wake_up(wakee, 0, 0, Some(waker)));
+    let c = &k.machine.cost;
+    let ipi = (k.stats.ipis_sent - ipis) * c.ipi_send_ns;
+    let charged = k.tasks[waker].prog.overhead - before;
+    assert_eq!(k.stats.ttwu_wakelist, 0);
+    assert_eq!(charged, c.ttwu_waker_ns(TtwuPath::RemoteRq) + ipi);
 }

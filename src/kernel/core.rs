@@ -3,7 +3,8 @@
 //! wake_up_new_task, and the CPU's execution of task segments.
 
 use super::fair::{
-    CfsRq, DEQUEUE_MIGRATING, DEQUEUE_SLEEP, DEQUEUE_SPECIAL, ENQUEUE_INITIAL, ENQUEUE_MIGRATED, ENQUEUE_WAKEUP,
+    CfsRq, DEQUEUE_MIGRATING, DEQUEUE_SLEEP, DEQUEUE_SPECIAL, ENQUEUE_INITIAL, ENQUEUE_MIGRATED,
+    ENQUEUE_WAKEUP,
 };
 use super::fair_class::Dequeued;
 use super::features::Feature;
@@ -18,6 +19,7 @@ use super::task::{Pid, TaskState};
 use super::tracepoint::{PlaceWhy, WakeupRule};
 use super::Kernel;
 use crate::engine::{EventKind, Time};
+use crate::machine::cost::TtwuPath;
 
 /// Wake flags (WF_*).
 pub const WF_FORK: u32 = 0x04;
@@ -938,8 +940,7 @@ impl Kernel {
             TaskState::Dead => DEQUEUE_SPECIAL,
             _ => 0,
         };
-        if let Dequeued::Done { counted } =
-            self.dequeue_task_fair(cpu, p, DEQUEUE_SLEEP | special)
+        if let Dequeued::Done { counted } = self.dequeue_task_fair(cpu, p, DEQUEUE_SLEEP | special)
         {
             if counted {
                 self.rqs[cpu].nr_running -= 1;
@@ -1272,10 +1273,10 @@ impl Kernel {
     fn charge_rq_lock(&mut self, cpu: usize, from: usize, waker: Option<Pid>) -> u64 {
         let c = &self.machine.cost;
         let cost = if cpu == from {
-            c.wakeup_local_ns
+            c.ttwu_waker_ns(TtwuPath::Local)
         } else {
-            let (base, extra) = (c.wakeup_local_ns, c.remote_rq_lock_ns);
-            base + extra + self.take_rq_lock(cpu, extra + c.activate_ns)
+            let hold = c.remote_rq_lock_ns + c.activate_ns;
+            c.ttwu_waker_ns(TtwuPath::RemoteRq) + self.take_rq_lock(cpu, hold)
         };
         let cost = self.vary(cost, waker.map_or(By::Cpu(from), By::Task));
         if let Some(w) = waker {

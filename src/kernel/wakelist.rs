@@ -13,6 +13,7 @@ use super::features::{Feature, Wakelist};
 use super::noise::By;
 use super::task::{Pid, TaskState};
 use super::Kernel;
+use crate::machine::cost::TtwuPath;
 
 impl Kernel {
     /// ttwu_queue_cond: whether a wakeup from `from` onto `cpu` goes through
@@ -47,8 +48,11 @@ impl Kernel {
         waker: Option<Pid>,
     ) {
         self.stats.ttwu_wakelist += 1;
-        let c = &self.machine.cost;
-        let queue = c.wakeup_local_ns - c.activate_ns + self.machine.line_transfer_ns(from, cpu);
+        let line_ns = self.machine.line_transfer_ns(from, cpu);
+        let queue = self
+            .machine
+            .cost
+            .ttwu_waker_ns(TtwuPath::Wakelist { line_ns });
         let queue = self.vary(queue, waker.map_or(By::Cpu(from), By::Task));
         if let Some(w) = waker {
             self.tasks[w].prog.overhead += queue;

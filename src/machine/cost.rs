@@ -393,7 +393,37 @@ pub fn page_size_ok(bytes: u64) -> bool {
     bytes.is_power_of_two() && (4096..=262_144).contains(&bytes)
 }
 
+/// How a try_to_wake_up reaches the wakee's run queue (ttwu_queue), for
+/// the waker's share of its cost ([`CostModel::ttwu_waker_ns`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TtwuPath {
+    /// The waker's own rq.
+    Local,
+    /// Another CPU's rq, its lock taken by the waker.
+    RemoteRq,
+    /// Another CPU's wakelist (__ttwu_queue_wakelist); `line_ns`: the
+    /// cache line llist_add brings over.
+    Wakelist { line_ns: u64 },
+}
+
 impl CostModel {
+    /// The waker's share of a wakeup, uncontended and before noise: the
+    /// wakeup on its own rq; on another CPU's rq, that rq's lock and lines
+    /// coming over too; through a wakelist, the wakeup less the activation
+    /// (the target does it) plus the llist line. The model charges it
+    /// (`Kernel::charge_rq_lock`, `Kernel::ttwu_queue_wakelist`, with the
+    /// wait behind other holders of the lock on top), and a replay takes
+    /// it out of the recorded burst that holds the real one: one price for
+    /// both, so that they cannot drift apart. The IPI, where one is sent,
+    /// is `ipi_send_ns` more.
+    pub fn ttwu_waker_ns(&self, path: TtwuPath) -> u64 {
+        match path {
+            TtwuPath::Local => self.wakeup_local_ns,
+            TtwuPath::RemoteRq => self.wakeup_local_ns + self.remote_rq_lock_ns,
+            TtwuPath::Wakelist { line_ns } => self.wakeup_local_ns - self.activate_ns + line_ns,
+        }
+    }
+
     /// Is there a polling idle state (a wakeup of a CPU in it needs no IPI)?
     pub fn has_polling_idle(&self) -> bool {
         self.idle_states.iter().any(|s| s.polling)

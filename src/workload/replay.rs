@@ -16,7 +16,7 @@ use crate::kernel::footprint::Footprint;
 use crate::kernel::pipe::PIPE_DEF_BUFFERS;
 use crate::kernel::task::{Pid, TaskState};
 use crate::kernel::Kernel;
-use crate::machine::cost::{REFILL_LINES, REFILL_MLP};
+use crate::machine::cost::{TtwuPath, REFILL_LINES, REFILL_MLP};
 use crate::trace::parse::{self, Event, FdUse, Parsed, Record, Task, UNKNOWN_PID};
 use crate::workload::fork::SHARED_MM_EXIT_PCT;
 use crate::workload::params::Params;
@@ -1350,14 +1350,12 @@ impl Replay {
             Atom::Fork(..) => c.fork_ns,
             Atom::Exit if t.process() != t.pid => c.exit_ns * SHARED_MM_EXIT_PCT / 100,
             Atom::Exit => c.exit_ns,
-            Atom::Wake(_, Reach::Local) | Atom::Woke(Reach::Local) => c.wakeup_local_ns,
+            Atom::Wake(_, Reach::Local) | Atom::Woke(Reach::Local) => {
+                c.ttwu_waker_ns(TtwuPath::Local)
+            }
             Atom::Wake(_, r @ Reach::Remote { ipi, .. })
             | Atom::Woke(r @ Reach::Remote { ipi, .. }) => {
-                let enqueue = match wakelist_ns(k, *r) {
-                    Some(ns) => ns,
-                    None => c.wakeup_local_ns + c.remote_rq_lock_ns,
-                };
-                enqueue + c.ipi_send_ns * *ipi as u64
+                c.ttwu_waker_ns(ttwu_path(k, *r)) + c.ipi_send_ns * *ipi as u64
             }
             _ => 0,
         }
@@ -1429,28 +1427,29 @@ fn resolve(a: Atom, queues: &[Queue]) -> Atom {
     }
 }
 
-/// The waker's share of a remote wakeup that went through the target's
-/// wakelist, as `ttwu_queue_wakelist` charges it (the wakeup less the
-/// activation, which the target does, and the line llist_add brings
-/// over); None for one that took the target's rq lock. The trace says
-/// whether the target was idle; `ttwu_queue_cond` decides as the model
-/// does (a wakee still on its CPU, `Wakelist::OnCpu*`, is not in the
-/// trace: taken as not).
-fn wakelist_ns(k: &Kernel, r: Reach) -> Option<u64> {
+/// How a recorded remote wakeup reached its wakee, for the waker's share
+/// of it (`CostModel::ttwu_waker_ns`): through the target's wakelist
+/// where `ttwu_queue_cond` would send it there as the model decides (the
+/// trace says whether the target was idle; a wakee still on its CPU,
+/// `Wakelist::OnCpu*`, is not in the trace: taken as not), else the
+/// target's rq lock.
+fn ttwu_path(k: &Kernel, r: Reach) -> TtwuPath {
     let Reach::Remote { from, to, idle, .. } = r else {
-        return None;
+        return TtwuPath::Local;
     };
     let (m, cfg) = (&k.machine, &k.cfg);
     let known = from.max(to) < m.nr_cpus();
     let cross_llc = known && !m.shares_llc(from, to);
     let queued = cfg.features.enabled(Feature::TtwuQueue)
         && ((cfg.wakelist_cross_llc && cross_llc) || (cfg.wakelist == Wakelist::Idle && idle));
-    let c = &m.cost;
-    let line = match known {
+    let line_ns = match known {
         true => m.line_transfer_ns(from, to),
-        false => c.cache_refill_llc_ns * REFILL_MLP / REFILL_LINES,
+        false => m.cost.cache_refill_llc_ns * REFILL_MLP / REFILL_LINES,
     };
-    queued.then(|| c.wakeup_local_ns - c.activate_ns + line)
+    match queued {
+        true => TtwuPath::Wakelist { line_ns },
+        false => TtwuPath::RemoteRq,
+    }
 }
 
 /// Take `cost` out of the bursts since the task last blocked, latest
