@@ -400,12 +400,14 @@ impl Kernel {
 
     /// sched_balance_trigger, from the tick: raise SCHED_SOFTIRQ when the
     /// CPU's next balance is due (the softirq runs on the way out of the
-    /// tick and is charged to the running task), then, on a busy CPU,
+    /// tick, in the running task's time), then, on a busy CPU,
     /// consider kicking an idle CPU for NOHZ balancing (nohz_balancer_kick
-    /// returns at once when rq->idle_balance). Returns whether it balanced.
-    pub fn sched_balance_trigger(&mut self, cpu: usize) -> bool {
+    /// returns at once when rq->idle_balance). Returns the balance's cost
+    /// when it balanced, for the caller to charge as the softirq's.
+    pub fn sched_balance_trigger(&mut self, cpu: usize) -> Option<u64> {
         let due = self.jiffies() >= self.lb.rq[cpu].next_balance && !self.sd.cpu[cpu].is_empty();
         let idle = self.idle_cpu(cpu);
+        let mut cost = None;
         if due {
             self.lb.cost_ns = 0;
             self.lb.acting = cpu;
@@ -415,16 +417,13 @@ impl Kernel {
                 IdleType::NotIdle
             };
             self.sched_balance_domains(cpu, kind);
-            let cost = std::mem::take(&mut self.lb.cost_ns);
-            if let Some(p) = self.rqs[cpu].curr {
-                self.tasks[p].prog.overhead += cost;
-            }
+            cost = Some(std::mem::take(&mut self.lb.cost_ns));
         }
         if !idle {
             self.nohz_balancer_kick(cpu);
         }
         self.count_wasted_cores(cpu);
-        due
+        cost
     }
 
     /// sched_balance_domains: balance each domain whose interval is due,

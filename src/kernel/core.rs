@@ -1373,17 +1373,24 @@ impl Kernel {
             self.resched_curr_lazy(cpu, Some(cpu), Req::Fair, Cause::Tick);
         }
         self.update_idle_cpu_scan(cpu);
-        self.sched_balance_trigger(cpu);
-        if let (Activity::Running { speed, .. }, Some(p)) = (self.rqs[cpu].act, self.rqs[cpu].curr)
-        {
-            if self.tick_goes_on(cpu, p, speed) {
-                return self.tick_irq_goes_on(cpu, p);
+        // SCHED_SOFTIRQ's balance, on the way out of the tick: interrupt
+        // time of the task it lands on, like the tick's own.
+        let softirq = self.sched_balance_trigger(cpu).unwrap_or(0);
+        match (self.rqs[cpu].act, self.rqs[cpu].curr) {
+            (Activity::Running { speed, .. }, Some(p)) => {
+                if self.tick_goes_on(cpu, p, speed) {
+                    self.irq_on_task(p, softirq);
+                    return self.tick_irq_goes_on(cpu, p);
+                }
+                self.stop_segment(cpu);
+                let ns = self.vary(self.machine.cost.tick_ns, By::Cpu(cpu));
+                self.irq_on_task(p, ns);
+                self.update_irq_load_avg(cpu, ns);
+                self.irq_on_task(p, softirq);
+                self.dispatch(cpu);
             }
-            self.stop_segment(cpu);
-            let ns = self.vary(self.machine.cost.tick_ns, By::Cpu(cpu));
-            self.irq_on_task(p, ns);
-            self.update_irq_load_avg(cpu, ns);
-            self.dispatch(cpu);
+            (_, Some(p)) => self.irq_on_task(p, softirq),
+            (_, None) => {}
         }
     }
 
@@ -1426,7 +1433,7 @@ impl Kernel {
         self.events
             .push(self.now + self.tick_ns, EventKind::Tick, cpu);
         self.update_idle_cpu_scan(cpu);
-        if self.sched_balance_trigger(cpu) {
+        if self.sched_balance_trigger(cpu).is_some() {
             self.stats.idle_tick_balances += 1;
         }
         if self.rqs[cpu].is_idle() && !self.rqs[cpu].need_resched && self.cpuidle_tick(cpu) {
