@@ -15,6 +15,12 @@ use super::Kernel;
 pub struct Futex {
     pub val: u32,
     pub wait: WaitQueue,
+    /// A trace replay's count word that stands for a socket's wait queue:
+    /// its waiters queue as sock_wait_for_wmem's and
+    /// unix_stream_data_wait's prepare_to_wait does, non-exclusively, at
+    /// the head (the last to wait is woken first). A futex's waiters, and
+    /// a pipe's (wait_event_interruptible_exclusive), queue at the tail.
+    pub nonexclusive: bool,
 }
 
 /// pthread_barrier_t: `count` threads meet, then all leave.
@@ -30,7 +36,7 @@ impl Kernel {
     pub fn futex_new(&mut self, val: u32) -> usize {
         self.futexes.push(Futex {
             val,
-            wait: WaitQueue::default(),
+            ..Futex::default()
         });
         self.futexes.len() - 1
     }
@@ -50,7 +56,8 @@ impl Kernel {
         if self.futexes[f].val >= need {
             return Io::Done(0);
         }
-        self.prepare_to_wait(WaitQueueRef::Futex(f), p, true);
+        let exclusive = !self.futexes[f].nonexclusive;
+        self.prepare_to_wait(WaitQueueRef::Futex(f), p, exclusive);
         Io::Block
     }
 
@@ -66,7 +73,8 @@ impl Kernel {
         {
             return Io::Done(0);
         }
-        self.prepare_to_wait(WaitQueueRef::Futex(read), p, true);
+        let exclusive = !self.futexes[read].nonexclusive;
+        self.prepare_to_wait(WaitQueueRef::Futex(read), p, exclusive);
         Io::Block
     }
 

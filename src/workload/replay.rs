@@ -93,6 +93,11 @@ struct Queue {
 }
 
 impl Queue {
+    /// A pipe (`pipe:[N]`); anything else counts as a socket.
+    fn is_pipe(&self) -> bool {
+        self.name.starts_with("pipe:")
+    }
+
     /// The bytes it holds when the kernel wakes the writers that waited
     /// for room: a UNIX socket's once sk_wmem_alloc is at most a quarter
     /// of sk_sndbuf (unix_write_space, unix_writable's `<< 2`), a pipe's
@@ -101,7 +106,7 @@ impl Queue {
     /// docs/replay.md woke there (70 skbs of 278 before the read that
     /// woke it; 601 writes of 640).
     fn wake_level(&self, full: u64) -> u64 {
-        if self.name.starts_with("pipe:") {
+        if self.is_pipe() {
             full - full / PIPE_DEF_BUFFERS as u64
         } else {
             full / 4
@@ -246,6 +251,9 @@ pub struct Replay {
     /// The pipes and sockets a causal replay counts bytes through (0: not
     /// causal).
     pub queues: usize,
+    /// Which of them are pipes: their waiters queue exclusively, a
+    /// socket's not (`Futex::nonexclusive`).
+    queue_is_pipe: Vec<bool>,
     /// The recorded autogroups its tasks are in: path and nice, by path
     /// (none without `# autogroup` lines, with `enabled=0`, or with
     /// `no_autogroup`).
@@ -1088,6 +1096,7 @@ impl Replay {
             warnings,
             opts,
             queues: b.queues.len(),
+            queue_is_pipe: b.queues.iter().map(Queue::is_pipe).collect(),
             autogroups,
             switch_ins: b.switch_ins,
         })
@@ -1102,8 +1111,11 @@ impl Replay {
     pub fn build(&self, k: &mut Kernel, b: &mut Builder) {
         let words = self.words(k);
         let queue0 = k.futexes.len();
-        for _ in 0..2 * self.queues {
-            k.futex_new(0);
+        for &pipe in &self.queue_is_pipe {
+            for _ in 0..2 {
+                let f = k.futex_new(0);
+                k.futexes[f].nonexclusive = !pipe;
+            }
         }
         let base = k.tasks.len();
         let switch_ns = self.switch_costs(k);
