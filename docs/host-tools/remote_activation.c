@@ -1,20 +1,25 @@
-// What a waker pays to activate a task on another CPU, with and without an IPI.
+// What a waker pays to activate a task on another CPU, with and without an IPI
+// (docs/machines.md, "Rule lock: what the measurements say").
 // A waker on CPU W (SCHED_OTHER, spinning between wakeups, as calibrate's waker does for gaps
 // under 100 us) wakes a task blocked in futex_wait on CPU T, GAP ns after it last blocked; the
-// waker's clock_gettime + futex_wake time is recorded (as calibrate's waker_* primitives), and
-// CPU T's "Function call interrupts" (CAL) and "Rescheduling interrupts" (RES) are counted from
-// /proc/interrupts around each case. Cases (what CPU T runs while the wakee sleeps):
+// waker's clock_gettime + futex_wake time is one sample (as calibrate's waker_* primitives).
+// Each sample is classed by what happened around it: for the remote cases, whether CPU T's
+// "Rescheduling interrupts" (RES) or "Function call interrupts" (CAL) in /proc/interrupts rose
+// between just before the gap and the wakee's return; for the local case, whether the waker was
+// switched out involuntarily (getrusage ru_nivcsw) inside the timed call.
+// Cases (what CPU T runs while the wakee sleeps):
 //   idle   nothing: ttwu_queue_wakelist (the target rq has nr_running 0), IPI unless polling
-//   sidle  a SCHED_IDLE spinner, wakee SCHED_OTHER: remote rq lock, enqueue, resched_curr (IPI)
-//   nopre  a SCHED_OTHER spinner, wakee SCHED_BATCH: remote rq lock, enqueue, and
-//          check_preempt_wakeup_fair returns at "p->policy != SCHED_NORMAL": no resched, no IPI.
-//          The spinner sched_yield()s only after the waker has stopped its clock, so the wakee
-//          runs without waiting for the tick.
+//   sidle  a SCHED_IDLE spinner, wakee SCHED_OTHER: remote rq lock, enqueue, and
+//          check_preempt_wakeup_fair preempts the idle-policy curr: resched_curr(_lazy), an IPI
+//   nopre  a SCHED_OTHER spinner, wakee SCHED_BATCH: remote rq lock, enqueue; update_curr returns
+//          at nr_queued == 1 and check_preempt_wakeup_fair at !normal_policy(p->policy): no
+//          resched, no IPI -- as long as nothing else is queued on CPU T. The spinner
+//          sched_yield()s only after the waker has stopped its clock, so the wakee runs at once.
 //   local  waker and wakee (both SCHED_BATCH) on CPU W, the wakee blocked: calibrate's
-//          futex_wake_local (a BATCH wakee never preempts), for the same-run difference.
-// Rounds alternate the cases (ABCD ABCD ...) so that load from other tasks hits all alike.
-// Usage: remote_activation W T ROUNDS N_PER_ROUND [GAP_NS [CASES]]   (prints per-round medians, then the
-// median of the round medians and IPIs per wakeup)
+//          futex_wake_local (a BATCH wakee never preempts). nopre - local = the remote rq lock.
+// Rounds alternate the cases so that load from other tasks hits all alike.
+// Usage: remote_activation W T ROUNDS N_PER_ROUND [GAP_NS [CASES]]   (CASES e.g. "nopre,local")
+// Build: gcc -O2 -pthread -o remote_activation remote_activation.c
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <pthread.h>
@@ -23,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,23 +38,24 @@ static void pin(int cpu) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(cpu, &s); if (pthr
 static void policy(int p) { struct sched_param sp = {0}; if (sched_setscheduler(0, p, &sp)) { perror("sched_setscheduler"); exit(1); } }
 static long fwait(atomic_uint *w, unsigned v) { return syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, v, 0, 0, 0); }
 static long fwake(atomic_uint *w) { return syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0); }
+static long nivcsw(void) { struct rusage u; getrusage(RUSAGE_THREAD, &u); return u.ru_nivcsw; }
 
 // Each word on its own line.
 static struct { _Alignas(64) atomic_uint seq; _Alignas(64) atomic_uint ready; _Alignas(64) atomic_uint kick; _Alignas(64) atomic_uint stop; } sh;
 static int W, T, N; static long long GAP;
 enum { IDLE, SIDLE, NOPRE, LOCAL, NCASE };
-static long missed[NCASE];
 static const char *names[NCASE] = {"idle", "sidle", "nopre", "local"};
 
-static void irq_counts(int cpu, long long *cal, long long *res) {
-  FILE *f = fopen("/proc/interrupts", "r"); char line[4096]; *cal = *res = -1;
+// CPU cpu's RES + CAL count.
+static long long irqs(int cpu) {
+  FILE *f = fopen("/proc/interrupts", "r"); char line[4096]; long long sum = 0;
   while (f && fgets(line, sizeof line, f)) {
     char *p = line; while (*p == ' ') p++;
-    long long *dst = !strncmp(p, "CAL:", 4) ? cal : !strncmp(p, "RES:", 4) ? res : 0;
-    if (!dst) continue;
-    p += 4; for (int c = 0; c <= cpu; c++) { long long v = strtoll(p, &p, 10); if (c == cpu) *dst = v; }
+    if (strncmp(p, "CAL:", 4) && strncmp(p, "RES:", 4)) continue;
+    p += 4; for (int c = 0; c <= cpu; c++) { long long v = strtoll(p, &p, 10); if (c == cpu) sum += v; }
   }
   if (f) fclose(f);
+  return sum;
 }
 
 struct wakee_arg { int cpu, pol; };
@@ -71,61 +78,64 @@ static void *spinner(void *a) {
   return 0;
 }
 
-static int cmp(const void *a, const void *b) { double x = *(double *)a, y = *(double *)b; return (x > y) - (x < y); }
-static double median(double *v, int n) { qsort(v, n, sizeof *v, cmp); return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2; }
+// Samples, pooled over rounds: [case][0] clean (no interrupt / no involuntary switch), [1] not.
+static double *samp[NCASE][2]; static int ns[NCASE][2]; static long missed[NCASE];
 
-// One case: returns the median waker time; adds IPIs seen on the target.
-static double run_case(int c, long long *cal, long long *res) {
+static void run_case(int c) {
   pthread_t wk, sp = 0; struct wakee_arg wa; struct spin_arg sa = {0, 0};
   atomic_store(&sh.seq, 0); atomic_store(&sh.ready, 0); atomic_store(&sh.kick, 0); atomic_store(&sh.stop, 0);
-  int target = c == LOCAL ? W : T;
-  wa.cpu = target; wa.pol = (c == NOPRE || c == LOCAL) ? SCHED_BATCH : SCHED_OTHER;
+  int local = c == LOCAL;
+  wa.cpu = local ? W : T; wa.pol = (c == NOPRE || local) ? SCHED_BATCH : SCHED_OTHER;
   if (c == SIDLE) { sa.pol = SCHED_IDLE; pthread_create(&sp, 0, spinner, &sa); }
   if (c == NOPRE) { sa.pol = SCHED_OTHER; sa.yield = 1; pthread_create(&sp, 0, spinner, &sa); }
   pthread_create(&wk, 0, wakee, &wa);
-  double *v = malloc(N * sizeof *v); int n = 0;
-  if (c == LOCAL) policy(SCHED_BATCH);
-  long long c0, r0, c1, r1; irq_counts(target, &c0, &r0);
-  for (unsigned i = 0; i < (unsigned)N; i++) {
-    while (atomic_load(&sh.ready) != i + 1) { if (c == LOCAL) sched_yield(); }
-    if (c == LOCAL) {
-      // the wakee stored ready and is about to block: let it (same CPU)
-      for (int k = 0; k < 4; k++) sched_yield();
-    } else { long long until = now() + GAP; while (now() < until) ; }
-    long long t0 = now();
+  if (local) policy(SCHED_BATCH);
+  long long before = 0, t0 = 0, t1 = 0; long sw = 0; int pending = 0;
+  for (unsigned i = 0; i <= (unsigned)N; i++) {
+    while (atomic_load(&sh.ready) != i + 1) if (local) sched_yield();
+    // the previous wakeup is complete (its wakee is back): class its sample
+    if (pending) {
+      int dirty = local ? sw != 0 : irqs(T) != before;
+      samp[c][dirty][ns[c][dirty]++] = t1 - t0; pending = 0;
+    }
+    if (i == (unsigned)N) break;
+    if (local) { sw = nivcsw(); } else { before = irqs(T); long long until = now() + GAP; while (now() < until) ; }
+    t0 = now();
     atomic_store(&sh.seq, i + 1);
     long woke = fwake(&sh.seq);
-    long long t1 = now();
-    if (woke == 1) v[n++] = t1 - t0; else missed[c]++;
+    t1 = now();
+    if (local) sw = nivcsw() - sw;
+    if (woke == 1) pending = 1; else missed[c]++;
     atomic_store(&sh.kick, i + 1);
   }
-  while (atomic_load(&sh.ready) != (unsigned)N + 1) if (c == LOCAL) sched_yield();
-  irq_counts(target, &c1, &r1);
   atomic_store(&sh.stop, 1);
   pthread_join(wk, 0); if (sp) pthread_join(sp, 0);
-  if (c == LOCAL) policy(SCHED_OTHER);
-  *cal += c1 - c0; *res += r1 - r0;
-  double m = n ? median(v, n) : 0; free(v); return m;
+  if (local) policy(SCHED_OTHER);
 }
 
+static int cmp(const void *a, const void *b) { double x = *(double *)a, y = *(double *)b; return (x > y) - (x < y); }
+static double pct(double *v, int n, double p) { if (!n) return 0; qsort(v, n, sizeof *v, cmp); return v[(int)(p * (n - 1))]; }
+
 int main(int argc, char **argv) {
-  if (argc < 5) { fprintf(stderr, "usage: %s W T ROUNDS N [GAP_NS]\n", argv[0]); return 2; }
+  if (argc < 5) { fprintf(stderr, "usage: %s W T ROUNDS N [GAP_NS [CASES]]\n", argv[0]); return 2; }
   W = atoi(argv[1]); T = atoi(argv[2]); int rounds = atoi(argv[3]); N = atoi(argv[4]);
   GAP = argc > 5 ? atoll(argv[5]) : 50000;
-  const char *only = argc > 6 ? argv[6] : 0; // run only the cases named here (e.g. "nopre,local")
+  const char *only = argc > 6 ? argv[6] : 0;
   pin(W);
-  double med[NCASE][64]; long long cal[NCASE] = {0}, res[NCASE] = {0};
-  if (rounds > 64) rounds = 64;
-  for (int r = 0; r < rounds; r++) {
-    printf("round %d:", r);
-    for (int c = 0; c < NCASE; c++) { if (only && !strstr(only, names[c])) { med[c][r] = 0; continue; } med[c][r] = run_case(c, &cal[c], &res[c]); printf(" %s %.0f", names[c], med[c][r]); }
-    printf("\n"); fflush(stdout);
-  }
+  for (int c = 0; c < NCASE; c++) for (int k = 0; k < 2; k++) samp[c][k] = malloc(sizeof(double) * rounds * N);
+  for (int r = 0; r < rounds; r++)
+    for (int c = 0; c < NCASE; c++) if (!only || strstr(only, names[c])) run_case(c);
+  printf("case   class           samples  p10 / median / p90 (ns, waker's clock_gettime + futex_wake)\n");
   for (int c = 0; c < NCASE; c++) {
-    double lo = 1e18, hi = 0; for (int r = 0; r < rounds; r++) { if (med[c][r] < lo) lo = med[c][r]; if (med[c][r] > hi) hi = med[c][r]; }
-    double m = median(med[c], rounds);
-    printf("%-6s waker ns: median of round medians %.0f (range %.0f-%.0f); per wakeup on CPU %d: CAL %.2f RES %.2f; futex_wake found no waiter %ld times\n",
-           names[c], m, lo, hi, c == LOCAL ? W : T, (double)cal[c] / (rounds * N), (double)res[c] / (rounds * N), missed[c]);
+    if (only && !strstr(only, names[c])) continue;
+    for (int k = 0; k < 2; k++) {
+      const char *cls = c == LOCAL ? (k ? "switched out" : "not switched") : (k ? "RES/CAL on T" : "no RES/CAL on T");
+      int n = ns[c][k]; double *v = samp[c][k];
+      printf("%-6s %-15s %7d  %.0f / %.0f / %.0f\n", names[c], cls, n, pct(v, n, 0.1), pct(v, n, 0.5), pct(v, n, 0.9));
+      if (getenv("HIST") && n) { int h[32] = {0}; for (int j = 0; j < n; j++) { int b = v[j] / 500; h[b > 31 ? 31 : b]++; }
+        printf("       per 500 ns:"); for (int b = 0; b < 32; b++) printf(" %d", h[b]); printf("\n"); }
+    }
+    if (missed[c]) printf("%-6s futex_wake found no waiter %ld times (not sampled)\n", names[c], missed[c]);
   }
   return 0;
 }
