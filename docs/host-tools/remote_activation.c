@@ -17,7 +17,9 @@
 //          sched_yield()s only after the waker has stopped its clock, so the wakee runs at once.
 //   local  waker and wakee (both SCHED_BATCH) on CPU W, the wakee blocked: calibrate's
 //          futex_wake_local (a BATCH wakee never preempts). nopre - local = the remote rq lock.
-// Rounds alternate the cases so that load from other tasks hits all alike.
+// Rounds alternate the cases so that load from other tasks hits all alike. Each round first
+// measures the W <-> T line transfer (it moves between runs on a guest whose vCPUs the host
+// moves), then prints its own nopre - local in ns and in lines.
 // Usage: remote_activation W T ROUNDS N_PER_ROUND [GAP_NS [CASES]]   (CASES e.g. "nopre,local")
 // Build: gcc -O2 -pthread -o remote_activation remote_activation.c
 #define _GNU_SOURCE
@@ -113,8 +115,29 @@ static void run_case(int c) {
   if (local) policy(SCHED_OTHER);
 }
 
+// One-way cache-line transfer W <-> T (calibrate's line_transfer): two threads hand one word
+// back and forth; the median over 300 batches of 200 round trips, ns per one-way hand-off.
+static void *line_peer(void *a) {
+  (void)a; pin(T);
+  for (unsigned j = 0; j < 300 * 200; j++) { while (atomic_load_explicit(&sh.seq, memory_order_acquire) != 2 * j + 1) ; atomic_store_explicit(&sh.seq, 2 * j + 2, memory_order_release); }
+  return 0;
+}
+static double median_of(double *v, int n);
+static double line_ns(void) {
+  pthread_t p; double b[300]; atomic_store(&sh.seq, 0);
+  pthread_create(&p, 0, line_peer, 0);
+  for (unsigned k = 0; k < 300; k++) {
+    long long t0 = now();
+    for (unsigned j = 0; j < 200; j++) { unsigned v = 2 * (k * 200 + j) + 1; atomic_store_explicit(&sh.seq, v, memory_order_release); while (atomic_load_explicit(&sh.seq, memory_order_acquire) != v + 1) ; }
+    b[k] = (now() - t0) / 400.0;
+  }
+  pthread_join(p, 0);
+  return median_of(b, 300);
+}
+
 static int cmp(const void *a, const void *b) { double x = *(double *)a, y = *(double *)b; return (x > y) - (x < y); }
 static double pct(double *v, int n, double p) { if (!n) return 0; qsort(v, n, sizeof *v, cmp); return v[(int)(p * (n - 1))]; }
+static double median_of(double *v, int n) { return pct(v, n, 0.5); }
 
 int main(int argc, char **argv) {
   if (argc < 5) { fprintf(stderr, "usage: %s W T ROUNDS N [GAP_NS [CASES]]\n", argv[0]); return 2; }
@@ -123,8 +146,20 @@ int main(int argc, char **argv) {
   const char *only = argc > 6 ? argv[6] : 0;
   pin(W);
   for (int c = 0; c < NCASE; c++) for (int k = 0; k < 2; k++) samp[c][k] = malloc(sizeof(double) * rounds * N);
-  for (int r = 0; r < rounds; r++)
+  printf("round   line  nopre(no IRQ)  local(not switched)  lock = nopre - local  in lines\n");
+  double lines[64]; if (rounds > 64) rounds = 64;
+  for (int r = 0; r < rounds; r++) {
+    int from[NCASE]; for (int c = 0; c < NCASE; c++) from[c] = ns[c][0];
+    double line = line_ns();
     for (int c = 0; c < NCASE; c++) if (!only || strstr(only, names[c])) run_case(c);
+    double tmp[2][ns[NOPRE][0] + ns[LOCAL][0] + 1];
+    int nn = ns[NOPRE][0] - from[NOPRE], nl = ns[LOCAL][0] - from[LOCAL];
+    memcpy(tmp[0], samp[NOPRE][0] + from[NOPRE], nn * sizeof(double)); memcpy(tmp[1], samp[LOCAL][0] + from[LOCAL], nl * sizeof(double));
+    double mn = median_of(tmp[0], nn), ml = median_of(tmp[1], nl);
+    lines[r] = nn && nl ? (mn - ml) / line : 0;
+    printf("%5d %6.0f %14.0f %20.0f %21.0f %9.1f\n", r, line, mn, ml, mn - ml, lines[r]);
+  }
+  printf("lines per round, median: %.1f\n", median_of(lines, rounds));
   printf("case   class           samples  p10 / median / p90 (ns, waker's clock_gettime + futex_wake)\n");
   for (int c = 0; c < NCASE; c++) {
     if (only && !strstr(only, names[c])) continue;
