@@ -20,7 +20,10 @@ pub struct DistCase {
 
 /// Small, fast scenarios covering the model's parts: sockets and pipes
 /// across CPUs, schbench's wakeup latency, periodic tasks, task groups
-/// with a quota, pipe ping-pong, a big machine.
+/// with a quota, pipe ping-pong, a big machine, and many tasks exiting
+/// (`hackbench-exit-milan`: 1,200 tasks whose few loops leave their exits
+/// a large part of the run, as in seed 002's short runs; it sees a dying
+/// task's dequeue, docs/repro/preempt-exit.md).
 pub const DIST_CASES: &[DistCase] = &[
     DistCase {
         id: "hackbench-xeon",
@@ -38,6 +41,15 @@ pub const DIST_CASES: &[DistCase] = &[
             "power10-96",
             "-w",
             "hackbench:groups=4,loops=100,ipc=pipe",
+        ],
+    },
+    DistCase {
+        id: "hackbench-exit-milan",
+        args: &[
+            "--machine",
+            "milan-256",
+            "-w",
+            "hackbench:groups=30,loops=5,ipc=pipe",
         ],
     },
     DistCase {
