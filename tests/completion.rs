@@ -8,9 +8,11 @@ use common::schedlab;
 use schedlab::kernel::completion::{CompletionVariant, SleepState, WaitHow};
 use schedlab::kernel::features::KernelConfig;
 use schedlab::kernel::irq::{Device, IrqAction};
+use schedlab::kernel::noise::NoiseConfig;
 use schedlab::kernel::task::Pid;
 use schedlab::kernel::Kernel;
 use schedlab::machine;
+use schedlab::machine::cost::TtwuPath;
 use schedlab::workload::program::{Dist, Op};
 use schedlab::workload::{Builder, TaskSpec};
 use std::rc::Rc;
@@ -295,4 +297,74 @@ fn kthreads_are_created_parked_and_stopped_through_completions() {
     }
     assert_eq!(k.completions.stats.completed, 60);
     assert_eq!(k.alive, 0, "kthreadd and every thread exited");
+}
+
+/// An interrupt handler's complete() pays for its remote wakeup what a
+/// waking task pays (`CostModel::ttwu_waker_ns` for the path taken, plus
+/// the IPI): try_to_wake_up has no in_interrupt() branch. Onto a busy CPU
+/// the handler takes that CPU's rq lock; onto an idle one it goes through
+/// the wakelist.
+#[test]
+fn an_interrupt_pays_for_a_remote_wakeup_what_a_task_does() {
+    for busy in [true, false] {
+        let cfg = KernelConfig {
+            noise: NoiseConfig {
+                enabled: false,
+                ..NoiseConfig::default()
+            },
+            ..KernelConfig::default()
+        };
+        let mut k = Kernel::new(machine::from_spec("smp:cpus=2").unwrap(), cfg);
+        k.check = true;
+        let mut b = Builder::new(0, 1);
+        let c = k.completion_new("t");
+        let mut pinned = |k: &mut Kernel, ops: Vec<Op>| {
+            let p = b.task(
+                k,
+                TaskSpec {
+                    comm: "t",
+                    group_of: None,
+                    nice: 0,
+                    allowed: Some(vec![1]),
+                    ops: Rc::from(ops),
+                },
+            );
+            b.launch(k, p);
+        };
+        pinned(
+            &mut k,
+            vec![wait(c, SleepState::Uninterruptible, None), Op::Exit],
+        );
+        if busy {
+            pinned(&mut k, vec![Op::Run(Dist::Fixed(50 * MS)), Op::Exit]);
+        }
+        k.irq_device_new(Device {
+            name: "dev".into(),
+            cpu: 0,
+            period: Some(5 * MS + 300_000),
+            latency: 0,
+            action: IrqAction::Complete(c),
+            fired: 0,
+        });
+        k.run(Some(10 * MS)).unwrap();
+        assert_eq!(k.completions.stats.completed, 1, "busy {busy}");
+        let cost = &k.machine.cost;
+        let path = if busy {
+            TtwuPath::RemoteRq
+        } else {
+            TtwuPath::Wakelist {
+                line_ns: k.machine.line_transfer_ns(0, 1),
+            }
+        };
+        assert_eq!(k.stats.ttwu_wakelist, u64::from(!busy), "busy {busy}");
+        // The busy CPU gets a reschedule IPI; the idle one polls
+        // (TIF_POLLING_NRFLAG) and needs none.
+        let ipi = if busy { cost.ipi_send_ns } else { 0 };
+        let half = cost.irq_entry_exit_ns / 2;
+        assert_eq!(
+            k.irqs.cpus[0].off[0],
+            2 * half + cost.ttwu_waker_ns(path) + ipi,
+            "busy {busy}"
+        );
+    }
 }

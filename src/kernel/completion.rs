@@ -551,16 +551,23 @@ impl Kernel {
         }
     }
 
-    /// try_to_wake_up from `cpu` and the time the waker spends on it:
-    /// the rq lock and enqueue (what the core charges a waking task) plus
-    /// sending the IPI if one was needed. A waking task is charged the
-    /// IPI too; an interrupt handler's time is its caller's to account.
+    /// try_to_wake_up from `cpu` and the time the waker spends on it: what
+    /// try_to_wake_up charges a waker (`CostModel::ttwu_waker_ns` for the
+    /// path it took, the wait for another CPU's rq lock, the spin on a
+    /// wakee still switching out, the select_idle_cpu scan) plus sending
+    /// the IPI if one was needed.
+    /// An interrupt handler (`waker` None: a timer or irq calling
+    /// complete()) spends the same as a task: the kernel's try_to_wake_up
+    /// (v4.13 core.c, read) has no in_interrupt() branch. A waking task is
+    /// charged the IPI too; an interrupt handler's time is its caller's to
+    /// account.
     pub fn wake_timed(&mut self, p: Pid, cpu: usize, waker: Option<Pid>) -> (bool, u64) {
-        let c = &self.machine.cost;
-        let (local_ns, remote_ns, ipi_ns) = (c.wakeup_local_ns, c.remote_rq_lock_ns, c.ipi_send_ns);
-        let (ipis, lock_wait) = (self.stats.ipis_sent, self.stats.rq_lock_wait_ns);
+        let (ipis, ipi_ns) = (self.stats.ipis_sent, self.machine.cost.ipi_send_ns);
         let before = waker.map_or(0, |w| self.tasks[w].prog.overhead);
-        if !self.try_to_wake_up(p, 0, cpu, waker) {
+        self.irq_waker_ns = waker.is_none().then_some(0);
+        let woken = self.try_to_wake_up(p, 0, cpu, waker);
+        let irq_ns = self.irq_waker_ns.take().unwrap_or(0);
+        if !woken {
             return (false, 0);
         }
         let ipi = (self.stats.ipis_sent - ipis) * ipi_ns;
@@ -569,8 +576,7 @@ impl Kernel {
                 self.tasks[w].prog.overhead += ipi;
                 self.tasks[w].prog.overhead - before
             }
-            None if self.tasks[p].cpu == cpu => local_ns + ipi,
-            None => remote_ns + (self.stats.rq_lock_wait_ns - lock_wait) + ipi,
+            None => irq_ns + ipi,
         };
         (true, ns)
     }

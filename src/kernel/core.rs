@@ -1157,9 +1157,7 @@ impl Kernel {
                 self.ttwu_queue_wakelist(p, prev, wake_flags, from, waker);
                 return true;
             }
-            if let Some(w) = waker {
-                self.tasks[w].prog.overhead += end.saturating_sub(self.now);
-            }
+            self.charge_waker(waker, end.saturating_sub(self.now));
         }
         let placed = self.select_task_rq(p, prev, wake_flags, from, waker);
         let cpu = placed.cpu;
@@ -1279,10 +1277,23 @@ impl Kernel {
             c.ttwu_waker_ns(TtwuPath::RemoteRq) + self.take_rq_lock(cpu, hold)
         };
         let cost = self.vary(cost, waker.map_or(By::Cpu(from), By::Task));
-        if let Some(w) = waker {
-            self.tasks[w].prog.overhead += cost;
-        }
+        self.charge_waker(waker, cost);
         cost
+    }
+
+    /// The waker spends `ns` in try_to_wake_up: a task as its kernel
+    /// overhead; an interrupt handler (no waker) as its own time when
+    /// `wake_timed` counts it. The kernel's try_to_wake_up does the same
+    /// work in both contexts (it has no in_interrupt() branch).
+    pub(super) fn charge_waker(&mut self, waker: Option<Pid>, ns: u64) {
+        match waker {
+            Some(w) => self.tasks[w].prog.overhead += ns,
+            None => {
+                if let Some(t) = &mut self.irq_waker_ns {
+                    *t += ns;
+                }
+            }
+        }
     }
 
     /// ttwu_queue: through the target's wakelist when ttwu_queue_cond says

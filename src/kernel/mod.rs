@@ -294,6 +294,9 @@ pub struct Kernel {
     /// Set during a waker's remote enqueue: how far into its wakeup the
     /// reschedule IPI leaves (resched_curr adds it to the event time).
     resched_after: u64,
+    /// Set while `wake_timed` wakes for an interrupt handler: the time its
+    /// try_to_wake_up spends so far (what a waking task's overhead gets).
+    irq_waker_ns: Option<u64>,
     /// The CPU in __schedule with a skipped clock update, and the clock it
     /// keeps (see `rq_clock`).
     clock_skipped: Option<(usize, Time)>,
@@ -374,6 +377,7 @@ impl Kernel {
             marks: CheckMarks::default(),
             budget: None,
             resched_after: 0,
+            irq_waker_ns: None,
             clock_skipped: None,
             tracer: None,
             decisions: false,

@@ -276,9 +276,9 @@ impl Kernel {
         }
         let (found, scanned) = self.select_idle_cpu(p, target, this, has_idle_core);
         self.stats.sis_scanned += scanned;
+        let ns = scanned * self.machine.cost.sis_scan_per_cpu_ns;
+        self.charge_waker(waker, ns);
         if let Some(w) = waker {
-            let ns = scanned * self.machine.cost.sis_scan_per_cpu_ns;
-            self.tasks[w].prog.overhead += ns;
             self.tasks[w].prog.debt_ns += ns;
         }
         match found {

@@ -54,9 +54,7 @@ impl Kernel {
             .cost
             .ttwu_waker_ns(TtwuPath::Wakelist { line_ns });
         let queue = self.vary(queue, waker.map_or(By::Cpu(from), By::Task));
-        if let Some(w) = waker {
-            self.tasks[w].prog.overhead += queue;
-        }
+        self.charge_waker(waker, queue);
         let t = &mut self.tasks[p];
         t.state = TaskState::Waking;
         t.remote_wakeup = wake_flags & WF_MIGRATED != 0;
