@@ -9,7 +9,7 @@ use schedlab::kernel::completion::{CompletionVariant, SleepState, WaitHow};
 use schedlab::kernel::features::KernelConfig;
 use schedlab::kernel::irq::{Device, IrqAction};
 use schedlab::kernel::noise::NoiseConfig;
-use schedlab::kernel::task::Pid;
+use schedlab::kernel::task::{Pid, TaskState};
 use schedlab::kernel::Kernel;
 use schedlab::machine;
 use schedlab::machine::cost::TtwuPath;
@@ -366,5 +366,70 @@ fn an_interrupt_pays_for_a_remote_wakeup_what_a_task_does() {
             2 * half + cost.ttwu_waker_ns(path) + ipi,
             "busy {busy}"
         );
+    }
+}
+
+/// complete() onto a busy CPU sends one reschedule IPI, paid once by its
+/// sender, as try_to_wake_up's other callers pay it (`count_ipi`): a
+/// waking task in its overhead and its interrupts-off section; an
+/// interrupt handler in its own time, with nothing left on the task it
+/// interrupted.
+#[test]
+fn complete_pays_for_its_ipi_once() {
+    for from_task in [true, false] {
+        let cfg = KernelConfig {
+            noise: NoiseConfig {
+                enabled: false,
+                ..NoiseConfig::default()
+            },
+            ..KernelConfig::default()
+        };
+        let mut k = Kernel::new(machine::from_spec("smp:cpus=2").unwrap(), cfg);
+        k.check = true;
+        let mut b = Builder::new(0, 1);
+        let c = k.completion_new("t");
+        let mut pinned = |k: &mut Kernel, cpu: usize, nice: i32, ops: Vec<Op>| {
+            let p = b.task(
+                k,
+                TaskSpec {
+                    comm: "t",
+                    group_of: None,
+                    nice,
+                    allowed: Some(vec![cpu]),
+                    ops: Rc::from(ops),
+                },
+            );
+            b.launch(k, p);
+            p
+        };
+        let hog = || vec![Op::Run(Dist::Fixed(50 * MS)), Op::Exit];
+        let waker = pinned(&mut k, 0, 0, hog());
+        let waiter = pinned(
+            &mut k,
+            1,
+            0,
+            vec![wait(c, SleepState::Uninterruptible, None), Op::Exit],
+        );
+        pinned(&mut k, 1, 19, hog());
+        k.run(Some(5 * MS + 300_000)).unwrap();
+        assert_eq!(k.tasks[waiter].state, TaskState::Interruptible);
+        assert_eq!(k.rqs[0].curr, Some(waker));
+        let (before, ipis) = (k.tasks[waker].prog.overhead, k.stats.ipis_sent);
+        let ns = if from_task {
+            k.complete_from_task(c, false, 0, waker);
+            *k.irqs.cpus[0].off.last().expect("an interrupts-off section")
+        } else {
+            let (woken, ns) = k.wake_timed(waiter, 0, None);
+            assert!(woken);
+            ns
+        };
+        assert_eq!(k.stats.ipis_sent - ipis, 1, "from_task {from_task}");
+        assert_eq!(k.stats.ttwu_wakelist, 0);
+        let cost = &k.machine.cost;
+        let price = cost.ttwu_waker_ns(TtwuPath::RemoteRq) + cost.ipi_send_ns;
+        assert_eq!(ns, price, "from_task {from_task}");
+        let charged = k.tasks[waker].prog.overhead - before;
+        let expect = if from_task { price } else { 0 };
+        assert_eq!(charged, expect, "from_task {from_task}");
     }
 }

@@ -554,15 +554,13 @@ impl Kernel {
     /// try_to_wake_up from `cpu` and the time the waker spends on it: what
     /// try_to_wake_up charges a waker (`CostModel::ttwu_waker_ns` for the
     /// path it took, the wait for another CPU's rq lock, the spin on a
-    /// wakee still switching out, the select_idle_cpu scan) plus sending
-    /// the IPI if one was needed.
+    /// wakee still switching out, the select_idle_cpu scan, the IPI's send
+    /// if one was needed, `count_ipi`).
     /// An interrupt handler (`waker` None: a timer or irq calling
     /// complete()) spends the same as a task: the kernel's try_to_wake_up
-    /// (v4.13 core.c, read) has no in_interrupt() branch. A waking task is
-    /// charged the IPI too; an interrupt handler's time is its caller's to
-    /// account.
+    /// (v4.13 core.c, read) has no in_interrupt() branch. A task pays it
+    /// as its overhead; a handler's time is its caller's to account.
     pub fn wake_timed(&mut self, p: Pid, cpu: usize, waker: Option<Pid>) -> (bool, u64) {
-        let (ipis, ipi_ns) = (self.stats.ipis_sent, self.machine.cost.ipi_send_ns);
         let before = waker.map_or(0, |w| self.tasks[w].prog.overhead);
         self.irq_waker_ns = waker.is_none().then_some(0);
         let woken = self.try_to_wake_up(p, 0, cpu, waker);
@@ -570,13 +568,9 @@ impl Kernel {
         if !woken {
             return (false, 0);
         }
-        let ipi = (self.stats.ipis_sent - ipis) * ipi_ns;
         let ns = match waker {
-            Some(w) => {
-                self.tasks[w].prog.overhead += ipi;
-                self.tasks[w].prog.overhead - before
-            }
-            None => irq_ns + ipi,
+            Some(w) => self.tasks[w].prog.overhead - before,
+            None => irq_ns,
         };
         (true, ns)
     }

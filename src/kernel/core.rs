@@ -538,7 +538,9 @@ impl Kernel {
     }
 
     /// An IPI from `from` to `cpu`: the sender's current task pays for
-    /// issuing it, the receiver for the interrupt entry and exit. Returns
+    /// issuing it (an interrupt handler waking through `wake_timed` pays
+    /// in its own time, not the task it interrupted: `charge_waker`), the
+    /// receiver for the interrupt entry and exit. Returns
     /// how long after the send starts the target takes it: the send
     /// itself, then `ipi_latency_ns` in flight.
     pub fn count_ipi(&mut self, cpu: usize, from: Option<usize>) -> u64 {
@@ -553,9 +555,10 @@ impl Kernel {
         rq.stats.ipis_received += 1;
         rq.irq_ns += entry;
         let send = self.vary(send, By::Cpu(from.unwrap_or(cpu)));
-        if let Some(w) = from.and_then(|f| self.rqs[f].curr) {
-            self.tasks[w].prog.overhead += send;
-        }
+        let sender = from
+            .and_then(|f| self.rqs[f].curr)
+            .filter(|_| self.irq_waker_ns.is_none());
+        self.charge_waker(sender, send);
         send + self.machine.cost.ipi_latency_ns
     }
 
