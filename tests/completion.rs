@@ -417,7 +417,10 @@ fn complete_pays_for_its_ipi_once() {
         let (before, ipis) = (k.tasks[waker].prog.overhead, k.stats.ipis_sent);
         let ns = if from_task {
             k.complete_from_task(c, false, 0, waker);
-            *k.irqs.cpus[0].off.last().expect("an interrupts-off section")
+            *k.irqs.cpus[0]
+                .off
+                .last()
+                .expect("an interrupts-off section")
         } else {
             let (woken, ns) = k.wake_timed(waiter, 0, None);
             assert!(woken);
