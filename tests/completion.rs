@@ -29,6 +29,20 @@ fn kernel(spec: &str, variant: CompletionVariant) -> Kernel {
     k
 }
 
+/// Two CPUs, noise off (every cost its mean), invariants checked.
+fn quiet_two_cpus() -> Kernel {
+    let cfg = KernelConfig {
+        noise: NoiseConfig {
+            enabled: false,
+            ..NoiseConfig::default()
+        },
+        ..KernelConfig::default()
+    };
+    let mut k = Kernel::new(machine::from_spec("smp:cpus=2").unwrap(), cfg);
+    k.check = true;
+    k
+}
+
 fn task(k: &mut Kernel, b: &mut Builder, ops: Vec<Op>) -> Pid {
     let p = b.task(
         k,
@@ -307,36 +321,14 @@ fn kthreads_are_created_parked_and_stopped_through_completions() {
 #[test]
 fn an_interrupt_pays_for_a_remote_wakeup_what_a_task_does() {
     for busy in [true, false] {
-        let cfg = KernelConfig {
-            noise: NoiseConfig {
-                enabled: false,
-                ..NoiseConfig::default()
-            },
-            ..KernelConfig::default()
-        };
-        let mut k = Kernel::new(machine::from_spec("smp:cpus=2").unwrap(), cfg);
-        k.check = true;
+        let mut k = quiet_two_cpus();
         let mut b = Builder::new(0, 1);
         let c = k.completion_new("t");
-        let mut pinned = |k: &mut Kernel, ops: Vec<Op>| {
-            let p = b.task(
-                k,
-                TaskSpec {
-                    comm: "t",
-                    group_of: None,
-                    nice: 0,
-                    allowed: Some(vec![1]),
-                    ops: Rc::from(ops),
-                },
-            );
-            b.launch(k, p);
-        };
-        pinned(
-            &mut k,
-            vec![wait(c, SleepState::Uninterruptible, None), Op::Exit],
-        );
+        let waiter = vec![wait(c, SleepState::Uninterruptible, None), Op::Exit];
+        common::pinned(&mut k, &mut b, 1, waiter);
         if busy {
-            pinned(&mut k, vec![Op::Run(Dist::Fixed(50 * MS)), Op::Exit]);
+            let hog = vec![Op::Run(Dist::Fixed(50 * MS)), Op::Exit];
+            common::pinned(&mut k, &mut b, 1, hog);
         }
         k.irq_device_new(Device {
             name: "dev".into(),
@@ -377,31 +369,11 @@ fn an_interrupt_pays_for_a_remote_wakeup_what_a_task_does() {
 #[test]
 fn complete_pays_for_its_ipi_once() {
     for from_task in [true, false] {
-        let cfg = KernelConfig {
-            noise: NoiseConfig {
-                enabled: false,
-                ..NoiseConfig::default()
-            },
-            ..KernelConfig::default()
-        };
-        let mut k = Kernel::new(machine::from_spec("smp:cpus=2").unwrap(), cfg);
-        k.check = true;
+        let mut k = quiet_two_cpus();
         let mut b = Builder::new(0, 1);
         let c = k.completion_new("t");
-        let mut pinned = |k: &mut Kernel, cpu: usize, nice: i32, ops: Vec<Op>| {
-            let p = b.task(
-                k,
-                TaskSpec {
-                    comm: "t",
-                    group_of: None,
-                    nice,
-                    allowed: Some(vec![cpu]),
-                    ops: Rc::from(ops),
-                },
-            );
-            b.launch(k, p);
-            p
-        };
+        let mut pinned =
+            |k: &mut Kernel, cpu, nice, ops| common::pinned_nice(k, &mut b, cpu, nice, ops);
         let hog = || vec![Op::Run(Dist::Fixed(50 * MS)), Op::Exit];
         let waker = pinned(&mut k, 0, 0, hog());
         let waiter = pinned(

@@ -79,12 +79,24 @@ pub fn pinned(
     cpu: usize,
     ops: Vec<::schedlab::workload::program::Op>,
 ) -> ::schedlab::kernel::task::Pid {
+    pinned_nice(k, b, cpu, 0, ops)
+}
+
+/// A task of `ops` at `nice`, pinned to `cpu`, built by `b` and launched.
+#[allow(dead_code)]
+pub fn pinned_nice(
+    k: &mut ::schedlab::kernel::Kernel,
+    b: &mut ::schedlab::workload::Builder,
+    cpu: usize,
+    nice: i32,
+    ops: Vec<::schedlab::workload::program::Op>,
+) -> ::schedlab::kernel::task::Pid {
     let p = b.task(
         k,
         ::schedlab::workload::TaskSpec {
             comm: "t",
             group_of: None,
-            nice: 0,
+            nice,
             allowed: Some(vec![cpu]),
             ops: std::rc::Rc::from(ops),
         },
